@@ -1,0 +1,21 @@
+"""pympc: planar multibody dynamics with friction in translational joints.
+
+Complementarity problems (LCP/HLCP) and their native pivoting solver, Pyomo
+MPEC models and solver plugins (``pympc.mpec``), planar mechanisms
+(``pympc.mechanics``) and the event-driven simulator (``pympc.dynamics``).
+"""
+
+from .complementarity import (
+    HLCP, LCP, Classification, HLCPResult, LCPResult, Residual, SetKind, SolutionSet, Status,
+    classify, enumerate_solutions, is_p_matrix, lemke, load_problem, read_problem, read_siconos, solve,
+)
+from .errors import ModelError, OptionError, ProblemError, PympcError, SimulationError, SolverError, SolverNotFound
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LCP", "HLCP", "solve", "lemke", "enumerate_solutions", "classify", "is_p_matrix",
+    "read_siconos", "read_problem", "load_problem",
+    "Status", "LCPResult", "HLCPResult", "Residual", "SetKind", "SolutionSet", "Classification",
+    "PympcError", "ProblemError", "OptionError", "SolverError", "SolverNotFound", "ModelError", "SimulationError",
+]

@@ -1,0 +1,15 @@
+"""Complementarity problems (LCP, HLCP), the native Lemke solver, enumeration and matrix classes."""
+
+from .classes import Classification, classify, is_p_matrix
+from .enumeration import SetKind, SolutionSet, enumerate_solutions
+from .io import read_problem, read_siconos
+from .lemke import lemke
+from .problems import HLCP, LCP, Reduction, Residual, load_problem
+from .results import HLCPResult, LCPResult, Status
+from .solve import solve
+
+__all__ = [
+    "LCP", "HLCP", "Reduction", "Residual", "load_problem", "read_siconos", "read_problem",
+    "Status", "LCPResult", "HLCPResult", "lemke", "solve",
+    "SetKind", "SolutionSet", "enumerate_solutions", "Classification", "classify", "is_p_matrix",
+]

@@ -1,0 +1,283 @@
+"""Numba kernel of Lemke's method with the lexicographic minimum-ratio rule.
+
+The full tableau of ``w - M z - d z0 = q`` is ``[ I | -M | -d | q ]``; its
+``w`` block always holds the inverse of the current basis, which is what the
+lexicographic rule compares.  The kernel keeps it condensed (non-basic
+columns only), which halves the work of a pivot.
+"""
+
+import numpy as np
+from numba import njit
+
+KERNEL_SOLVED = 0
+KERNEL_RAY = 1
+KERNEL_PIVOT_LIMIT = 2
+KERNEL_NUMERICAL = 3
+KERNEL_SINGULAR = 4
+
+
+@njit(cache=True, nogil=True)
+def _pivot(T, r, s, prow):
+    """Exchange pivot on the condensed tableau at row ``r``, column ``s``."""
+    n, m = T.shape
+    p = T[r, s]
+    for j in range(m):
+        prow[j] = T[r, j] / p
+    prow[s] = 1.0 / p
+    for i in range(n):
+        if i != r:
+            f = T[i, s]
+            if f != 0.0:
+                row = T[i]
+                for j in range(m):
+                    row[j] -= f * prow[j]
+                row[s] = -f / p
+    for j in range(m):
+        T[r, j] = prow[j]
+
+
+@njit(cache=True, nogil=True)
+def _lex_value(T, i, j, colpos, rowpos, div):
+    """Entry (row i, column of w_j) of the full tableau, i.e. (B⁻¹)_ij, divided by ``div``."""
+    c = colpos[j]
+    if c >= 0:
+        return T[i, c] / div
+    return (1.0 if rowpos[j] == i else 0.0) / div
+
+
+@njit(cache=True, nogil=True)
+def _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, initial, d):
+    """Reduce the candidate rows by the lexicographic rule over the columns of B⁻¹."""
+    for j in range(n):
+        if ncand <= 1:
+            break
+        best = np.inf
+        for k in range(ncand):
+            i = cand[k]
+            v = _lex_value(T, i, j, colpos, rowpos, d[i] if initial else T[i, s])
+            if v < best:
+                best = v
+        keep = 0
+        for k in range(ncand):
+            i = cand[k]
+            if _lex_value(T, i, j, colpos, rowpos, d[i] if initial else T[i, s]) <= best + tie_tol:
+                cand[keep] = i
+                keep += 1
+        ncand = keep
+    return cand[0]
+
+
+@njit(cache=True, nogil=True)
+def lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
+    """Run Lemke's method on LCP(M, q) with covering vector ``d > 0``.
+
+    The tableau is condensed: it keeps only the ``n + 1`` non-basic columns
+    and the right-hand side (``n x (n + 2)``); the columns of ``B⁻¹`` needed
+    by the lexicographic rule are read from it (a basic ``w_j`` has a unit
+    column).  Variables: ``0..n-1`` are w, ``n..2n-1`` z, ``2n`` is z0.
+
+    Returns ``(code, pivots, z, w, enter_log, leave_log)``; the logs hold the
+    variables entering and leaving at each pivot.
+    """
+    n = q.shape[0]
+    nv = 2 * n + 1
+    rhs = n + 1
+    enter_log = np.empty(max_pivots + 1, np.int64)
+    leave_log = np.empty(max_pivots + 1, np.int64)
+    z = np.zeros(n)
+    w = np.zeros(n)
+    qmin = q[0]
+    for i in range(n):
+        if q[i] < qmin:
+            qmin = q[i]
+    if qmin >= 0.0:
+        for i in range(n):
+            w[i] = q[i]
+        return KERNEL_SOLVED, 0, z, w, enter_log[:0], leave_log[:0]
+    scale = 1.0
+    for i in range(n):
+        if d[i] > scale:
+            scale = d[i]
+        for j in range(n):
+            if abs(M[i, j]) > scale:
+                scale = abs(M[i, j])
+    piv_tol = piv_rel * scale
+
+    # condensed tableau [-M | -d | q]: column j < n holds z_j, column n holds z0
+    T = np.empty((n, n + 2))
+    colpos = np.full(nv, -1, np.int64)
+    rowpos = np.full(nv, -1, np.int64)
+    nb = np.empty(n + 1, np.int64)
+    basis = np.empty(n, np.int64)
+    for i in range(n):
+        for j in range(n):
+            T[i, j] = -M[i, j]
+        T[i, n] = -d[i]
+        T[i, rhs] = q[i]
+        basis[i] = i
+        rowpos[i] = i
+    for j in range(n):
+        nb[j] = n + j
+        colpos[n + j] = j
+    nb[n] = 2 * n
+    colpos[2 * n] = n
+    cand = np.empty(n, np.int64)
+    prow = np.empty(n + 2)
+
+    # Initial pivot: z0 enters at the level that makes every rhs >= 0; the
+    # leaving row is the lexicographic minimum of (q_i, e_i) / d_i.
+    best = np.inf
+    for i in range(n):
+        v = q[i] / d[i]
+        if v < best:
+            best = v
+    ncand = 0
+    for i in range(n):
+        if q[i] / d[i] <= best + tie_tol * (1.0 + abs(best)):
+            cand[ncand] = i
+            ncand += 1
+    r = _lex_rows(T, n, cand, ncand, n, tie_tol, colpos, rowpos, True, d)
+    entering = 2 * n
+    pivots = 0
+    code = KERNEL_PIVOT_LIMIT
+    while True:
+        s = colpos[entering]
+        _pivot(T, r, s, prow)
+        leaving = basis[r]
+        basis[r] = entering
+        rowpos[entering] = r
+        colpos[entering] = -1
+        rowpos[leaving] = -1
+        colpos[leaving] = s
+        nb[s] = leaving
+        if pivots < enter_log.shape[0]:
+            enter_log[pivots] = entering
+            leave_log[pivots] = leaving
+        pivots += 1
+        if leaving == 2 * n:
+            code = KERNEL_SOLVED
+            break
+        if pivots > max_pivots:
+            break
+        entering = leaving + n if leaving < n else leaving - n
+        s = colpos[entering]
+        # minimum ratio over rows with a positive entry in the entering column
+        best = np.inf
+        for i in range(n):
+            a = T[i, s]
+            if a > piv_tol:
+                v = T[i, rhs] / a
+                if v < best:
+                    best = v
+        if best == np.inf:
+            code = KERNEL_RAY
+            break
+        ncand = 0
+        z0row = -1
+        lim = best + tie_tol * (1.0 + abs(best))
+        for i in range(n):
+            a = T[i, s]
+            if a > piv_tol and T[i, rhs] / a <= lim:
+                cand[ncand] = i
+                ncand += 1
+                if basis[i] == 2 * n:
+                    z0row = i
+        if z0row >= 0:
+            r = z0row
+        else:
+            r = _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d)
+    for i in range(n):
+        v = T[i, rhs]
+        if not np.isfinite(v):
+            code = KERNEL_NUMERICAL
+        if v < 0.0 and v > -tie_tol * (1.0 + abs(qmin)):
+            v = 0.0  # rounding below zero of a basic variable at a degenerate vertex
+        b = basis[i]
+        if b < n:
+            w[b] = v
+        elif b < 2 * n:
+            z[b - n] = v
+    m = min(pivots, max_pivots + 1)
+    return code, pivots, z, w, enter_log[:m], leave_log[:m]
+
+
+@njit(cache=True, nogil=True)
+def lcp_residual(M, q, z, w):
+    """``(equation, negativity, complementarity, max|z|, max|q|)`` of a point of LCP(M, q)."""
+    n = q.shape[0]
+    eq = 0.0
+    neg = 0.0
+    comp = 0.0
+    zmax = 0.0
+    qmax = 0.0
+    for i in range(n):
+        s = q[i]
+        for j in range(n):
+            s += M[i, j] * z[j]
+        eq = max(eq, abs(w[i] - s))
+        neg = max(neg, -z[i], -w[i])
+        comp = max(comp, abs(z[i] * w[i]))
+        zmax = max(zmax, abs(z[i]))
+        qmax = max(qmax, abs(q[i]))
+    return eq, neg, comp, zmax, qmax
+
+
+@njit(cache=True, nogil=True)
+def hlcp_residual(A, B, c, x, y):
+    """``(equation, negativity, complementarity, max|x, y|, max|c|)`` of a point of HLCP(A, B, c)."""
+    n = c.shape[0]
+    eq = 0.0
+    neg = 0.0
+    comp = 0.0
+    umax = 0.0
+    cmax = 0.0
+    for i in range(n):
+        s = -c[i]
+        for j in range(n):
+            s += A[i, j] * x[j] + B[i, j] * y[j]
+        eq = max(eq, abs(s))
+        neg = max(neg, -x[i], -y[i])
+        comp = max(comp, abs(x[i] * y[i]))
+        umax = max(umax, abs(x[i]), abs(y[i]))
+        cmax = max(cmax, abs(c[i]))
+    return eq, neg, comp, umax, cmax
+
+
+@njit(cache=True, nogil=True)
+def solve_lcp_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
+    """Lemke on LCP(M, q) and the residual of its point, in one call."""
+    code, pivots, z, w, el, ll = lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol)
+    return code, pivots, z, w, el, ll, lcp_residual(M, q, z, w)
+
+
+@njit(cache=True, nogil=True)
+def solve_hlcp_kernel(A, B, c, basis, S, lu, d, max_pivots, piv_rel, tie_tol):
+    """Lemke on the LCP form ``S = [M | q]`` of HLCP(A, B, c) through ``basis``;
+    the point mapped back to (x, y) and its residual on the original HLCP.
+
+    ``lu`` holds the LU factors of the basis matrix; if their pivots show it
+    (numerically) singular, nothing is solved and ``KERNEL_SINGULAR`` returned.
+    """
+    n = c.shape[0]
+    dmin = np.inf
+    dmax = 0.0
+    for i in range(n):
+        v = abs(lu[i, i])
+        dmin = min(dmin, v)
+        dmax = max(dmax, v)
+    if not dmin > 1e-12 * dmax:
+        e = np.zeros(0, np.int64)
+        return KERNEL_SINGULAR, 0, np.zeros(n), np.zeros(n), e, e, (0.0, 0.0, 0.0, 0.0, 0.0)
+    M = np.ascontiguousarray(S[:, :n])
+    q = np.ascontiguousarray(S[:, n])
+    code, pivots, z, w, el, ll = lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol)
+    x = np.empty(n)
+    y = np.empty(n)
+    for i in range(n):
+        if basis[i]:
+            x[i] = w[i]
+            y[i] = z[i]
+        else:
+            x[i] = z[i]
+            y[i] = w[i]
+    return code, pivots, x, y, el, ll, hlcp_residual(A, B, c, x, y)

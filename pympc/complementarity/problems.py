@@ -1,0 +1,377 @@
+"""Linear complementarity problems that validate themselves.
+
+Conventions (DESIGN.md §2):
+
+* ``LCP(M, q)``: find ``z >= 0`` with ``w = M z + q >= 0`` and ``z'w = 0``.
+* ``HLCP(A, B, c)``: find ``x, y >= 0`` with ``A x + B y = c`` and
+  ``x_i y_i = 0`` for every ``i``.  ``LCP(M, q)`` is ``HLCP(I, -M, q)`` with
+  ``x = w`` and ``y = z``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import lapack as _lapack
+
+from ..errors import ProblemError
+
+__all__ = ["LCP", "HLCP", "Residual", "Reduction", "as_matrix", "as_vector", "load_problem", "lu_rcond"]
+
+
+def as_matrix(name, value, shape=None):
+    """Return ``value`` as a finite 2-D float array or raise :class:`ProblemError`.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in the error message.
+    value : array_like
+        The data.
+    shape : tuple of int, optional
+        Required shape.
+    """
+    try:
+        arr = np.array(value, dtype=float, order="C")
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(f"{name} must be a numeric matrix; could not convert it to float ({exc}).") from None
+    if arr.ndim != 2:
+        raise ProblemError(f"{name} must be a 2-D matrix, got an array with {arr.ndim} dimension(s) of shape {arr.shape}.")
+    if arr.size == 0:
+        raise ProblemError(f"{name} is empty (shape {arr.shape}); a complementarity problem needs at least one pair.")
+    if shape is not None and arr.shape != tuple(shape):
+        raise ProblemError(f"{name} must have shape {tuple(shape)}, got {arr.shape}.")
+    if not np.isfinite(arr).all():
+        i, j = np.argwhere(~np.isfinite(arr))[0]
+        raise ProblemError(f"{name} has a non-finite entry ({arr[i, j]}) at [{i}, {j}]; replace NaN/inf by finite values.")
+    return arr
+
+
+def as_vector(name, value, size=None):
+    """Return ``value`` as a finite 1-D float array or raise :class:`ProblemError`."""
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(f"{name} must be a numeric vector; could not convert it to float ({exc}).") from None
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise ProblemError(f"{name} must be a 1-D vector, got shape {arr.shape}.")
+    if arr.size == 0:
+        raise ProblemError(f"{name} is empty; a complementarity problem needs at least one pair.")
+    if size is not None and arr.size != size:
+        raise ProblemError(f"{name} must have length {size} to conform with the matrix, got {arr.size}.")
+    if not np.isfinite(arr).all():
+        i = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ProblemError(f"{name} has a non-finite entry ({arr[i]}) at [{i}]; replace NaN/inf by finite values.")
+    return arr
+
+
+def lu_rcond(C):
+    """LU factors of ``C`` and LAPACK's estimate of its reciprocal 1-norm condition number.
+
+    Returns ``(lu, piv, rcond)``; ``rcond`` is 0 for an exactly singular matrix.
+    An O(n²) estimate after the O(n³) factorization, far cheaper than an SVD.
+    """
+    lu, piv, info = _lapack.dgetrf(C)
+    if info > 0:
+        return lu, piv, 0.0
+    anorm = float(np.abs(C).sum(axis=0).max())
+    rcond, _ = _lapack.dgecon(lu, anorm, norm="1")
+    return lu, piv, float(rcond)
+
+
+class Residual(NamedTuple):
+    """How far a point is from solving a complementarity problem.
+
+    Attributes
+    ----------
+    equation : float
+        ``||A x + B y - c||_inf`` (for an LCP, ``||w - (M z + q)||_inf``).
+    negativity : float
+        ``max(0, -min(x, y))``.
+    complementarity : float
+        ``max_i |x_i y_i|``.
+    """
+
+    equation: float
+    negativity: float
+    complementarity: float
+
+    def ok(self, tol, scale=1.0):
+        """True if every part is within ``tol`` (equation scaled by ``1 + scale``)."""
+        return (
+            self.equation <= tol * (1.0 + scale)
+            and self.negativity <= tol * (1.0 + scale)
+            and self.complementarity <= tol * (1.0 + scale) ** 2
+        )
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """The map from an HLCP to an equivalent LCP through a complementary basis.
+
+    ``basis[i]`` is True where ``x_i`` is basic (column ``i`` of ``C`` taken
+    from ``A``) and False where ``y_i`` is basic.  The LCP variables are
+    ``z`` = the non-basic member of each pair and ``w`` = the basic member.
+    """
+
+    hlcp: "HLCP"
+    lcp: "LCP"
+    basis: np.ndarray
+
+    def to_hlcp_point(self, z, w):
+        """Map an LCP point ``(z, w)`` back to the HLCP point ``(x, y)``."""
+        b = self.basis
+        x = np.where(b, w, z)
+        y = np.where(b, z, w)
+        return x, y
+
+    def to_lcp_point(self, x, y):
+        """Map an HLCP point ``(x, y)`` to the LCP point ``(z, w)``."""
+        b = self.basis
+        return np.where(b, y, x), np.where(b, x, y)
+
+
+class _Problem:
+    """Shared behaviour of LCP and HLCP."""
+
+    def __len__(self):
+        return self.n
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n={self.n}{', name=' + repr(self.name) if self.name else ''})"
+
+
+class HLCP(_Problem):
+    """Horizontal linear complementarity problem ``A x + B y = c``, ``0 <= x ⊥ y >= 0``.
+
+    Parameters
+    ----------
+    A, B : array_like, shape (n, n)
+        Coefficient matrices.
+    c : array_like, shape (n,)
+        Right-hand side.
+    name : str, optional
+        A label carried into results and reports.
+
+    Examples
+    --------
+    >>> import pympc
+    >>> p = pympc.HLCP([[1.0]], [[-2.0]], [-1.0])   # x - 2 y = -1
+    >>> r = pympc.solve(p)
+    >>> r.success, r.x, r.y
+    (True, array([0.]), array([0.5]))
+    """
+
+    def __init__(self, A, B, c, *, name=None):
+        self.A = as_matrix("A", A)
+        n = self.A.shape[0]
+        if self.A.shape != (n, n):
+            raise ProblemError(f"A must be square, got shape {self.A.shape}.")
+        self.B = as_matrix("B", B, (n, n))
+        self.c = as_vector("c", c, n)
+        self.name = name
+        for arr in (self.A, self.B, self.c):
+            arr.flags.writeable = False
+        # right-hand sides of the LCP form through A: A [M q] = [-B c]
+        self._rhs_for_a = np.asfortranarray(np.column_stack([-self.B, self.c]))
+
+    @property
+    def n(self):
+        """Number of complementarity pairs."""
+        return self.c.size
+
+    def scale(self):
+        """Magnitude of the data, used to scale tolerances."""
+        return max(1.0, float(np.abs(self.c).max()))
+
+    def residual(self, x, y):
+        """The :class:`Residual` of the point ``(x, y)``."""
+        x = np.asarray(x, float)
+        y = np.asarray(y, float)
+        eq = float(np.abs(self.A @ x + self.B @ y - self.c).max())
+        neg = float(max(0.0, -min(x.min(), y.min())))
+        comp = float(np.abs(x * y).max())
+        return Residual(eq, neg, comp)
+
+    def is_solution(self, x, y, tol=1e-9):
+        """True if ``(x, y)`` solves the problem within ``tol`` (scaled by the data)."""
+        scale = max(self.scale(), float(np.abs(x).max()), float(np.abs(y).max()))
+        return self.residual(x, y).ok(tol, scale)
+
+    def column_matrix(self, basis):
+        """The column-representative matrix ``C_α`` (column ``i`` from A where ``basis[i]``)."""
+        basis = np.asarray(basis, bool)
+        return np.where(basis[None, :], self.A, self.B)
+
+    def find_basis(self, rcond=1e-12):
+        """A nonsingular complementary basis, found by a pivoted factorization.
+
+        ``A`` itself is used when it is well conditioned (the natural LCP
+        orientation).  Otherwise Gaussian elimination chooses, step by step,
+        the column (from A or B) with the largest pivot among the pairs not
+        yet chosen: complete pivoting restricted to one column per pair.
+
+        Returns
+        -------
+        ndarray of bool or None
+            ``basis[i]`` True where ``x_i`` is basic; None if no nonsingular
+            basis was found.
+        """
+        n = self.n
+        if lu_rcond(self.A)[2] > rcond:
+            return np.ones(n, bool)
+        cols = np.hstack([self.A, self.B])
+        scale = max(1.0, float(np.abs(cols).max()))
+        rows = np.ones(n, bool)
+        open_cols = np.ones(2 * n, bool)
+        basis = np.zeros(n, bool)
+        for _ in range(n):
+            sub = np.abs(cols[np.ix_(rows, open_cols)])
+            k = int(sub.argmax())
+            r_loc, j_loc = divmod(k, sub.shape[1])
+            if sub[r_loc, j_loc] <= rcond * scale:
+                return None
+            r = np.flatnonzero(rows)[r_loc]
+            j = np.flatnonzero(open_cols)[j_loc]
+            pair = j % n
+            basis[pair] = j < n
+            open_cols[[pair, pair + n]] = False
+            rows[r] = False
+            others = np.flatnonzero(rows)
+            cols[others] -= np.outer(cols[others, j] / cols[r, j], cols[r])
+        if lu_rcond(self.column_matrix(basis))[2] <= rcond:
+            return None
+        return basis
+
+    def to_lcp(self, basis=None):
+        """An equivalent LCP through a nonsingular complementary basis.
+
+        With ``C`` the column-representative matrix of ``basis`` and ``N`` the
+        other columns, ``C u + N v = c`` gives ``u = C⁻¹c - C⁻¹N v``: the LCP
+        ``w = u``, ``z = v``, ``M = -C⁻¹N``, ``q = C⁻¹c``.
+
+        Returns
+        -------
+        Reduction
+            ``.lcp`` and the maps of points back and forth.
+
+        Raises
+        ------
+        ProblemError
+            If no nonsingular complementary basis exists (or the given one is singular).
+        """
+        if basis is None:
+            basis = self.find_basis()
+            if basis is None:
+                raise ProblemError(
+                    "no nonsingular complementary basis was found for this HLCP, so it has no LCP form; "
+                    "use pympc.enumerate_solutions or the MILP cross-check instead."
+                )
+        basis = np.asarray(basis, bool)
+        if basis.shape != (self.n,):
+            raise ProblemError(f"basis must be a boolean vector of length {self.n}.")
+        C = self.column_matrix(basis)
+        N = np.where(basis[None, :], self.B, self.A)
+        lu, piv, rc = lu_rcond(C)
+        if rc <= 1e-14:
+            raise ProblemError("basis gives a singular column-representative matrix; choose another basis.")
+        sol = _lapack.dgetrs(lu, piv, np.column_stack([N, self.c]))[0]
+        return Reduction(self, LCP(-sol[:, :-1], sol[:, -1], name=self.name), basis)
+
+    def save(self, path):
+        """Save to ``.npz`` (arrays ``A``, ``B``, ``c``)."""
+        np.savez(path, kind="HLCP", A=self.A, B=self.B, c=self.c, name=str(self.name or ""))
+
+
+class LCP(_Problem):
+    """Linear complementarity problem ``w = M z + q``, ``0 <= z ⊥ w >= 0``.
+
+    Parameters
+    ----------
+    M : array_like, shape (n, n)
+    q : array_like, shape (n,)
+    name : str, optional
+
+    Examples
+    --------
+    >>> import pympc
+    >>> r = pympc.solve(pympc.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]))
+    >>> r.status.name, r.z.round(6)
+    ('SOLVED', array([1.333333, 2.333333]))
+    """
+
+    def __init__(self, M, q, *, name=None, comment=None):
+        self.M = as_matrix("M", M)
+        n = self.M.shape[0]
+        if self.M.shape != (n, n):
+            raise ProblemError(f"M must be square, got shape {self.M.shape}.")
+        self.q = as_vector("q", q, n)
+        self.name = name
+        self.comment = comment
+        self.M.flags.writeable = False
+        self.q.flags.writeable = False
+
+    @property
+    def n(self):
+        """Number of complementarity pairs."""
+        return self.q.size
+
+    def scale(self):
+        """Magnitude of the data, used to scale tolerances."""
+        return max(1.0, float(np.abs(self.q).max()))
+
+    def residual(self, z, w=None):
+        """The :class:`Residual` of ``z`` (``w`` defaults to ``M z + q``)."""
+        z = np.asarray(z, float)
+        mzq = self.M @ z + self.q
+        w = mzq if w is None else np.asarray(w, float)
+        eq = float(np.abs(w - mzq).max())
+        neg = float(max(0.0, -min(z.min(), w.min())))
+        comp = float(np.abs(z * w).max())
+        return Residual(eq, neg, comp)
+
+    def is_solution(self, z, w=None, tol=1e-9):
+        """True if ``z`` (and ``w``) solve the problem within ``tol`` (scaled by the data)."""
+        z = np.asarray(z, float)
+        scale = max(self.scale(), float(np.abs(z).max()))
+        return self.residual(z, w).ok(tol, scale)
+
+    def to_hlcp(self):
+        """The same problem as ``HLCP(I, -M, q)`` with ``x = w`` and ``y = z``."""
+        return HLCP(np.eye(self.n), -self.M, self.q, name=self.name)
+
+    def save(self, path):
+        """Save to ``.npz`` (arrays ``M``, ``q``)."""
+        np.savez(path, kind="LCP", M=self.M, q=self.q, name=str(self.name or ""))
+
+
+def load_problem(path):
+    """Load an :class:`LCP` or :class:`HLCP` saved with ``.save`` (``.npz``).
+
+    Examples
+    --------
+    >>> import pympc, tempfile, os
+    >>> p = pympc.LCP([[1.0]], [-1.0])
+    >>> f = os.path.join(tempfile.mkdtemp(), "p.npz"); p.save(f)
+    >>> pympc.load_problem(f).M
+    array([[1.]])
+    """
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ProblemError(f"could not read problem file {path!r}: {exc}") from None
+    with data:
+        kind = str(data["kind"]) if "kind" in data else ("LCP" if "M" in data else "HLCP")
+        name = str(data["name"]) if "name" in data else None
+        try:
+            if kind == "LCP":
+                return LCP(data["M"], data["q"], name=name or None)
+            if kind == "HLCP":
+                return HLCP(data["A"], data["B"], data["c"], name=name or None)
+        except KeyError as exc:
+            raise ProblemError(f"problem file {path!r} lacks array {exc}; it needs M, q (LCP) or A, B, c (HLCP).") from None
+    raise ProblemError(f"problem file {path!r} has unknown kind {kind!r}; expected 'LCP' or 'HLCP'.")

@@ -1,0 +1,110 @@
+"""Results of complementarity solvers: a status enum and self-checking results."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+import numpy as np
+
+__all__ = ["Status", "LCPResult", "HLCPResult"]
+
+
+class _DocIntEnum(IntEnum):
+    """IntEnum whose members carry their own docstring: ``NAME = value, "doc"``."""
+
+    def __new__(cls, value, doc=""):
+        obj = int.__new__(cls, value)
+        obj._value_ = value
+        obj.__doc__ = doc
+        return obj
+
+
+class Status(_DocIntEnum):
+    """How a complementarity solve ended.  Only ``SOLVED`` carries a solution."""
+
+    SOLVED = 0, "A point was found and verified: nonnegative, complementary and satisfying the equations within tolerance."
+    RAY_TERMINATION = 1, (
+        "Lemke's method ended on a secondary ray: no solution was found.  This does not prove that none "
+        "exists (unless the matrix class guarantees it); use certify=True to decide."
+    )
+    PIVOT_LIMIT = 2, "The pivot limit was reached before a solution or a ray; raise max_pivots or rescale the data."
+    NUMERICAL_FAILURE = 3, (
+        "The solver finished but its point failed verification (or became non-finite): rounding has "
+        "spoiled the tableau.  Rescale the data or cross-check with another solver."
+    )
+    INFEASIBLE = 4, "The problem was proved to have no solution (by exact enumeration of the complementary supports)."
+    NO_BASIS = 5, "The HLCP has no nonsingular complementary basis, so it has no LCP form for Lemke's method."
+
+
+class _Result:
+    status: Status
+
+    @property
+    def success(self):
+        """True only if the returned point was verified to be a solution."""
+        return self.status == Status.SOLVED
+
+    def __repr__(self):
+        return f"{type(self).__name__}(status={self.status.name}, pivots={self.pivots}, message={self.message!r})"
+
+
+class LCPResult(_Result):
+    """Result of solving an :class:`~pympc.LCP`.
+
+    Attributes
+    ----------
+    status : Status
+    message : str
+    z, w : ndarray
+        The point (meaningful as a solution only if ``success``).
+    pivots : int
+    problem : LCP
+    method : str
+    info : dict
+        Solver-specific details (pivot log, certificate, ...).
+    """
+
+    def __init__(self, problem, status, message, z, w, pivots=0, method="lemke", info=None):
+        self.problem = problem
+        self.status = status if type(status) is Status else Status(status)
+        self.message = message
+        self.z = z
+        self.w = w
+        self.pivots = pivots
+        self.method = method
+        self.info = {} if info is None else info
+
+    def residual(self):
+        """:class:`~pympc.complementarity.problems.Residual` of ``(z, w)``."""
+        return self.problem.residual(self.z, self.w)
+
+    def is_solution(self, tol=1e-9):
+        """True if ``(z, w)`` solves the problem within ``tol`` (scaled by the data)."""
+        return self.problem.is_solution(self.z, self.w, tol)
+
+
+class HLCPResult(_Result):
+    """Result of solving an :class:`~pympc.HLCP`: attributes as :class:`LCPResult` with ``x, y``."""
+
+    def __init__(self, problem, status, message, x, y, pivots=0, method="lemke", info=None):
+        self.problem = problem
+        self.status = status if type(status) is Status else Status(status)
+        self.message = message
+        self.x = x
+        self.y = y
+        self.pivots = pivots
+        self.method = method
+        self.info = {} if info is None else info
+
+    def residual(self):
+        """:class:`~pympc.complementarity.problems.Residual` of ``(x, y)``."""
+        return self.problem.residual(self.x, self.y)
+
+    def is_solution(self, tol=1e-9):
+        """True if ``(x, y)`` solves the problem within ``tol`` (scaled by the data)."""
+        return self.problem.is_solution(self.x, self.y, tol)
+
+
+def point_norm(*arrays):
+    """Largest absolute entry of the given arrays (at least 1)."""
+    return max(1.0, *(float(np.abs(a).max()) for a in arrays))
