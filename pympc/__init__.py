@@ -13,6 +13,8 @@ from .errors import ModelError, OptionError, ProblemError, PympcError, Simulatio
 
 __version__ = "0.1.0"
 
+from . import mpec  # noqa: E402  registers pympc.lemke and pympc.milp with Pyomo's SolverFactory
+
 __all__ = [
     "LCP", "HLCP", "solve", "lemke", "enumerate_solutions", "classify", "is_p_matrix",
     "read_siconos", "read_problem", "load_problem",

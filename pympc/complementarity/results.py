@@ -34,6 +34,7 @@ class Status(_DocIntEnum):
     )
     INFEASIBLE = 4, "The problem was proved to have no solution (by exact enumeration of the complementary supports)."
     NO_BASIS = 5, "The HLCP has no nonsingular complementary basis, so it has no LCP form for Lemke's method."
+    UNDECIDED = 6, "The solver ended with neither a verified point nor a proof of infeasibility (see the message)."
 
 
 class _Result:

@@ -1,0 +1,234 @@
+"""Complementarity problems as Pyomo MPEC models, and back.
+
+:func:`to_pyomo` writes an LCP/HLCP as a fresh ``ConcreteModel`` with
+``pyomo.mpec.Complementarity`` conditions; :func:`from_pyomo` reads any model
+made of linear equalities and complementarity conditions back into an HLCP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.core.expr.relational_expr import EqualityExpression, InequalityExpression, RangedExpression
+from pyomo.mpec import Complementarity, complements
+from pyomo.repn import generate_standard_repn
+
+from ..complementarity import HLCP, LCP
+from ..errors import ProblemError
+
+__all__ = ["to_pyomo", "from_pyomo", "PyomoHLCP"]
+
+
+def to_pyomo(problem):
+    """A fresh Pyomo ``ConcreteModel`` of an LCP or HLCP.
+
+    LCP(M, q): variables ``z[i]``, conditions
+    ``compl[i] = complements(z[i] >= 0, sum_j M[i,j] z[j] + q[i] >= 0)``.
+    HLCP(A, B, c): variables ``x[i]``, ``y[i]``, equalities
+    ``eq[i]: sum_j A[i,j] x[j] + B[i,j] y[j] == c[i]`` and
+    ``compl[i] = complements(x[i] >= 0, y[i] >= 0)``.  The model has no
+    objective (a feasibility problem).
+
+    Examples
+    --------
+    >>> import pympc
+    >>> from pympc.mpec import to_pyomo
+    >>> m = to_pyomo(pympc.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]))
+    >>> sorted(c.name for c in m.component_objects(descend_into=False))
+    ['compl', 'pairs', 'z']
+    """
+    m = pyo.ConcreteModel(name=problem.name or type(problem).__name__)
+    n = problem.n
+    m.pairs = pyo.Set(initialize=range(n), ordered=True, doc="complementarity pairs")
+    if isinstance(problem, LCP):
+        M, q = problem.M, problem.q
+        m.z = pyo.Var(m.pairs, initialize=0.0, doc="z of w = M z + q")
+        m.compl = Complementarity(
+            m.pairs,
+            rule=lambda m, i: complements(m.z[i] >= 0, sum(M[i, j] * m.z[j] for j in range(n) if M[i, j] != 0) + q[i] >= 0),
+            doc="0 <= z ⊥ M z + q >= 0",
+        )
+        return m
+    if not isinstance(problem, HLCP):
+        raise ProblemError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}.")
+    A, B, c = problem.A, problem.B, problem.c
+    m.x = pyo.Var(m.pairs, initialize=0.0)
+    m.y = pyo.Var(m.pairs, initialize=0.0)
+    m.eq = pyo.Constraint(
+        m.pairs,
+        rule=lambda m, i: sum(A[i, j] * m.x[j] for j in range(n) if A[i, j] != 0)
+        + sum(B[i, j] * m.y[j] for j in range(n) if B[i, j] != 0) == c[i],
+        doc="A x + B y == c",
+    )
+    m.compl = Complementarity(m.pairs, rule=lambda m, i: complements(m.x[i] >= 0, m.y[i] >= 0), doc="0 <= x ⊥ y >= 0")
+    return m
+
+
+@dataclass
+class PyomoHLCP:
+    """The HLCP read from a Pyomo model, with the map back to the model's variables.
+
+    The model's variables ``u`` (``variables``, in order) relate to the HLCP
+    point by ``u = R @ concat(x, y) + r0``.
+
+    Attributes
+    ----------
+    problem : HLCP
+    variables : list of pyomo VarData
+    pair_names : list of str
+        The name of the complementarity condition behind each pair.
+    R, r0 : ndarray
+    """
+
+    problem: HLCP
+    variables: list
+    pair_names: list
+    R: np.ndarray
+    r0: np.ndarray
+
+    def values(self, x, y):
+        """The values of :attr:`variables` at the HLCP point ``(x, y)``."""
+        return self.R @ np.concatenate([x, y]) + self.r0
+
+    def load(self, x, y):
+        """Write the point ``(x, y)`` into the model's variables."""
+        for v, val in zip(self.variables, self.values(x, y)):
+            v.set_value(float(val), skip_validation=True)
+
+
+def _linear(expr, where, index):
+    """``(coefs by var id, constant)`` of a linear expression, or a ProblemError naming ``where``."""
+    repn = generate_standard_repn(expr, compute_values=True, quadratic=False)
+    if not repn.is_linear():
+        raise ProblemError(f"{where} is not linear in the model's variables; pympc can only read linear "
+                           "complementarity models (use SolverFactory('pympc.ipopt') for nonlinear ones).")
+    coefs = {}
+    for v, a in zip(repn.linear_vars, repn.linear_coefs):
+        if v.fixed:
+            raise ProblemError(f"{where}: fixed variable {v.name} should have been folded; unfix it or use a Param.")
+        index.setdefault(id(v), v)
+        coefs[id(v)] = coefs.get(id(v), 0.0) + float(a)
+    return coefs, float(pyo.value(repn.constant))
+
+
+def _nonneg_side(arg, where, index):
+    """A complementarity side ``g(u) >= 0`` as ``(coefs, const)`` of ``g``."""
+    if isinstance(arg, RangedExpression):
+        raise ProblemError(f"{where}: ranged (mixed) complementarity sides are not supported; "
+                           "write each side as 'expr >= 0'.")
+    if isinstance(arg, EqualityExpression):
+        raise ProblemError(f"{where}: an equality cannot be a complementarity side; write 'expr >= 0'.")
+    if isinstance(arg, InequalityExpression):
+        lhs, rhs = arg.args
+        # lhs <= rhs  =>  rhs - lhs >= 0
+        return _linear(rhs - lhs, where, index)
+    raise ProblemError(f"{where}: each side must be an inequality such as 'x >= 0' or 'expr >= 0', got {arg!r}.")
+
+
+def from_pyomo(model):
+    """Read a Pyomo model of linear equalities and complementarity conditions into an HLCP.
+
+    Every complementarity ``complements(g(u) >= 0, h(u) >= 0)`` (either side a
+    variable or a linear expression; ``0 <= expr`` and ``expr >= b`` forms
+    too) gives a pair ``x_i = g(u)``, ``y_i = h(u)``; every active equality
+    ``E u = f`` is kept.  The model's variables must then be determined by the
+    pairs: with ``K = [G; H; E]`` of full column rank, the consistency
+    conditions of ``K u = (x - g0, y - h0, f)`` are the HLCP's equations.
+
+    The model is not modified.
+
+    Returns
+    -------
+    PyomoHLCP
+
+    Raises
+    ------
+    ProblemError
+        Naming the component that cannot be expressed: nonlinear terms,
+        inequalities outside complementarity, ranged sides, bounds on
+        variables other than those implied by the pairs, an objective that
+        is not constant, or variables the pairs do not determine.
+
+    Examples
+    --------
+    >>> import pyomo.environ as pyo
+    >>> from pyomo.mpec import Complementarity, complements
+    >>> from pympc.mpec import from_pyomo
+    >>> m = pyo.ConcreteModel()
+    >>> m.z = pyo.Var([0, 1])
+    >>> m.c0 = Complementarity(expr=complements(m.z[0] >= 0, 2 * m.z[0] + m.z[1] - 5 >= 0))
+    >>> m.c1 = Complementarity(expr=complements(m.z[1] >= 0, m.z[0] + 2 * m.z[1] - 6 >= 0))
+    >>> import pympc
+    >>> r = from_pyomo(m); s = pympc.solve(r.problem)
+    >>> r.values(s.x, s.y).round(6)
+    array([1.333333, 2.333333])
+    """
+    index = {}
+    G, g0, H, h0, names, E, f = [], [], [], [], [], [], []
+    for comp in model.component_data_objects(Complementarity, active=True, descend_into=True):
+        a, b = comp.args if hasattr(comp, "args") else comp._args
+        ga = _nonneg_side(a, f"complementarity {comp.name} (first side)", index)
+        gb = _nonneg_side(b, f"complementarity {comp.name} (second side)", index)
+        G.append(ga[0]); g0.append(ga[1]); H.append(gb[0]); h0.append(gb[1]); names.append(comp.name)
+    if not names:
+        raise ProblemError("the model has no active Complementarity condition; nothing to read.")
+    for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
+        if not con.equality:
+            raise ProblemError(f"constraint {con.name} is an inequality outside any complementarity condition; "
+                               "an HLCP has only equalities and pairs (write it as a complementarity or an equality).")
+        coefs, const = _linear(con.body, f"constraint {con.name}", index)
+        E.append(coefs)
+        f.append(float(pyo.value(con.upper)) - const)
+    for obj in model.component_data_objects(pyo.Objective, active=True, descend_into=True):
+        if not _is_constant(obj.expr):
+            raise ProblemError(f"objective {obj.name} is not constant; a complementarity solver would ignore it. "
+                               "Deactivate it (model.{0}.deactivate()) or use SolverFactory('pympc.ipopt').".format(obj.name))
+    variables = list(index.values())
+    col = {id(v): k for k, v in enumerate(variables)}
+    pair_vars = set()
+    for coefs, const in zip(G + H, g0 + h0):
+        if len(coefs) == 1 and const == 0.0:
+            pair_vars.update(coefs)
+    for v in variables:
+        if (v.has_lb() or v.has_ub()) and not (id(v) in pair_vars and v.lb in (None, 0) and not v.has_ub()):
+            raise ProblemError(f"variable {v.name} has bounds ({v.lb}, {v.ub}) that no complementarity pair implies; "
+                               "pympc reads bounds only as sides of complementarity conditions.")
+
+    nv, n, me = len(variables), len(names), len(E)
+
+    def dense(rows):
+        out = np.zeros((len(rows), nv))
+        for i, coefs in enumerate(rows):
+            for k, a in coefs.items():
+                out[i, col[k]] = a
+        return out
+
+    K = np.vstack([dense(G), dense(H), dense(E)])
+    if nv != n + me or np.linalg.matrix_rank(K) < nv:
+        raise ProblemError(
+            f"the model has {nv} variable(s), {n} complementarity pair(s) and {me} equalit(y/ies): its variables are "
+            "not determined by the pairs (need variables = pairs + equalities and the pair expressions and equalities "
+            "independent). Fix free variables or add the equalities that define them."
+        )
+    # K u = t + t0 with t = (x, y, 0) and t0 = (-g0, -h0, f).  Split by a QR with
+    # the left null space: u = K⁺ (t + t0), and N (t + t0) = 0 are the n equations.
+    U, s, Vt = np.linalg.svd(K)
+    rank = nv
+    N = U[:, rank:].T  # (2n + me - nv) = n rows
+    Kpinv = (Vt.T / s) @ U[:, :rank].T
+    t0 = np.concatenate([-np.array(g0), -np.array(h0), np.array(f)])
+    A = N[:, :n]
+    B = N[:, n:2 * n]
+    c = -N @ t0
+    R = Kpinv[:, : 2 * n]
+    r0 = Kpinv @ t0
+    return PyomoHLCP(HLCP(A, B, c, name=model.name), variables, names, R, r0)
+
+
+def _is_constant(expr):
+    try:
+        return generate_standard_repn(expr, compute_values=True).is_constant()
+    except Exception:  # pragma: no cover - pyomo raises several types here
+        return False
