@@ -6,6 +6,8 @@ Importing :mod:`pympc` imports this package, which registers the solvers
 
 from .mip import milp
 from .models import PyomoHLCP, from_pyomo, to_pyomo
+from .ipopt import IpoptSolver
+from .nlp import PyomoNLP
 from .plugins import LemkeSolver, MILPSolver, pyomo_status
 
-__all__ = ["to_pyomo", "from_pyomo", "PyomoHLCP", "milp", "LemkeSolver", "MILPSolver", "pyomo_status"]
+__all__ = ["to_pyomo", "from_pyomo", "PyomoHLCP", "milp", "LemkeSolver", "MILPSolver", "pyomo_status", "IpoptSolver", "PyomoNLP"]

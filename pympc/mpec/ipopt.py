@@ -1,0 +1,230 @@
+"""IPOPT through cyipopt for any Pyomo NLP or MPEC, with no ASL and no ipopt executable.
+
+``SolverFactory('pympc.ipopt')`` extracts the NLP with :class:`~pympc.mpec.nlp.PyomoNLP`
+(exact gradients, sparse Jacobian and Hessian) and hands it to ``cyipopt.Problem``.
+A model with ``pyomo.mpec`` complementarity conditions is first cloned and
+transformed by ``mpec.simple_nonlinear``; the relaxation bound of the products
+(``mpec_bound``) is driven to zero by warm-started continuation, then an
+active-set polish fixes the smaller member of each pair at zero and solves again,
+so that complementarity holds exactly.  The caller's model is never transformed.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.common.collections import Bunch
+from pyomo.mpec import Complementarity
+from pyomo.opt import SolverFactory, SolverResults, SolverStatus, TerminationCondition
+
+from .. import __version__
+from ..errors import OptionError, SolverNotFound
+from .nlp import PyomoNLP
+
+__all__ = ["IpoptSolver", "solve_nlp"]
+
+_IPOPT_STATUS = {
+    0: (SolverStatus.ok, TerminationCondition.optimal),
+    1: (SolverStatus.warning, TerminationCondition.locallyOptimal),  # solved to acceptable level
+    2: (SolverStatus.warning, TerminationCondition.infeasible),
+    -1: (SolverStatus.aborted, TerminationCondition.maxIterations),
+    -4: (SolverStatus.aborted, TerminationCondition.maxTimeLimit),
+}
+
+#: the continuation schedule of the complementarity relaxation bound
+RELAXATION = (1e-4, 1e-8)
+
+
+def _cyipopt():
+    try:
+        import cyipopt
+    except ImportError:  # pragma: no cover - cyipopt-wheels is a dependency
+        raise SolverNotFound("cyipopt is not importable: pip install cyipopt-wheels") from None
+    return cyipopt
+
+
+def solve_nlp(nlp, u0, options, tee=False):
+    """Solve a :class:`PyomoNLP` with IPOPT from ``u0``; returns ``(u, info)`` of cyipopt."""
+    cyipopt = _cyipopt()
+    prob = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
+    prob.add_option("print_level", 5 if tee else 0)
+    if not tee:
+        prob.add_option("sb", "yes")
+    for key, val in options.items():
+        try:
+            prob.add_option(key, val)
+        except TypeError as exc:
+            raise OptionError(f"IPOPT option {key}={val!r}: {exc}") from None
+    if nlp.n == 0:
+        return np.zeros(0), {"status": 0, "status_msg": b"no free variables", "mult_g": np.zeros(nlp.m)}
+    u, info = prob.solve(u0)
+    return u, info
+
+
+def _pairs(block):
+    """The product constraints that simple_nonlinear made, with their two factors."""
+    return [(con.parent_block(), con) for con in block.component_data_objects(pyo.Constraint, active=True, descend_into=True)
+            if con.local_name == "ccon"]
+
+
+def _polish_in_place(nlp, tmodel):
+    """The active-set polish on the extracted NLP itself (no re-extraction).
+
+    ``simple_nonlinear`` gives each pair a block with ``c`` (the expression
+    side ``>= 0``), ``v`` (the variable side, bounded below) and ``ccon``
+    (their product ``<= mpec_bound``).  The smaller side becomes an equality
+    (``c``) or a fixed variable (``v``); ``ccon`` gets infinite bounds.
+    Returns False if some block has another shape.
+    """
+    row = {name: i for i, name in enumerate(nlp.constraint_names)}
+    plan = []
+    for block, ccon in _pairs(tmodel):
+        c, v = block.component("c"), block.component("v")
+        if c is None or v is None or c.name not in row or ccon.name not in row or id(v) not in nlp._col:
+            return False
+        plan.append((row[c.name], nlp._col[id(v)], row[ccon.name], abs(pyo.value(c.body) - pyo.value(c.lower)),
+                     abs(v.value)))
+    for ic, jv, ip_, fval, vval in plan:
+        if fval <= vval:
+            nlp.cu[ic] = nlp.cl[ic]
+        else:
+            nlp.lb[jv] = nlp.ub[jv] = 0.0
+        nlp.cl[ip_], nlp.cu[ip_] = -1e20, 1e20
+    return True
+
+
+def _polish(tmodel, nlp_options, tee):
+    """Fix the smaller factor of each product at zero, drop the products, solve again."""
+    for comp, ccon in _pairs(tmodel):
+        f, g = ccon.body.args
+        fv, gv = abs(pyo.value(f)), abs(pyo.value(g))
+        small = f if fv <= gv else g
+        ccon.deactivate()
+        if small.is_variable_type():
+            small.fix(0.0)
+        else:
+            comp.add_component("polish", pyo.Constraint(expr=small == 0.0))
+    nlp = PyomoNLP(tmodel)
+    u, info = solve_nlp(nlp, nlp.start(), nlp_options, tee)
+    return nlp, u, info
+
+
+def _complementarity_residual(block):
+    """max over pairs of |f g| and of the negativity of f and g (the factors of each product)."""
+    worst = 0.0
+    for con in block.component_data_objects(pyo.Constraint, descend_into=True):
+        if con.local_name == "ccon":
+            f, g = (pyo.value(a) for a in con.body.args)
+            worst = max(worst, abs(f * g), -f, -g)
+    return worst
+
+
+@SolverFactory.register("pympc.ipopt", doc="IPOPT via cyipopt with exact derivatives (no ASL); MPECs by continuation")
+class IpoptSolver:
+    """IPOPT for Pyomo NLPs and MPECs; IPOPT options pass through ``options={...}``.
+
+    Extra options (not IPOPT's): ``mpec_tol`` (complementarity accepted after
+    the polish, default 1e-9), ``polish`` (default True).
+    """
+
+    name = "pympc.ipopt"
+
+    def __init__(self, **kwds):
+        self.options = Bunch()
+        self.options.update(kwds.pop("options", {}) or {})
+        if kwds:
+            raise OptionError(f"unknown keyword(s) {sorted(kwds)} for SolverFactory('pympc.ipopt'); "
+                              "pass solver options as options={...}")
+
+    def available(self, exception_flag=True):
+        try:
+            _cyipopt()
+            return True
+        except SolverNotFound:
+            if exception_flag:
+                raise
+            return False
+
+    def license_is_valid(self):
+        return True
+
+    def version(self):
+        return tuple(int(p) for p in __version__.split(".")[:3])
+
+    def warm_start_capable(self):
+        return True
+
+    def solve(self, model, tee=False, load_solutions=True, options=None, timelimit=None, **kwds):
+        """Solve ``model``; load the solution into it if ``load_solutions``."""
+        opts = dict(self.options)
+        opts.update(options or {})
+        opts.update(kwds)
+        mpec_tol = float(opts.pop("mpec_tol", 1e-9))
+        polish = bool(opts.pop("polish", True))
+        if timelimit is not None:
+            opts["max_wall_time"] = float(timelimit)
+        t0 = time.perf_counter()
+        is_mpec = next(model.component_data_objects(Complementarity, active=True, descend_into=True), None) is not None
+        stages = []
+        if not is_mpec:
+            nlp = PyomoNLP(model)
+            u, info = solve_nlp(nlp, nlp.start(), opts, tee)
+            target, comp_res = model, None
+        else:
+            tmodel = model.clone()
+            pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(tmodel)
+            bound = tmodel.component("mpec_bound")
+            nlp_opts = {"bound_relax_factor": 0.0, "tol": 1e-10, **opts}
+            nlp = None
+            for eps in RELAXATION:
+                bound.set_value(eps)
+                if nlp is None:
+                    nlp = PyomoNLP(tmodel)
+                else:
+                    nlp.refresh_bounds()
+                u, info = solve_nlp(nlp, nlp.start(), nlp_opts, tee)
+                nlp.load(u)
+                stages.append((eps, int(info["status"])))
+                if info["status"] not in (0, 1):
+                    break
+            if polish and info["status"] in (0, 1):
+                popts = {**nlp_opts, "tol": 1e-13, "constr_viol_tol": 1e-13}
+                if _polish_in_place(nlp, tmodel):
+                    u, info = solve_nlp(nlp, np.clip(u, nlp.lb, nlp.ub), popts, tee)
+                else:
+                    nlp, u, info = _polish(tmodel, popts, tee)
+                nlp.load(u)
+                stages.append(("polish", int(info["status"])))
+            comp_res = _complementarity_residual(tmodel)
+            target = tmodel
+        wall = time.perf_counter() - t0
+        results = SolverResults()
+        results.problem.name = model.name
+        results.problem.number_of_variables = nlp.n
+        results.problem.number_of_constraints = nlp.m
+        results.solver.name = self.name
+        status, term = _IPOPT_STATUS.get(int(info["status"]), (SolverStatus.error, TerminationCondition.error))
+        msg = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
+        if comp_res is not None and term in (TerminationCondition.optimal, TerminationCondition.locallyOptimal) \
+                and comp_res > mpec_tol:
+            status, term = SolverStatus.warning, TerminationCondition.other
+            msg += f"; complementarity residual {comp_res:.2e} exceeds mpec_tol {mpec_tol:g}"
+        results.solver.status, results.solver.termination_condition = status, term
+        results.solver.message = results.solver.termination_message = msg
+        results.solver.wallclock_time = wall
+        results.pympc = Bunch(stages=stages, complementarity=comp_res, multipliers=info.get("mult_g"))
+        if load_solutions and target is model:
+            nlp.load(u)
+        elif load_solutions:
+            for v in nlp.variables:
+                orig = model.find_component(v.name)
+                if orig is not None:
+                    orig.set_value(v.value, skip_validation=True)
+            for v in target.component_data_objects(pyo.Var, descend_into=True):
+                if v.fixed:  # fixed by the polish
+                    orig = model.find_component(v.name)
+                    if orig is not None and not orig.fixed:
+                        orig.set_value(v.value, skip_validation=True)
+        return results
