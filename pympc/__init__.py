@@ -13,10 +13,11 @@ from .errors import ModelError, OptionError, ProblemError, PympcError, Simulatio
 
 __version__ = "0.1.0"
 
-from . import mpec  # noqa: E402  registers pympc.lemke and pympc.milp with Pyomo's SolverFactory
+from . import mpec  # noqa: E402  registers pympc.lemke, pympc.milp, pympc.ipopt with Pyomo's SolverFactory
+from .mpec import crosscheck  # noqa: E402
 
 __all__ = [
-    "LCP", "HLCP", "solve", "lemke", "enumerate_solutions", "classify", "is_p_matrix",
+    "LCP", "HLCP", "solve", "crosscheck", "lemke", "enumerate_solutions", "classify", "is_p_matrix",
     "read_siconos", "read_problem", "load_problem",
     "Status", "LCPResult", "HLCPResult", "Residual", "SetKind", "SolutionSet", "Classification",
     "PympcError", "ProblemError", "OptionError", "SolverError", "SolverNotFound", "ModelError", "SimulationError",

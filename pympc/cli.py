@@ -2,6 +2,7 @@
 
 ``pympc solve FILE``  solve an LCP/HLCP file (.npz or Siconos .dat) with the native solver.
 ``pympc classify FILE``  matrix-class tests and, for small problems, the full solution set.
+``pympc crosscheck FILE``  lemke, ipopt and milp on the same problem, compared.
 """
 
 from __future__ import annotations
@@ -52,6 +53,16 @@ def _cmd_classify(args):
     return 0
 
 
+def _cmd_crosscheck(args):
+    from . import crosscheck, read_problem
+
+    p = read_problem(args.file)
+    print(f"problem   {p!r}")
+    rep = crosscheck(p, solvers=tuple(args.solvers.split(",")))
+    print(rep.table())
+    return 0 if rep.agree else 1
+
+
 def build_parser():
     ap = argparse.ArgumentParser(prog="pympc", description="Friction in planar multibody systems: HLCP/LCP tools.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -63,6 +74,10 @@ def build_parser():
     c.add_argument("file")
     c.add_argument("--max-pairs", type=int, default=12)
     c.set_defaults(func=_cmd_classify)
+    x = sub.add_parser("crosscheck", help="solve with lemke, ipopt and milp and compare the answers")
+    x.add_argument("file")
+    x.add_argument("--solvers", default="lemke,ipopt,milp", help="comma-separated subset of lemke,ipopt,milp")
+    x.set_defaults(func=_cmd_crosscheck)
     return ap
 
 

@@ -1,0 +1,251 @@
+"""Pyomo integration: models, the SolverFactory plugins, the IPOPT bridge, MILP, cross-checks."""
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from pyomo.mpec import Complementarity, complements
+from pyomo.opt import TerminationCondition
+from scipy.optimize import approx_fprime
+
+import pympc
+from pympc import LCP, HLCP, ProblemError, SetKind, Status
+from pympc.mpec import PyomoNLP, from_pyomo, milp, to_pyomo
+
+from conftest import DATA, SICONOS, random_p_matrix
+
+
+def user_lcp_model():
+    """An LCP written the way a Pyomo user writes it (bounds in the complementarity, '0 <=', constants moved)."""
+    m = pyo.ConcreteModel()
+    m.I = pyo.RangeSet(0, 1)
+    m.z = pyo.Var(m.I)
+    m.p = pyo.Param(initialize=6.0, mutable=True)
+    m.c0 = Complementarity(expr=complements(m.z[0] >= 0, 2 * m.z[0] + m.z[1] - 5 >= 0))
+    m.c1 = Complementarity(expr=complements(0 <= m.z[1], m.z[0] + 2 * m.z[1] >= m.p))
+    return m
+
+
+@pytest.mark.parametrize("solver", ["pympc.lemke", "pympc.milp", "pympc.ipopt"])
+def test_plugins_solve_a_hand_written_model(solver):
+    m = user_lcp_model()
+    res = pyo.SolverFactory(solver).solve(m)
+    assert pyo.check_optimal_termination(res)
+    assert m.z[0].value == pytest.approx(4 / 3, abs=1e-9)
+    assert m.z[1].value == pytest.approx(7 / 3, abs=1e-9)
+    # the caller's model is not transformed
+    assert m.component("mpec_bound") is None
+    assert all(c.active for c in m.component_data_objects(Complementarity))
+
+
+def test_hand_written_hlcp_model_with_equalities():
+    # x - 2 y = -1, 0 <= x ⊥ y >= 0  ->  x = 0, y = 1/2; plus a free variable defined by an equality
+    m = pyo.ConcreteModel()
+    m.x, m.y, m.s = pyo.Var(), pyo.Var(), pyo.Var()
+    m.eq = pyo.Constraint(expr=m.x - 2 * m.y == -1)
+    m.def_s = pyo.Constraint(expr=m.s == m.x + m.y)
+    m.cc = Complementarity(expr=complements(m.x >= 0, m.y >= 0))
+    read = from_pyomo(m)
+    assert read.problem.n == 1
+    res = pyo.SolverFactory("pympc.lemke").solve(m)
+    assert res.solver.termination_condition == TerminationCondition.optimal
+    assert (m.x.value, m.y.value, m.s.value) == pytest.approx((0.0, 0.5, 0.5), abs=1e-12)
+
+
+def test_round_trip_problem_model_problem(rng):
+    for _ in range(20):
+        n = int(rng.integers(1, 7))
+        p = LCP(random_p_matrix(rng, n, "pd_skew"), rng.uniform(-2, 2, n))
+        for prob in (p, p.to_hlcp()):
+            read = from_pyomo(to_pyomo(prob))
+            r = pympc.solve(read.problem)
+            assert r.success
+            u = read.values(r.x, r.y)
+            z = u if isinstance(prob, LCP) else u[1::2]  # HLCP model variables are discovered as x0, y0, x1, y1, ...
+            np.testing.assert_allclose(z, pympc.solve(p).z, atol=1e-8)
+
+
+def test_ray_is_not_optimal_and_infeasible_is_infeasible():
+    from pympc.mpec import pyomo_status
+
+    # (from_pyomo's HLCP of a model is not the LCP it was written from, so Lemke's path differs:
+    # test the map itself, then a proved infeasibility through the plugin)
+    for status in Status:
+        term = pyomo_status(status)[1]
+        assert (term == TerminationCondition.optimal) == (status == Status.SOLVED)
+    assert pyomo_status(Status.RAY_TERMINATION)[1] == TerminationCondition.other
+    res = pyo.SolverFactory("pympc.lemke").solve(to_pyomo(LCP([[-1.0, -1.0], [0.0, 1.0]], [-1.0, 1.0])))
+    assert res.solver.termination_condition == TerminationCondition.infeasible
+
+
+def test_tee_prints_pivot_log(capsys):
+    pyo.SolverFactory("pympc.lemke").solve(to_pyomo(LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]).to_hlcp()), tee=True)
+    assert "enters" in capsys.readouterr().out
+
+
+def test_from_pyomo_errors_name_the_component():
+    m = user_lcp_model()
+    m.bad = Complementarity(expr=complements(m.z[0] >= 0, m.z[0] * m.z[1] >= 1))
+    with pytest.raises(ProblemError, match="bad.*not linear"):
+        from_pyomo(m)
+    m = user_lcp_model()
+    m.ineq = pyo.Constraint(expr=m.z[0] <= 3)
+    with pytest.raises(ProblemError, match="ineq is an inequality"):
+        from_pyomo(m)
+    m = user_lcp_model()
+    m.r = Complementarity(expr=complements(pyo.inequality(0, m.z[0], 1), m.z[1] >= 0))
+    with pytest.raises(ProblemError, match="ranged"):
+        from_pyomo(m)
+    m = user_lcp_model()
+    m.z[1].setub(4.0)
+    with pytest.raises(ProblemError, match=r"z\[1\] has bounds"):
+        from_pyomo(m)
+    m = user_lcp_model()
+    m.o = pyo.Objective(expr=m.z[0])
+    with pytest.raises(ProblemError, match="objective o is not constant"):
+        from_pyomo(m)
+    m = user_lcp_model()
+    m.free = pyo.Var()
+    m.e = pyo.Constraint(expr=m.free + m.z[0] == 1)
+    m.e2 = pyo.Constraint(expr=m.free - m.z[0] == 1)
+    with pytest.raises(ProblemError, match="not determined"):
+        from_pyomo(m)
+    with pytest.raises(ProblemError, match="no active Complementarity"):
+        from_pyomo(pyo.ConcreteModel())
+
+
+def hs71():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(4), bounds=(1, 5), initialize={0: 1, 1: 5, 2: 5, 3: 1})
+    m.o = pyo.Objective(expr=m.x[0] * m.x[3] * (m.x[0] + m.x[1] + m.x[2]) + m.x[2])
+    m.c1 = pyo.Constraint(expr=m.x[0] * m.x[1] * m.x[2] * m.x[3] >= 25)
+    m.c2 = pyo.Constraint(expr=sum(m.x[i] ** 2 for i in range(4)) == 40)
+    return m
+
+
+def test_ipopt_hock_schittkowski_71():
+    m = hs71()
+    res = pyo.SolverFactory("pympc.ipopt").solve(m)
+    assert pyo.check_optimal_termination(res)
+    assert pyo.value(m.o) == pytest.approx(17.0140173, abs=1e-6)
+    np.testing.assert_allclose([m.x[i].value for i in range(4)], [1.0, 4.7429994, 3.8211503, 1.3794082], atol=1e-6)
+
+
+def test_ipopt_rosenbrock_on_the_unit_disk():
+    m = pyo.ConcreteModel()
+    m.x, m.y = pyo.Var(initialize=-1.0), pyo.Var(initialize=0.5)
+    m.o = pyo.Objective(expr=(1 - m.x) ** 2 + 100 * (m.y - m.x ** 2) ** 2)
+    m.disk = pyo.Constraint(expr=m.x ** 2 + m.y ** 2 <= 1)
+    res = pyo.SolverFactory("pympc.ipopt").solve(m, options={"tol": 1e-10})
+    assert pyo.check_optimal_termination(res)
+    assert (m.x.value, m.y.value) == pytest.approx((0.7864, 0.6177), abs=1e-4)
+    assert m.x.value ** 2 + m.y.value ** 2 == pytest.approx(1.0, abs=1e-8)  # active constraint
+
+
+def test_ipopt_maximisation_and_bad_options():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 2))
+    m.o = pyo.Objective(expr=pyo.sin(m.x) + 0.1 * m.x, sense=pyo.maximize)
+    assert pyo.check_optimal_termination(pyo.SolverFactory("pympc.ipopt").solve(m))
+    assert m.x.value == pytest.approx(np.arccos(-0.1), abs=1e-7)
+    from pympc.mpec import IpoptSolver
+
+    with pytest.raises(pympc.OptionError, match="bogus"):
+        IpoptSolver(bogus=1)
+    with pytest.raises(pympc.OptionError, match="no_such_option"):
+        pyo.SolverFactory("pympc.ipopt").solve(m, options={"no_such_option": 1})
+
+
+def test_nlp_derivatives_match_finite_differences(rng):
+    m = hs71()
+    m.c3 = pyo.Constraint(expr=pyo.exp(0.1 * m.x[0]) * pyo.log(m.x[1]) + m.x[2] * m.x[3] + 3 * m.x[0] <= 50)
+    nlp = PyomoNLP(m)
+    for _ in range(5):
+        u = rng.uniform(1, 5, nlp.n)
+        np.testing.assert_allclose(nlp.gradient(u), approx_fprime(u, nlp.objective, 1e-7), rtol=1e-5, atol=1e-5)
+        J = np.zeros((nlp.m, nlp.n))
+        r, c = nlp.jacobianstructure()
+        np.add.at(J, (r, c), nlp.jacobian(u))
+        Jfd = np.array([approx_fprime(u, lambda v, i=i: nlp.constraints(v)[i], 1e-7) for i in range(nlp.m)])
+        np.testing.assert_allclose(J, Jfd, rtol=1e-5, atol=1e-5)
+        lam = rng.standard_normal(nlp.m)
+        H = np.zeros((nlp.n, nlp.n))
+        r, c = nlp.hessianstructure()
+        assert np.all(r >= c)  # lower triangle
+        np.add.at(H, (r, c), nlp.hessian(u, lam, 0.7))
+        H = H + np.tril(H, -1).T
+        lag_grad = lambda v: 0.7 * nlp.gradient(v) + J_of(nlp, v).T @ lam  # noqa: E731
+        Hfd = np.array([approx_fprime(u, lambda v, i=i: lag_grad(v)[i], 1e-6) for i in range(nlp.n)])
+        np.testing.assert_allclose(H, Hfd, rtol=1e-4, atol=1e-4)
+
+
+def J_of(nlp, u):
+    J = np.zeros((nlp.m, nlp.n))
+    r, c = nlp.jacobianstructure()
+    np.add.at(J, (r, c), nlp.jacobian(u))
+    return J
+
+
+def test_ipopt_mpec_is_exactly_complementary_after_polish(rng):
+    n = 20
+    p = LCP(random_p_matrix(rng, n, "spd"), rng.uniform(-1, 1, n))
+    m = to_pyomo(p)
+    res = pyo.SolverFactory("pympc.ipopt").solve(m)
+    assert pyo.check_optimal_termination(res)
+    z = np.array([m.z[i].value for i in range(n)])
+    w = p.M @ z + p.q
+    assert np.abs(z * w).max() <= 1e-12
+    np.testing.assert_allclose(z, pympc.solve(p).z, atol=1e-10)
+
+
+def test_milp_lists_all_solutions_and_is_exact_when_bounded():
+    p = LCP([[-1.0]], [1.0])  # z = 0 (w = 1) and z = 1 (w = 0)
+    r = milp(p, all_solutions=True)
+    assert sorted(float(z[0]) for z, _ in r.info["solutions"]) == [0.0, 1.0]
+    h = HLCP([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], [1.0, 2.0])  # x + y = c: bounded polyhedron
+    r = milp(h, all_solutions=True)
+    assert r.info["exact"] and len(r.info["solutions"]) == 4
+    s = pympc.enumerate_solutions(h)
+    assert len(s.points) == 4
+
+
+@pytest.mark.parametrize("path", [p for p in SICONOS if p.stem not in ("lcp_tobenna",)], ids=lambda p: p.stem)
+def test_milp_agrees_with_enumeration_on_siconos(path):
+    p = pympc.read_siconos(path)
+    r = milp(p)
+    if p.n <= 12:
+        s = pympc.enumerate_solutions(p)
+        assert (s.kind == SetKind.NONE) == (not r.success)
+    if r.success:
+        assert p.is_solution(r.z, r.w)
+
+
+def test_crosscheck_agrees_on_p_matrix_problems(rng):
+    for _ in range(5):
+        n = int(rng.integers(2, 8))
+        rep = pympc.crosscheck(LCP(random_p_matrix(rng, n, "spd"), rng.uniform(-1, 1, n)))
+        assert rep.agree, rep.table()
+        assert [a.success for a in rep.answers] == [True, True, True]
+
+
+@pytest.mark.parametrize("name", ["lcp_CPS_2", "lcp_CPS_4", "lcp_deudeu", "lcp_ortiz", "lcp_trivial", "lcp_exp_murty"])
+def test_crosscheck_agrees_on_siconos_unique_instances(name):
+    rep = pympc.crosscheck(pympc.read_siconos(DATA / f"{name}.dat"))
+    assert rep.agree, rep.table()
+
+
+def test_crosscheck_explains_disagreement_on_problem_with_several_solutions():
+    # bimatrix game: three equilibria; Lemke ends on a ray, the others find equilibria
+    rep = pympc.crosscheck(pympc.read_siconos(DATA / "lcp_CPS_3.dat"))
+    assert not rep.agree
+    assert "lemke failed (RAY_TERMINATION) although solutions exist" in rep.explanation
+    assert rep.solution_set.kind == SetKind.FINITE
+    # two solutions: every answer must lie in the enumerated set, and they may differ
+    rep = pympc.crosscheck(LCP([[-1.0]], [1.0]), solvers=("lemke", "milp"))
+    assert "solution set: finite" in rep.explanation or rep.explanation.startswith("2 solver")
+    assert rep.agree
+    assert "AGREE" in rep.table()
+
+
+def test_crosscheck_unknown_solver():
+    with pytest.raises(pympc.SolverNotFound):
+        pympc.crosscheck(LCP([[1.0]], [-1.0]), solvers=("cplex",))
