@@ -177,7 +177,7 @@ class IpoptSolver:
             pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(tmodel)
             bound = tmodel.component("mpec_bound")
             nlp_opts = {"bound_relax_factor": 0.0, "tol": 1e-10, **opts}
-            nlp = None
+            nlp, good = None, None
             for eps in RELAXATION:
                 bound.set_value(eps)
                 if nlp is None:
@@ -185,14 +185,16 @@ class IpoptSolver:
                 else:
                     nlp.refresh_bounds()
                 u, info = solve_nlp(nlp, nlp.start(), nlp_opts, tee)
-                nlp.load(u)
                 stages.append((eps, int(info["status"])))
                 if info["status"] not in (0, 1):
-                    break
-            if polish and info["status"] in (0, 1):
+                    break  # a tighter relaxation failed: polish from the last one that solved
+                good = u
+                nlp.load(u)
+            if polish and good is not None:
+                nlp.load(good)
                 popts = {**nlp_opts, "tol": 1e-13, "constr_viol_tol": 1e-13}
                 if _polish_in_place(nlp, tmodel):
-                    u, info = solve_nlp(nlp, np.clip(u, nlp.lb, nlp.ub), popts, tee)
+                    u, info = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), popts, tee)
                 else:
                     nlp, u, info = _polish(tmodel, popts, tee)
                 nlp.load(u)
@@ -211,6 +213,10 @@ class IpoptSolver:
                 and comp_res > mpec_tol:
             status, term = SolverStatus.warning, TerminationCondition.other
             msg += f"; complementarity residual {comp_res:.2e} exceeds mpec_tol {mpec_tol:g}"
+        if comp_res is not None and term not in (TerminationCondition.optimal, TerminationCondition.locallyOptimal):
+            # a failed relaxation or polish proves nothing about the MPEC itself
+            status, term = SolverStatus.warning, TerminationCondition.other
+            msg = f"MPEC not solved (stages {stages}): {msg}"
         results.solver.status, results.solver.termination_condition = status, term
         results.solver.message = results.solver.termination_message = msg
         results.solver.wallclock_time = wall
