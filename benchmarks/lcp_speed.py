@@ -48,10 +48,10 @@ def peer_quantecon():
 
 def peer_drake():
     try:
-        from pydrake.solvers import MathematicalProgram, MobyLCPSolver
+        from pydrake.solvers import MathematicalProgram, MobyLcpSolver
     except ImportError:
         return None
-    solver = MobyLCPSolver()
+    solver = MobyLcpSolver()
 
     def run(M, q):
         prog = MathematicalProgram()

@@ -191,12 +191,12 @@ class PyomoNLP:
 
     def gradient(self, u):
         """Objective gradient."""
-        g = self._olin.copy()
         a, b, c = self._oq
-        np.add.at(g, a, c * u[b])
-        np.add.at(g, b, c * u[a])
+        g = self._olin.copy()
+        if c.size:
+            g += np.bincount(a, c * u[b], minlength=self.n) + np.bincount(b, c * u[a], minlength=self.n)
         if self._onl is not None:
-            np.add.at(g, np.array(self._onl[0], int), np.array(self._onl[2](u), float))
+            g += np.bincount(np.array(self._onl[0], int), np.array(self._onl[2](u), float), minlength=self.n)
         return self.sense * g
 
     def constraints(self, u):
@@ -217,12 +217,10 @@ class PyomoNLP:
         """Values of the sparse Jacobian, in the order of :meth:`jacobianstructure`."""
         qr, qa, qb, qc = self._q
         entry_vals = [qc * u[qb], qc * u[qa]] + [np.array(g(u), float) for _, _, _, g, _, _ in self._nl_cons]
-        J = self._jlin.copy()
-        nlin = self._lin[0].size
-        if entry_vals:
-            extra = np.concatenate(entry_vals) if len(entry_vals) > 1 else entry_vals[0]
-            np.add.at(J, self._jslot[nlin:], extra)
-        return J
+        extra = np.concatenate(entry_vals)
+        if extra.size == 0:
+            return self._jlin.copy()
+        return self._jlin + np.bincount(self._jslot[self._lin[0].size:], extra, minlength=self._jlin.size)
 
     def hessianstructure(self):
         return self._hrow, self._hcol
@@ -234,9 +232,10 @@ class PyomoNLP:
             parts.append(lagrange[i] * np.array(h(u), float))
         if self._onl is not None:
             parts.append(obj_factor * self.sense * np.array(self._onl[3](u), float))
-        H = np.zeros(len(self._hrow))
-        np.add.at(H, self._hslot, np.concatenate(parts))
-        return H
+        vals = np.concatenate(parts)
+        if vals.size == 0:
+            return np.zeros(len(self._hrow))
+        return np.bincount(self._hslot, vals, minlength=len(self._hrow))
 
     # -- helpers ------------------------------------------------------------------
     def refresh_bounds(self):
