@@ -12,6 +12,7 @@ import statistics
 import time
 
 import numpy as np
+from _timing import median_time
 import pyomo.environ as pyo
 
 import pympc
@@ -20,15 +21,6 @@ from pympc.mpec import ipopt as bridge
 
 
 MILP_LIMIT = 20.0  # seconds: the big-M MILP is exponential in the worst case
-
-
-def med(fn, repeats):
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main():
@@ -40,16 +32,16 @@ def main():
         p = pympc.LCP(G @ G.T + 0.1 * n * np.eye(n), rng.uniform(-1, 1, n))
         reps = 7 if n <= 20 else 3
         m = to_pyomo(p)
-        t_build = med(lambda: to_pyomo(p), reps)
+        t_build = median_time(lambda: to_pyomo(p), reps)
 
         def transformed():
             c = m.clone()
             pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(c)
             return c
 
-        t_transf = med(transformed, reps)
+        t_transf = median_time(transformed, reps)
         tm = transformed()
-        t_extract = med(lambda: PyomoNLP(tm), reps)
+        t_extract = median_time(lambda: PyomoNLP(tm), reps)
         solver = pyo.SolverFactory("pympc.ipopt")
         solver.solve(m)
         # time spent inside Ipopt itself (its solve call, callbacks excluded is not separable: count solve_nlp)
@@ -79,7 +71,7 @@ def main():
         t_milp = time.perf_counter() - t0
         milp_note = "" if rm.success else f"  (milp: {rm.status.name}, HiGHS {rm.info.get('highs_status')})"
         pympc.solve(p)
-        t_lemke = med(lambda: pympc.solve(p), 50)
+        t_lemke = median_time(lambda: pympc.solve(p), 50)
         share = 100 * (t_ipopt - t_inner) / t_ipopt
         print(f"{n:>4} {t_build * 1e3:>6.1f}ms {t_transf * 1e3:>6.1f}ms {t_extract * 1e3:>6.1f}ms {t_ipopt * 1e3:>7.1f}ms "
               f"{t_inner * 1e3:>7.1f}ms {share:>7.0f}% {t_milp * 1e3:>7.1f}ms {t_lemke * 1e3:>6.3f}ms {compl:>9.1e}{milp_note}")

@@ -12,6 +12,7 @@ import statistics
 import time
 
 import numpy as np
+from _timing import median_time
 
 import pympc
 
@@ -21,16 +22,6 @@ def instances(n, count, seed):
     for _ in range(count):
         G = rng.standard_normal((n, n))
         yield G @ G.T + 0.1 * n * np.eye(n), rng.uniform(-1.0, 1.0, n)
-
-
-def median_time(fn, repeats):
-    fn()  # warm up (JIT compilation, caches)
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def peer_quantecon():

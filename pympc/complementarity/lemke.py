@@ -159,7 +159,7 @@ def lemke(problem, **options):
         info = {}
         status, message = Status.NO_BASIS, "no nonsingular complementary basis: Lemke's method cannot start"
         if certify:
-            status, message = _certify_hlcp_without_basis(problem, info)
+            status, message = _certify(problem, status, message, info)
         x = info.get("x", np.zeros(n))
         y = info.get("y", np.zeros(n))
         return HLCPResult(problem, status, message, x, y, 0, "lemke", info)
@@ -169,16 +169,3 @@ def lemke(problem, **options):
     if status == Status.RAY_TERMINATION and certify:
         status, message = _certify(problem, status, message, info)
     return HLCPResult(problem, status, message, x, y, pivots, "lemke", info)
-
-
-def _certify_hlcp_without_basis(problem, info):
-    from .enumeration import enumerate_solutions
-
-    sols = enumerate_solutions(problem, max_pairs=problem.n)
-    info["certificate"] = sols
-    if sols.kind.name == "NONE":
-        return Status.INFEASIBLE, "no nonsingular complementary basis, and enumeration proves there is no solution"
-    return Status.NO_BASIS, (
-        f"no nonsingular complementary basis for Lemke's method; enumeration finds solutions "
-        f"({sols.kind.name.lower()}): see info['certificate']"
-    )

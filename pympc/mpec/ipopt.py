@@ -19,9 +19,9 @@ from pyomo.common.collections import Bunch
 from pyomo.mpec import Complementarity
 from pyomo.opt import SolverFactory, SolverResults, SolverStatus, TerminationCondition
 
-from .. import __version__
 from ..errors import OptionError, SolverNotFound
 from .nlp import PyomoNLP
+from .plugins import SolverBase
 
 __all__ = ["IpoptSolver", "solve_nlp"]
 
@@ -122,7 +122,7 @@ def _complementarity_residual(block):
 
 
 @SolverFactory.register("pympc.ipopt", doc="IPOPT via cyipopt with exact derivatives (no ASL); MPECs by continuation")
-class IpoptSolver:
+class IpoptSolver(SolverBase):
     """IPOPT for Pyomo NLPs and MPECs; IPOPT options pass through ``options={...}``.
 
     Extra options (not IPOPT's): ``mpec_tol`` (complementarity accepted after
@@ -130,13 +130,6 @@ class IpoptSolver:
     """
 
     name = "pympc.ipopt"
-
-    def __init__(self, **kwds):
-        self.options = Bunch()
-        self.options.update(kwds.pop("options", {}) or {})
-        if kwds:
-            raise OptionError(f"unknown keyword(s) {sorted(kwds)} for SolverFactory('pympc.ipopt'); "
-                              "pass solver options as options={...}")
 
     def available(self, exception_flag=True):
         try:
@@ -146,12 +139,6 @@ class IpoptSolver:
             if exception_flag:
                 raise
             return False
-
-    def license_is_valid(self):
-        return True
-
-    def version(self):
-        return tuple(int(p) for p in __version__.split(".")[:3])
 
     def warm_start_capable(self):
         return True

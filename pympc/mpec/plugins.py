@@ -21,7 +21,7 @@ from ..errors import OptionError
 from .mip import milp
 from .models import from_pyomo
 
-__all__ = ["LemkeSolver", "MILPSolver", "pyomo_status"]
+__all__ = ["LemkeSolver", "MILPSolver", "SolverBase", "pyomo_status"]
 
 _MAP = {
     Status.SOLVED: (SolverStatus.ok, TerminationCondition.optimal),
@@ -42,11 +42,10 @@ def pyomo_status(status):
     return _MAP[Status(status)]
 
 
-class _ComplementaritySolver:
-    """Shared Pyomo solver interface of the complementarity solvers."""
+class SolverBase:
+    """What every pympc solver plugin shares: the options Bunch and Pyomo's solver queries."""
 
     name = None
-    _solve = None
 
     def __init__(self, **kwds):
         self.options = Bunch()
@@ -68,7 +67,11 @@ class _ComplementaritySolver:
     def warm_start_capable(self):
         return False
 
-    def _run(self, problem, options, tee):
+
+class _ComplementaritySolver(SolverBase):
+    """Pyomo solver interface of the solvers that read a model into an HLCP."""
+
+    def _run(self, problem, options, tee, timelimit):
         raise NotImplementedError
 
     def solve(self, model, tee=False, load_solutions=True, options=None, timelimit=None, **kwds):
