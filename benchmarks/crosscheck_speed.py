@@ -8,7 +8,6 @@ solve), the big-M MILP (HiGHS) and Lemke, plus the complementarity residual of
 the IPOPT answer.  Run: ``python benchmarks/crosscheck_speed.py``
 """
 
-import statistics
 import time
 
 import numpy as np

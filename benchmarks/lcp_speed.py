@@ -9,7 +9,6 @@ pympc).  Peers that are not installed are skipped.  Run:
 
 import argparse
 import statistics
-import time
 
 import numpy as np
 from _timing import median_time

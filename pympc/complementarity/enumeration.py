@@ -17,7 +17,6 @@ Cost grows like ``2^n`` in the worst case: sensible up to about 12-16 pairs
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 import numpy as np
 from scipy.optimize import linprog
@@ -148,7 +147,6 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
     counter = [0]
 
     def add(u, target):
-        x, y = u[:n], u[n:]
         for p in target:
             if np.abs(p - u).max() <= 1e3 * tol * (1.0 + np.abs(u).max()):
                 return False

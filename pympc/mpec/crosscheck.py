@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
-from ..complementarity import LCP, Status, enumerate_solutions, lemke
+from ..complementarity import LCP, enumerate_solutions, lemke
 from ..errors import SolverNotFound
 from .ipopt import IpoptSolver
 from .mip import milp

@@ -129,9 +129,8 @@ class PyomoNLP:
         return f, g, h, hess
 
     def _build(self):
-        n, m = self.n, self.m
+        n = self.n
         # Jacobian entries: (row, col) of every linear, quadratic and nonlinear term
-        jr, jc = [], []
         lin_r, lin_c, lin_v = [], [], []
         q_r, q_a, q_b, q_c = [], [], [], []
         self._nl_cons = []
