@@ -11,7 +11,7 @@ from scipy.linalg.lapack import dgesv as _dgesv
 
 from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED, solve_hlcp_kernel,
                       solve_lcp_kernel)
-from .problems import HLCP, LCP, Residual, as_vector
+from .problems import HLCP, LCP, Residual, as_vector, within
 from .results import HLCPResult, LCPResult, Status
 
 __all__ = ["lemke", "LEMKE_OPTIONS"]
@@ -64,8 +64,7 @@ def _interpret(code, pivots, res, tol, max_pivots, log, verbose, n):
             print(f"  pivot {k + 1:4d}: {_variable_name(e, n):>5s} enters, {_variable_name(l, n):>5s} leaves")
     if code == KERNEL_SOLVED:
         eq, neg, comp, umax, dmax = res
-        s = 1.0 + max(umax, dmax)
-        if eq <= tol * s and neg <= tol * s and comp <= tol * s * s:  # as Residual.ok
+        if within(eq, neg, comp, tol, max(umax, dmax)):
             return Status.SOLVED, "solution found and verified"
         return Status.NUMERICAL_FAILURE, (f"Lemke ended on a complementary basis but its point fails verification "
                                           f"({Residual(eq, neg, comp)}); rescale the data")

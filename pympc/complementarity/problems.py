@@ -101,12 +101,15 @@ class Residual(NamedTuple):
     complementarity: float
 
     def ok(self, tol, scale=1.0):
-        """True if every part is within ``tol`` (equation scaled by ``1 + scale``)."""
-        return (
-            self.equation <= tol * (1.0 + scale)
-            and self.negativity <= tol * (1.0 + scale)
-            and self.complementarity <= tol * (1.0 + scale) ** 2
-        )
+        """True if every part is within ``tol`` (see :func:`within`)."""
+        return within(self.equation, self.negativity, self.complementarity, tol, scale)
+
+
+def within(equation, negativity, complementarity, tol, scale):
+    """The acceptance test of every pympc solution: equation and negativity within
+    ``tol (1 + scale)``, complementarity within ``tol (1 + scale)²``."""
+    s = 1.0 + scale
+    return equation <= tol * s and negativity <= tol * s and complementarity <= tol * s * s
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-import numpy as np
-
 __all__ = ["Status", "LCPResult", "HLCPResult"]
 
 
@@ -104,8 +102,3 @@ class HLCPResult(_Result):
     def is_solution(self, tol=1e-9):
         """True if ``(x, y)`` solves the problem within ``tol`` (scaled by the data)."""
         return self.problem.is_solution(self.x, self.y, tol)
-
-
-def point_norm(*arrays):
-    """Largest absolute entry of the given arrays (at least 1)."""
-    return max(1.0, *(float(np.abs(a).max()) for a in arrays))
