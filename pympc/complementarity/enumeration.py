@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from ..errors import ProblemError
-from .problems import HLCP, LCP, lu_rcond
+from .problems import HLCP, LCP
 from .results import _DocIntEnum
 
 __all__ = ["SetKind", "SolutionSet", "enumerate_solutions"]
@@ -156,16 +156,12 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
     def leaf(choice):
         # choice[i] True: x_i may be positive (y_i = 0)
         fixed = np.concatenate([~choice, choice])
-        C = np.where(choice[None, :], hlcp.A, hlcp.B)
-        lu, piv, rc = lu_rcond(C)
-        if rc > 1e-11:
-            from scipy.linalg import lu_solve
-
-            v = lu_solve((lu, piv), c)
-            if v.min() < -tol * (1.0 + np.abs(v).max()):
+        pt = hlcp.support_point(choice, rcond=1e-11)
+        if pt is not None:
+            u = np.concatenate(pt)
+            if u.min() < -tol * (1.0 + np.abs(u).max()):
                 return
-            v = np.maximum(v, 0.0)
-            u = np.concatenate([np.where(choice, v, 0.0), np.where(choice, 0.0, v)])
+            u = np.maximum(u, 0.0)
             if hlcp.is_solution(u[:n], u[n:], tol):
                 add(u, points)
             return

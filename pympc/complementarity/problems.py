@@ -210,6 +210,19 @@ class HLCP(_Problem):
         basis = np.asarray(basis, bool)
         return np.where(basis[None, :], self.A, self.B)
 
+    def support_point(self, basis, rcond=1e-12):
+        """The point of the support ``basis`` from ``C_α v = c``, or None if ``C_α`` is singular.
+
+        ``basis[i]`` True: ``x_i = v_i``, ``y_i = 0``; False: ``y_i = v_i``, ``x_i = 0``.
+        The point is not checked for sign: that is the caller's question.
+        """
+        basis = np.asarray(basis, bool)
+        lu, piv, rc = lu_rcond(self.column_matrix(basis))
+        if rc <= rcond:
+            return None
+        v = _lapack.dgetrs(lu, piv, self.c)[0]
+        return np.where(basis, v, 0.0), np.where(basis, 0.0, v)
+
     def find_basis(self, rcond=1e-12):
         """A nonsingular complementary basis, found by a pivoted factorization.
 

@@ -20,7 +20,6 @@ import numpy as np
 from scipy.optimize import linprog
 
 from ..complementarity import HLCP, LCP, HLCPResult, LCPResult, Status
-from ..complementarity.problems import lu_rcond
 from ..errors import OptionError, SolverNotFound
 from ._quiet import c_stdout_silenced
 
@@ -51,13 +50,9 @@ def _polish(hlcp, b, tol):
     """Re-solve on the support of binary vector b; a verified (x, y) or None."""
     n = hlcp.n
     choice = b > 0.5
-    C = np.where(choice[None, :], hlcp.A, hlcp.B)
-    lu, piv, rc = lu_rcond(C)
-    if rc > 1e-12:
-        from scipy.linalg import lu_solve
-
-        v = lu_solve((lu, piv), hlcp.c)
-        x, y = np.where(choice, v, 0.0), np.where(choice, 0.0, v)
+    pt = hlcp.support_point(choice, rcond=1e-12)
+    if pt is not None:
+        x, y = pt
         x[np.abs(x) <= tol] = 0.0
         y[np.abs(y) <= tol] = 0.0
     else:

@@ -71,7 +71,7 @@ class SolverBase:
 class _ComplementaritySolver(SolverBase):
     """Pyomo solver interface of the solvers that read a model into an HLCP."""
 
-    def _run(self, problem, options, tee, timelimit):
+    def _run(self, problem, options, timelimit):
         raise NotImplementedError
 
     def solve(self, model, tee=False, load_solutions=True, options=None, timelimit=None, **kwds):
@@ -80,8 +80,10 @@ class _ComplementaritySolver(SolverBase):
         opts.update(options or {})
         opts.update(kwds)
         t0 = time.perf_counter()
+        if tee:
+            opts["verbose"] = True
         read = from_pyomo(model)
-        r = self._run(read.problem, opts, tee, timelimit)
+        r = self._run(read.problem, opts, timelimit)
         wall = time.perf_counter() - t0
         results = SolverResults()
         results.problem.name = model.name
@@ -103,9 +105,7 @@ class LemkeSolver(_ComplementaritySolver):
 
     name = "pympc.lemke"
 
-    def _run(self, problem, opts, tee, timelimit):
-        if tee:
-            opts["verbose"] = True
+    def _run(self, problem, opts, timelimit):
         return lemke(problem, **opts)
 
 
@@ -115,9 +115,7 @@ class MILPSolver(_ComplementaritySolver):
 
     name = "pympc.milp"
 
-    def _run(self, problem, opts, tee, timelimit):
-        if tee:
-            opts["verbose"] = True
+    def _run(self, problem, opts, timelimit):
         if timelimit is not None:
             opts["time_limit"] = timelimit
         return milp(problem, **opts)
