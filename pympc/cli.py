@@ -89,6 +89,9 @@ def main(argv=None):
     except PympcError as exc:
         print(f"pympc: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into e.g. `head`, which closed early
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
