@@ -1,0 +1,24 @@
+"""Planar mechanisms: bodies, joints, forces, the System, and two formulations.
+
+:class:`GeneralMethod` keeps absolute coordinates and multipliers;
+:class:`TreeMethod` uses Huston's tree coordinates.  Both produce an
+:class:`Assembly` (mass matrix, forces, constraint and slot Jacobians) for the
+dynamics layer.  :func:`load_model` reads TOML model files.
+"""
+
+from .assembly import Assembly
+from .expressions import Expression, parse
+from .general import GeneralMethod
+from .generators import slider_chain
+from .modelfile import load_model
+from .system import (
+    GROUND, Body, Damper, Distance, Gear, Gravity, Particle, PointForce, Prescribed, Revolute, RigidBody,
+    Rolling, Slot, Spring, System, Torque,
+)
+from .tree import TreeMethod
+
+__all__ = [
+    "System", "Body", "RigidBody", "Particle", "Revolute", "Slot", "Rolling", "Gear", "Distance",
+    "Prescribed", "Gravity", "PointForce", "Torque", "Spring", "Damper", "GROUND",
+    "GeneralMethod", "TreeMethod", "Assembly", "Expression", "parse", "load_model", "slider_chain",
+]

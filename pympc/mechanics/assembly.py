@@ -1,0 +1,364 @@
+"""Numerical assembly in absolute coordinates: point kinematics, constraints, forces.
+
+Everything here works on the absolute coordinates of the bodies (``x, y, phi``
+per rigid body, ``x, y`` per particle) and is shared by both formulations:
+the general method uses it directly, the tree method composes it with the
+partial velocities of its tree.
+
+For every scalar constraint ``g(q, t) = 0`` we produce ``g``, its Jacobian
+row ``J``, ``ġ = J q̇ + ∂g/∂t`` and the acceleration bias ``ŵ`` with
+``g̈ = J q̈ + ŵ``.  Velocity-level (non-holonomic) rows such as rolling have
+``g = 0`` and are flagged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from .expressions import parse
+from .system import (
+    FORCE_VARIABLES, GROUND, Damper, Distance, Gear, Gravity, Particle, PointForce, Prescribed, Revolute,
+    RigidBody, Rolling, Slot, Spring, Torque,
+)
+
+__all__ = ["Assembly", "AbsoluteModel"]
+
+_E = np.array([[0.0, -1.0], [1.0, 0.0]])
+
+
+def _rot(phi):
+    c, s = np.cos(phi), np.sin(phi)
+    return np.array([[c, -s], [s, c]])
+
+
+def _unit(v):
+    v = np.asarray(v, dtype=float)
+    return v / np.hypot(*v)
+
+
+@dataclass
+class Assembly:
+    """The equations of one state, in a formulation's own coordinates.
+
+    ``M q̈ = h + Jᵀ ν + Σ_k (WN_k λ_k + WT_k F_k)`` with the constraint rows
+    ``J q̈ + w = 0`` (bilateral joints) and ``WN q̈ + bN = 0`` (slots).
+
+    Attributes
+    ----------
+    t : float
+    M, h : ndarray
+        Mass matrix and generalized applied + velocity-dependent forces.
+    g, J, w, gdot, holonomic : ndarray
+        Bilateral constraints: values, Jacobian, acceleration bias, ġ, and
+        which rows are position-level.
+    gN, WN, bN, vN : ndarray
+        Slot gaps, normal Jacobians, normal acceleration biases, normal velocities.
+    WT, bT, vT : ndarray
+        Slot tangential Jacobians, tangential acceleration biases, slip velocities.
+    kinetic, potential, power : float
+        Kinetic and potential energy, power of the non-conservative applied forces.
+    """
+
+    t: float
+    M: np.ndarray
+    h: np.ndarray
+    g: np.ndarray
+    J: np.ndarray
+    w: np.ndarray
+    gdot: np.ndarray
+    holonomic: np.ndarray
+    gN: np.ndarray
+    WN: np.ndarray
+    bN: np.ndarray
+    vN: np.ndarray
+    WT: np.ndarray
+    bT: np.ndarray
+    vT: np.ndarray
+    kinetic: float
+    potential: float
+    power: float
+
+
+class _Pose:
+    """Absolute positions and velocities of every body at one state."""
+
+    __slots__ = ("q", "qd", "offset", "rigid", "R")
+
+    def __init__(self, model, q, qd):
+        self.q, self.qd, self.offset, self.rigid = q, qd, model.offset, model.rigid
+        self.R = {}
+
+    def frame(self, b):
+        """(r, phi, v, omega, R) of body index b (-1: ground)."""
+        if b < 0:
+            return np.zeros(2), 0.0, np.zeros(2), 0.0, np.eye(2)
+        o = self.offset[b]
+        if self.rigid[b]:
+            phi = self.q[o + 2]
+            R = self.R.get(b)
+            if R is None:
+                R = self.R[b] = _rot(phi)
+            return self.q[o:o + 2], phi, self.qd[o:o + 2], self.qd[o + 2], R
+        return self.q[o:o + 2], 0.0, self.qd[o:o + 2], 0.0, np.eye(2)
+
+    def point(self, b, s):
+        """Position, velocity, Jacobian columns, 2×k Jacobian block and q̇-quadratic acceleration of a point."""
+        r, _, v, w, R = self.frame(b)
+        if b < 0:
+            return np.asarray(s, dtype=float), np.zeros(2), (), np.zeros((2, 0)), np.zeros(2)
+        o = self.offset[b]
+        if not self.rigid[b]:
+            return r + s, v, (o, o + 1), np.eye(2), np.zeros(2)
+        Rs = R @ s
+        return (r + Rs, v + w * (_E @ Rs), (o, o + 1, o + 2),
+                np.array([[1.0, 0.0, -Rs[1]], [0.0, 1.0, Rs[0]]]), -w * w * Rs)
+
+
+def _add(row, cols, vals):
+    for c, v in zip(cols, vals):
+        row[c] += v
+
+
+class AbsoluteModel:
+    """A System compiled for fast repeated evaluation in absolute coordinates.
+
+    Parameters
+    ----------
+    system : System
+    exclude : collection of str
+        Names of joints to leave out (the tree method's tree joints).
+    """
+
+    def __init__(self, system, exclude=()):
+        system.validate()
+        self.system = system
+        names = list(system.bodies)
+        self.body_index = {n: i for i, n in enumerate(names)}
+        self.rigid = [isinstance(b, RigidBody) for b in system.bodies.values()]
+        self.offset, o = [], 0
+        for b in system.bodies.values():
+            self.offset.append(o)
+            o += b.ncoord
+        self.n = o
+        self.coordinate_names = []
+        for n, b in system.bodies.items():
+            self.coordinate_names += [f"{n}.x", f"{n}.y"] + ([f"{n}.phi"] if self.rigid[self.body_index[n]] else [])
+        z = []
+        for b in system.bodies.values():
+            z += [float(b.mass)] * 2 + ([float(b.inertia)] if isinstance(b, RigidBody) else [])
+        self.mass = np.array(z)
+        self.slots = system.slots
+        self._joints = []
+        self.m = 0
+        for j in system.joints.values():
+            if j.name in exclude or isinstance(j, Slot):
+                continue
+            rows = 2 if isinstance(j, (Revolute, Rolling)) else 1
+            self._joints.append((j, self.m, self._compile_joint(j)))
+            self.m += rows
+        self.holonomic = np.ones(self.m, dtype=bool)
+        for j, r0, _ in self._joints:
+            if isinstance(j, Rolling):
+                self.holonomic[r0 + 1] = False
+            elif isinstance(j, Gear):
+                self.holonomic[r0] = False
+        self._slots = [self._compile_slot(s) for s in self.slots]
+        self._forces = [(f, self._compile_force(f)) for f in system.forces.values()]
+
+    # ------------------------------------------------------------------ compile
+    def _b(self, name):
+        return -1 if name == GROUND else self.body_index[name]
+
+    def _compile_joint(self, j):
+        v = lambda a: np.asarray(a, dtype=float)  # noqa: E731
+        if isinstance(j, Revolute):
+            return self._b(j.body_a), v(j.point_a), self._b(j.body_b), v(j.point_b)
+        if isinstance(j, Rolling):
+            return self._b(j.disc), float(j.radius), _unit(j.direction), v(j.origin)
+        if isinstance(j, Gear):
+            return (self._b(j.body_a), float(j.radius_a), v(j.center_a),
+                    self._b(j.body_b), float(j.radius_b), v(j.center_b), -1.0 if j.internal else 1.0)
+        if isinstance(j, Distance):
+            L = parse(j.length, {}, ("t",), f"{j.name}.length")
+            dL = L.diff("t")
+            return self._b(j.body_a), v(j.point_a), self._b(j.body_b), v(j.point_b), L, dL, dL.diff("t")
+        if isinstance(j, Prescribed):
+            f = parse(j.value, {}, ("t",), f"{j.name}.value")
+            df = f.diff("t")
+            b = self._b(j.body)
+            return self.offset[b] + "xy".find(j.coordinate) if j.coordinate != "phi" else self.offset[b] + 2, \
+                f, df, df.diff("t")
+        raise ModelError(f"unsupported joint type {type(j).__name__}")
+
+    def _compile_slot(self, s):
+        return (self._b(s.slider), np.asarray(s.point, dtype=float), self._b(s.guide),
+                np.asarray(s.origin, dtype=float), _unit(s.direction))
+
+    def _compile_force(self, f):
+        if isinstance(f, Gravity):
+            return np.asarray(f.g, dtype=float)
+        if isinstance(f, PointForce):
+            comps = [parse(c, {}, FORCE_VARIABLES, f"{f.name}.value[{i}]") for i, c in enumerate(f.value)]
+            if len(comps) != 2:
+                raise ModelError(f"{f.name}.value: a force has two components")
+            return self._b(f.body), np.asarray(f.point, dtype=float), comps
+        if isinstance(f, Torque):
+            return self._b(f.body), parse(f.value, {}, FORCE_VARIABLES, f"{f.name}.value")
+        return (self._b(f.body_a), np.asarray(f.point_a, dtype=float),
+                self._b(f.body_b), np.asarray(f.point_b, dtype=float))
+
+    # ------------------------------------------------------------------ state
+    def initial_state(self):
+        """Absolute (q, q̇) from the bodies' initial positions and velocities."""
+        q, qd = np.zeros(self.n), np.zeros(self.n)
+        for i, b in enumerate(self.system.bodies.values()):
+            o = self.offset[i]
+            q[o:o + 2], qd[o:o + 2] = np.asarray(b.position, float), np.asarray(b.velocity, float)
+            if self.rigid[i]:
+                q[o + 2], qd[o + 2] = float(b.angle), float(b.angular_velocity)
+        return q, qd
+
+    # ------------------------------------------------------------------ evaluate
+    def evaluate(self, q, qd, t):
+        """Constraints, slots, applied forces and energies at absolute (q, q̇, t)."""
+        n, m, ns = self.n, self.m, len(self._slots)
+        pose = _Pose(self, q, qd)
+        g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
+        for j, r0, data in self._joints:
+            self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+        gN, WN, bN, vN = np.zeros(ns), np.zeros((ns, n)), np.zeros(ns), np.zeros(ns)
+        WT, bT, vT = np.zeros((ns, n)), np.zeros(ns), np.zeros(ns)
+        for k, (bs, sp, bg, a, d) in enumerate(self._slots):
+            rP, vP, cols, JP, cP = pose.point(bs, sp)
+            rG, _, vG, wG, RG = pose.frame(bg)
+            u = RG @ d
+            nn = _E @ u
+            dd, ddot = rP - rG, vP - vG
+            gN[k] = nn @ (rP - (rG + RG @ a))
+            _add(WN[k], cols, nn @ JP)
+            _add(WT[k], cols, u @ JP)
+            if bg >= 0:
+                og = self.offset[bg]
+                WN[k, og:og + 2] -= nn
+                WT[k, og:og + 2] -= u
+                if self.rigid[bg]:
+                    WN[k, og + 2] -= u @ dd
+                    WT[k, og + 2] += nn @ dd
+            vN[k] = nn @ ddot - wG * (u @ dd)
+            vT[k] = u @ ddot + wG * (nn @ dd)
+            bN[k] = nn @ cP - 2 * wG * (u @ ddot) - wG * wG * (nn @ dd)
+            bT[k] = u @ cP + 2 * wG * (nn @ ddot) - wG * wG * (u @ dd)
+        Q = np.zeros(n)
+        V = P = 0.0
+        for f, data in self._forces:
+            dV, dP = self._force(f, data, pose, t, Q)
+            V += dV
+            P += dP
+        return (g, J, w, gd), (gN, WN, bN, vN, WT, bT, vT), Q, 0.5 * float(qd @ (self.mass * qd)), V, P
+
+    def _joint_rows(self, j, data, pose, t, g, J, w, gd):
+        if isinstance(j, Revolute):
+            ba, sa, bb, sb = data
+            ra, va, ca, Ja, aa = pose.point(ba, sa)
+            rb, vb, cb, Jb, ab = pose.point(bb, sb)
+            for i in range(2):
+                g[i] = ra[i] - rb[i]
+                gd[i] = va[i] - vb[i]
+                w[i] = aa[i] - ab[i]
+                _add(J[i], ca, Ja[i])
+                _add(J[i], cb, -Jb[i])
+        elif isinstance(j, Rolling):
+            b, R, u, A = data
+            r, _, v, om, _ = pose.frame(b)
+            nn = _E @ u
+            o = self.offset[b]
+            g[0], gd[0] = nn @ (r - A) - R, nn @ v
+            J[0, o:o + 2] = nn
+            gd[1] = u @ v + R * om
+            J[1, o:o + 2] = u
+            J[1, o + 2] = R
+        elif isinstance(j, Gear):
+            ba, Ra, sa, bb, Rb, sb, sign = data
+            ra, va, ca, Ja, aa = pose.point(ba, sa)
+            rb, vb, cb, Jb, ab = pose.point(bb, sb)
+            D = np.hypot(*(rb - ra))
+            if D < 1e-12:
+                raise ModelError(f"{j.name}: the gear centres coincide; the mesh direction is undefined")
+            e = (rb - ra) / D
+            tt = _E @ e
+            edot = (vb - va - e * (e @ (vb - va))) / D
+            _add(J[0], ca, tt @ Ja)
+            _add(J[0], cb, -(tt @ Jb))
+            wa = pose.frame(ba)[3]
+            wb = pose.frame(bb)[3]
+            if ba >= 0 and self.rigid[ba]:
+                J[0, self.offset[ba] + 2] += Ra
+            if bb >= 0 and self.rigid[bb]:
+                J[0, self.offset[bb] + 2] += sign * Rb
+            gd[0] = tt @ (va - vb) + Ra * wa + sign * Rb * wb
+            w[0] = (_E @ edot) @ (va - vb) + tt @ (aa - ab)
+        elif isinstance(j, Distance):
+            ba, sa, bb, sb, L, dL, ddL = data
+            ra, va, ca, Ja, aa = pose.point(ba, sa)
+            rb, vb, cb, Jb, ab = pose.point(bb, sb)
+            d, dd = ra - rb, va - vb
+            Lt, dLt, ddLt = L(t=t), dL(t=t), ddL(t=t)
+            g[0] = 0.5 * (d @ d - Lt * Lt)
+            gd[0] = d @ dd - Lt * dLt
+            w[0] = dd @ dd + d @ (aa - ab) - dLt * dLt - Lt * ddLt
+            _add(J[0], ca, d @ Ja)
+            _add(J[0], cb, -(d @ Jb))
+        else:  # Prescribed
+            c, f, df, ddf = data
+            g[0] = pose.q[c] - f(t=t)
+            gd[0] = pose.qd[c] - df(t=t)
+            w[0] = -ddf(t=t)
+            J[0, c] = 1.0
+
+    def _force(self, f, data, pose, t, Q):
+        if isinstance(f, Gravity):
+            V = 0.0
+            for i, b in enumerate(self.system.bodies.values()):
+                o = self.offset[i]
+                Q[o:o + 2] += float(b.mass) * data
+                V -= float(b.mass) * (data @ pose.q[o:o + 2])
+            return V, 0.0
+        if isinstance(f, PointForce):
+            b, s, comps = data
+            r, v, cols, JP, _ = pose.point(b, s)
+            _, phi, _, om, _ = pose.frame(b)
+            env = {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": phi, "omega": om}
+            F = np.array([comps[0](**env), comps[1](**env)])
+            _add(Q, cols, F @ JP)
+            return 0.0, float(F @ v)
+        if isinstance(f, Torque):
+            b, expr = data
+            r, phi, v, om, _ = pose.frame(b)
+            tau = expr(t=t, x=r[0], y=r[1], vx=v[0], vy=v[1], phi=phi, omega=om)
+            Q[self.offset[b] + 2] += tau
+            return 0.0, float(tau * om)
+        ba, sa, bb, sb = data
+        ra, va, ca, Ja, _ = pose.point(ba, sa)
+        rb, vb, cb, Jb, _ = pose.point(bb, sb)
+        d, dd = ra - rb, va - vb
+        L = np.hypot(*d)
+        if isinstance(f, Spring):
+            k, L0 = float(f.k), float(f.length)
+            if L0 == 0.0:
+                F = -k * d
+            elif L < 1e-12:
+                raise ModelError(f"{f.name}: spring of rest length {L0} has zero length; its direction is undefined")
+            else:
+                F = -k * (L - L0) * d / L
+            _add(Q, ca, F @ Ja)
+            _add(Q, cb, -(F @ Jb))
+            return 0.5 * k * (L - L0) ** 2, 0.0
+        if L < 1e-12:
+            return 0.0, 0.0
+        F = -float(f.c) * (d @ dd) / (L * L) * d
+        _add(Q, ca, F @ Ja)
+        _add(Q, cb, -(F @ Jb))
+        return 0.0, float(F @ dd)

@@ -1,0 +1,55 @@
+"""Generated mechanisms for scaling studies."""
+
+from __future__ import annotations
+
+import math
+
+from .system import Gravity, Particle, PointForce, Slot, Spring, System
+
+__all__ = ["slider_chain"]
+
+
+def slider_chain(n, mu=0.3, mu_s=None, mass=1.0, k=20.0, g=9.81, force=15.0, omega=3.0, v0=0.5):
+    """A chain of ``n`` sliders: slider k moves in a slot carried by slider k−1.
+
+    Slider 1 runs in a fixed slot; the slot of slider k is turned by ``0.9 k`` rad,
+    so every slot's normal force depends on the accelerations of the whole
+    chain.  Each slider is tied to the ground by a spring (stiffness ``k``,
+    anchored at the origin), gravity acts downward, the last slider is driven
+    by ``force*sin(omega t)`` horizontally, and the sliders start with
+    alternating slip velocities ``±v0`` in their slots.
+
+    Parameters
+    ----------
+    n : int
+        Number of sliders (= degrees of freedom = friction slots).
+    mu, mu_s : float
+        Friction coefficients of every slot.
+
+    Returns
+    -------
+    System
+
+    Examples
+    --------
+    >>> s = slider_chain(3)
+    >>> len(s.slots), len(s.bodies)
+    (3, 3)
+    """
+    n = int(n)
+    s = System(f"slider_chain_{n}", parameters={"n": n, "mu": mu, "k": k, "force": force},
+               description=f"chain of {n} sliders, each in a slot carried by the previous one")
+    vel = [0.0, 0.0]
+    for i in range(1, n + 1):
+        th = 0.9 * (i - 1)
+        d = (math.cos(th), math.sin(th))
+        v = v0 * (1 if i % 2 else -1)
+        vel = [vel[0] + v * d[0], vel[1] + v * d[1]]
+        s.add(Particle(f"s{i}", mass=mass, position=(0.1 * i, 0.0), velocity=tuple(vel)))
+        guide = "ground" if i == 1 else f"s{i - 1}"
+        origin = (0.1 * i, 0.0) if i == 1 else (0.1, 0.0)
+        s.add(Slot(f"slot{i}", slider=f"s{i}", guide=guide, direction=d, origin=origin, mu=mu, mu_s=mu_s))
+        s.add(Spring(f"spring{i}", f"s{i}", "ground", k=k))
+    s.add(Gravity("gravity", g=(0.0, -g)))
+    s.add(PointForce("drive", f"s{n}", value=(f"{force}*sin({omega}*t)", 0.0)))
+    return s

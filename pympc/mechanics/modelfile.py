@@ -1,0 +1,233 @@
+"""TOML model files: ``pympc.load_model(path, **overrides)``.
+
+The schema (documented with examples in ``models/README.md``)::
+
+    [model]        name, description, formulation = "general" | "tree"
+    [parameters]   NAME = number or expression of earlier parameters
+    [[bodies]]     name, type = "rigid" | "particle", mass, inertia, position, angle,
+                   velocity, angular_velocity
+    [[joints]]     type = "revolute" | "slot" | "rolling" | "gear" | "distance" | "prescribed"
+    [[forces]]     type = "gravity" | "force" | "torque" | "spring" | "damper"
+    [simulation]   t_end, method, rtol, atol, max_events, ... (defaults for pympc.simulate)
+
+Every number may be an expression string of the parameters (``"m1*g"``); time
+functions (prescribed values, rod lengths) may use ``t``; forces and torques
+may use ``t, x, y, vx, vy, phi, omega``.  Expressions are parsed by
+:mod:`pympc.mechanics.expressions` (an ast whitelist; nothing is evaluated).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from ..errors import ModelError
+from .expressions import parse
+from .system import (
+    FORCE_VARIABLES, Damper, Distance, Gear, Gravity, Particle, PointForce, Prescribed, Revolute, RigidBody,
+    Rolling, Slot, Spring, System, Torque,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["load_model", "build_model", "SIMULATION_KEYS"]
+
+_TOP = {"model", "parameters", "bodies", "joints", "forces", "simulation"}
+_MODEL_KEYS = {"name", "description", "formulation"}
+SIMULATION_KEYS = {"t_end", "t_start", "method", "rtol", "atol", "max_events", "min_event_spacing",
+                   "max_step", "baumgarte", "samples"}
+"""Keys allowed in a model file's ``[simulation]`` table (arguments of pympc.simulate)."""
+
+# per type: (class, {key: kind}); kinds: "num" constant, "vec" constant 2-vector, "name" body name,
+# "time" expression of t, "state" expression of t and state, "svec" 2-vector of state expressions,
+# "str", "bool"
+_BODY = {
+    "rigid": (RigidBody, {"mass": "num", "inertia": "num", "position": "vec", "angle": "num",
+                          "velocity": "vec", "angular_velocity": "num"}),
+    "particle": (Particle, {"mass": "num", "position": "vec", "velocity": "vec"}),
+}
+_JOINT = {
+    "revolute": (Revolute, {"body_a": "name", "body_b": "name", "point_a": "vec", "point_b": "vec"}),
+    "slot": (Slot, {"slider": "name", "guide": "name", "direction": "vec", "origin": "vec", "point": "vec",
+                    "mu": "num", "mu_s": "num"}),
+    "rolling": (Rolling, {"disc": "name", "radius": "num", "direction": "vec", "origin": "vec"}),
+    "gear": (Gear, {"body_a": "name", "radius_a": "num", "body_b": "name", "radius_b": "num",
+                    "center_a": "vec", "center_b": "vec", "internal": "bool"}),
+    "distance": (Distance, {"body_a": "name", "body_b": "name", "length": "time", "point_a": "vec",
+                            "point_b": "vec"}),
+    "prescribed": (Prescribed, {"body": "name", "coordinate": "str", "value": "time"}),
+}
+_FORCE = {
+    "gravity": (Gravity, {"g": "vec"}),
+    "force": (PointForce, {"body": "name", "value": "svec", "point": "vec"}),
+    "torque": (Torque, {"body": "name", "value": "state"}),
+    "spring": (Spring, {"body_a": "name", "body_b": "name", "k": "num", "length": "num", "point_a": "vec",
+                        "point_b": "vec"}),
+    "damper": (Damper, {"body_a": "name", "body_b": "name", "c": "num", "point_a": "vec", "point_b": "vec"}),
+}
+_REQUIRED = {"mass", "slider", "guide", "disc", "radius", "body", "body_a", "body_b", "radius_a", "radius_b",
+             "coordinate", "value", "k", "c", "length"}
+
+
+def load_model(path, **overrides):
+    """Read a TOML model file into a :class:`~pympc.mechanics.System`.
+
+    Parameters
+    ----------
+    path : str or Path
+    **overrides : float
+        New values of parameters named in the file's ``[parameters]`` table
+        (expressions that depend on them follow).
+
+    Returns
+    -------
+    System
+        With ``parameters`` (the values used), ``formulation`` and ``simulation``.
+
+    Raises
+    ------
+    ModelError
+        Naming the file, table and key: malformed TOML, unknown tables or keys,
+        unknown body names, bad values (μ < 0, zero-length directions, m ≤ 0, ...).
+
+    Examples
+    --------
+    >>> import pympc, pathlib
+    >>> path = pathlib.Path(pympc.__file__).parents[1] / "models" / "cross_slide.toml"
+    >>> s = pympc.load_model(path, P=10.0)          # doctest: +SKIP
+    >>> s.parameters["P"]                            # doctest: +SKIP
+    10.0
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read the model file ({exc.strerror}); check the path") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ModelError(f"{path}: not valid TOML: {exc}") from None
+    return build_model(data, str(path), **overrides)
+
+
+def build_model(data, source="<model>", **overrides):
+    """Build a System from a model file's parsed TOML ``data`` (see :func:`load_model`)."""
+    err = lambda msg: ModelError(f"{source}: {msg}")  # noqa: E731
+    unknown = set(data) - _TOP
+    if unknown:
+        raise err(f"unknown table(s) {sorted(unknown)}; allowed: {sorted(_TOP)}")
+    model = _table(data, "model", source)
+    bad = set(model) - _MODEL_KEYS
+    if bad:
+        raise err(f"[model]: unknown key(s) {sorted(bad)}; allowed: {sorted(_MODEL_KEYS)}")
+    formulation = model.get("formulation", "general")
+    if formulation not in ("general", "tree"):
+        raise err(f"[model], key 'formulation': must be 'general' or 'tree', got {formulation!r}")
+    params = _parameters(_table(data, "parameters", source), overrides, source)
+    sim = _table(data, "simulation", source)
+    bad = set(sim) - SIMULATION_KEYS
+    if bad:
+        raise err(f"[simulation]: unknown key(s) {sorted(bad)}; allowed: {sorted(SIMULATION_KEYS)}")
+    sim = {k: (_value(v, params, f"{source}: [simulation], key {k!r}") if k not in ("method",) else v)
+           for k, v in sim.items()}
+    system = System(str(model.get("name", Path(source).stem)), parameters=params,
+                    description=str(model.get("description", "")), formulation=formulation, simulation=sim)
+    where_of = {}
+    for table, kinds in (("bodies", _BODY), ("joints", _JOINT), ("forces", _FORCE)):
+        entries = data.get(table, [])
+        if not isinstance(entries, list):
+            raise err(f"'{table}' must be an array of tables ([[{table}]])")
+        for i, entry in enumerate(entries):
+            where = f"[[{table}]] #{i + 1}"
+            if not isinstance(entry, dict):
+                raise err(f"{where}: expected a table")
+            kind = entry.get("type", "rigid" if table == "bodies" else None)
+            if kind not in kinds:
+                raise err(f"{where}, key 'type': {kind!r} is not one of {sorted(kinds)}")
+            name = entry.get("name", f"{kind}{i + 1}" if table != "bodies" else None)
+            if not isinstance(name, str) or not name:
+                raise err(f"{where}, key 'name': every body needs a name")
+            where = f"[[{table}]] #{i + 1} ({name!r})"
+            cls, keys = kinds[kind]
+            bad = set(entry) - set(keys) - {"type", "name"}
+            if bad:
+                raise err(f"{where}: unknown key(s) {sorted(bad)}; allowed for type {kind!r}: "
+                          f"{sorted(keys)}")
+            missing = sorted(k for k in keys if k in _REQUIRED and k not in entry
+                             and not (kind == "spring" and k == "length"))
+            if missing:
+                raise err(f"{where}: missing key(s) {missing}")
+            kwargs = {k: _convert(entry[k], kinds_, params, f"{source}: {where}, key {k!r}")
+                      for k, kinds_ in keys.items() if k in entry}
+            try:
+                system.add(cls(name=name, **kwargs))
+            except ModelError as exc:
+                raise err(f"{where}: {exc}") from None
+            where_of[name] = where
+    try:
+        system.validate()
+    except ModelError as exc:
+        lines = str(exc).splitlines()[1:]
+        out = []
+        for line in lines:
+            m = re.match(r"\s*- ([^.:]+)\.?([A-Za-z_]*):(.*)", line)
+            if m and m.group(1) in where_of:
+                key = f", key {m.group(2)!r}" if m.group(2) else ""
+                out.append(f"{where_of[m.group(1)]}{key}:{m.group(3)}")
+            else:
+                out.append(line.strip().lstrip("- "))
+        raise err("invalid model:\n  - " + "\n  - ".join(out)) from None
+    return system
+
+
+def _table(data, name, source):
+    t = data.get(name, {})
+    if not isinstance(t, dict):
+        raise ModelError(f"{source}: '{name}' must be a table ([{name}])")
+    return t
+
+
+def _parameters(table, overrides, source):
+    unknown = set(overrides) - set(table)
+    if unknown:
+        raise ModelError(f"{source}: cannot override unknown parameter(s) {sorted(unknown)}; "
+                         f"the file defines {sorted(table)}")
+    params = {}
+    for k, v in table.items():
+        if k in overrides:
+            v = overrides[k]
+        params[k] = _value(v, params, f"{source}: [parameters], key {k!r}")
+    return params
+
+
+def _value(v, params, where):
+    e = parse(v, params, (), where)
+    return e.value
+
+
+def _convert(v, kind, params, where):
+    if kind == "num":
+        return _value(v, params, where)
+    if kind == "vec":
+        if not isinstance(v, list) or len(v) != 2:
+            raise ModelError(f"{where}: expected a list of two values, got {v!r}")
+        return tuple(_value(x, params, f"{where}[{i}]") for i, x in enumerate(v))
+    if kind == "name" or kind == "str":
+        if not isinstance(v, str):
+            raise ModelError(f"{where}: expected a string, got {v!r}")
+        return v
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise ModelError(f"{where}: expected true or false, got {v!r}")
+        return v
+    if kind == "time":
+        return parse(v, params, ("t",), where)
+    if kind == "state":
+        return parse(v, params, FORCE_VARIABLES, where)
+    if not isinstance(v, list) or len(v) != 2:
+        raise ModelError(f"{where}: expected a list of two values, got {v!r}")
+    return tuple(parse(x, params, FORCE_VARIABLES, f"{where}[{i}]") for i, x in enumerate(v))
