@@ -15,10 +15,13 @@ __version__ = "0.1.0"
 
 from . import mpec  # noqa: E402  registers pympc.lemke, pympc.milp, pympc.ipopt with Pyomo's SolverFactory
 from .mpec import crosscheck  # noqa: E402
+from .mechanics import GeneralMethod, System, TreeMethod, load_model  # noqa: E402
+from .dynamics import Event, SimulationStatus, Trajectory, simulate  # noqa: E402
 
 __all__ = [
     "LCP", "HLCP", "solve", "crosscheck", "lemke", "enumerate_solutions", "classify", "is_p_matrix",
     "read_siconos", "read_problem", "load_problem",
     "Status", "LCPResult", "HLCPResult", "Residual", "SetKind", "SolutionSet", "Classification",
+    "System", "GeneralMethod", "TreeMethod", "load_model", "simulate", "Trajectory", "Event", "SimulationStatus",
     "PympcError", "ProblemError", "OptionError", "SolverError", "SolverNotFound", "ModelError", "SimulationError",
 ]

@@ -25,3 +25,40 @@ def random_p_matrix(rng, n, kind):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261202)
+
+
+ROOT = Path(__file__).parents[1]
+MODELS = ROOT / "models"
+
+
+def accelerations(form, q, qd, t=0.0, mu=None, mode=None):
+    """q̈ and forces of a formulation at a state, slots bilateral (frictionless unless ``mu``), no stabilization."""
+    from pympc.dynamics import Baumgarte, Mode, Motion, solve_mode
+
+    a = form.assemble(q, qd, t)
+    s = len(form.slots)
+    mu = np.zeros(s) if mu is None else np.asarray(mu, float)
+    if mode is None:
+        mode = Mode((1,) * s, tuple(Motion(int(np.sign(v)) or 1) for v in a.vT))
+    return solve_mode(a, mode, mu, mu, Baumgarte(0.0, 0.0), form.mass_diagonal), a
+
+
+def cross_slide_system(th1, th2, mu1, mu2, m1, m2, push, s1, s2):
+    """A crosshead (particle) in a fixed slot at angle th1 carrying a slot at th2 with a particle; both slipping."""
+    from pympc.mechanics import Gravity, Particle, PointForce, Slot, System
+
+    u1, u2 = (np.cos(th1), np.sin(th1)), (np.cos(th2), np.sin(th2))
+    s = System("cross slide")
+    s.add(Particle("crosshead", mass=m1, velocity=(s1 * u1[0], s1 * u1[1])))
+    s.add(Particle("slider", mass=m2, velocity=(s1 * u1[0] + s2 * u2[0], s1 * u1[1] + s2 * u2[1])))
+    s.add(Slot("fixed", "crosshead", "ground", direction=u1, mu=mu1))
+    s.add(Slot("carried", "slider", "crosshead", direction=u2, mu=mu2))
+    s.add(Gravity("gravity"))
+    s.add(PointForce("push", "crosshead", value=tuple(push)))
+    return s
+
+
+# Event HLCPs with two solutions (different modes) and with none, found by enumeration over
+# crosshead-and-slider arrangements with large friction coefficients.
+TWO_SOLUTIONS = (1.6, 3.0, 1.0, 3.8, 1.3, 1.6, (26.0, -7.0), 1, 1)
+NO_SOLUTION = (0.09, 2.37, 2.4, 1.65, 2.5, 1.25, (-3.7, -29.3), -1, -1)

@@ -330,14 +330,14 @@ class AbsoluteModel:
             b, s, comps = data
             r, v, cols, JP, _ = pose.point(b, s)
             _, phi, _, om, _ = pose.frame(b)
-            env = {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": phi, "omega": om}
+            env = {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": phi, "phidot": om}
             F = np.array([comps[0](**env), comps[1](**env)])
             _add(Q, cols, F @ JP)
             return 0.0, float(F @ v)
         if isinstance(f, Torque):
             b, expr = data
             r, phi, v, om, _ = pose.frame(b)
-            tau = expr(t=t, x=r[0], y=r[1], vx=v[0], vy=v[1], phi=phi, omega=om)
+            tau = expr(t=t, x=r[0], y=r[1], vx=v[0], vy=v[1], phi=phi, phidot=om)
             Q[self.offset[b] + 2] += tau
             return 0.0, float(tau * om)
         ba, sa, bb, sb = data

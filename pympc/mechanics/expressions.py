@@ -107,6 +107,10 @@ def parse(text, parameters=None, variables=("t",), where="expression"):
     except SyntaxError as exc:
         raise ModelError(f"{where}: cannot parse {text!r}: {exc.msg}") from None
     params = dict(parameters or {})
+    clash = sorted(set(params) & set(variables))
+    if clash:
+        raise ModelError(f"{where}: {', '.join(map(repr, clash))} is both a parameter and a variable of this "
+                         f"expression ({', '.join(variables)}); rename the parameter")
     node = _check(tree, params, set(variables), where, text)
     return Expression(_fold(node), text)
 

@@ -12,7 +12,8 @@ The schema (documented with examples in ``models/README.md``)::
 
 Every number may be an expression string of the parameters (``"m1*g"``); time
 functions (prescribed values, rod lengths) may use ``t``; forces and torques
-may use ``t, x, y, vx, vy, phi, omega``.  Expressions are parsed by
+may use ``t, x, y, vx, vy, phi, phidot`` (the state of their point and body);
+a parameter may not have one of these names.  Expressions are parsed by
 :mod:`pympc.mechanics.expressions` (an ast whitelist; nothing is evaluated).
 """
 

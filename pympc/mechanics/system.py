@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 GROUND = "ground"
-FORCE_VARIABLES = ("t", "x", "y", "vx", "vy", "phi", "omega")
+FORCE_VARIABLES = ("t", "x", "y", "vx", "vy", "phi", "phidot")
 """Variables a force expression may use: time and the state of its point/body."""
 
 
@@ -199,7 +199,7 @@ class PointForce:
     """A force ``(fx, fy)`` in world axes at ``point`` of ``body``.
 
     Components are expressions of ``t`` and of the point's state
-    ``x, y, vx, vy`` and the body's ``phi, omega``.
+    ``x, y, vx, vy`` and the body's ``phi, phidot``.
     """
 
     name: str

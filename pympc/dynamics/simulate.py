@@ -1,0 +1,441 @@
+"""The event-driven driver: smooth phases with scipy's ``solve_ivp``, one HLCP per transition.
+
+Between events the mode is fixed and :func:`~pympc.dynamics.modes.solve_mode`
+gives the accelerations; ``solve_ivp`` integrates and locates the events
+(slip velocity of a slipping slot → 0, normal force of any slot → 0, friction
+reserve of a sticking slot → 0).  At each event the state is projected onto
+the constraints, the event HLCP is built and solved by the native pivoting
+solver (and, small enough, its whole solution set enumerated), the new mode is
+read off and verified, and integration restarts.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from ..complementarity import enumerate_solutions, solve
+from ..errors import OptionError, SimulationError
+from ..mechanics import GeneralMethod, System, TreeMethod, load_model
+from .events import event_problem, read_mode
+from .modes import Baumgarte, Mode, Motion, solve_mode
+from .trajectory import Event, EventKind, SimulationStatus, Trajectory
+
+__all__ = ["simulate", "AMBIGUITY_RULES", "make_formulation"]
+
+AMBIGUITY_RULES = {
+    "stop": "stop with status PARADOX (default)",
+    "lemke": "take the solution Lemke's method reaches from the covering vector e",
+    "min_force": "take the enumerated solution with the smallest total normal force Σ|λ|",
+}
+"""Rules ``on_ambiguous`` may select when an event HLCP has several solutions with different modes."""
+
+_CROSSCHECK = {None: (), "ipopt": ("ipopt",), "milp": ("milp",), "all": ("ipopt", "milp")}
+
+_DEFAULTS = dict(t_start=0.0, t_end=None, method="DOP853", rtol=1e-10, atol=1e-12, max_events=2000,
+                 min_event_spacing=1e-9, max_step=math.inf, baumgarte=None, samples=501)
+
+
+def make_formulation(system, formulation=None):
+    """A formulation object for ``system``: ``"general"``, ``"tree"`` or an existing formulation."""
+    if formulation is None:
+        formulation = system.formulation
+    if formulation == "general":
+        return GeneralMethod(system)
+    if formulation == "tree":
+        return TreeMethod(system)
+    if hasattr(formulation, "assemble") and hasattr(formulation, "slots"):
+        return formulation
+    raise OptionError(f"formulation must be 'general', 'tree' or a formulation object, got {formulation!r}")
+
+
+class _Run:
+    """State shared by the phases of one simulation (no globals: one per call)."""
+
+    def __init__(self, form, stab, opts):
+        self.form, self.stab, self.opts = form, stab, opts
+        self.n = form.n
+        self.mu = np.array([float(s.mu) for s in form.slots])
+        self.mu_s = np.array([float(s.static_mu) for s in form.slots])
+        self.md = form.mass_diagonal
+        self._cache_key, self._cache = None, None
+
+    # ----------------------------------------------------------------- smooth phase
+    def evaluate(self, t, x, mode):
+        key = (t, x.tobytes(), mode)
+        if key != self._cache_key:
+            n = self.n
+            a = self.form.assemble(x[:n], x[n:2 * n], t)
+            self._cache = (a, solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md))
+            self._cache_key = key
+        return self._cache
+
+    def rhs(self, t, x, mode):
+        n = self.n
+        a, s = self.evaluate(t, x, mode)
+        qd = x[n:2 * n]
+        out = np.empty_like(x)
+        out[:n], out[n:2 * n] = qd, s.qdd
+        out[2 * n] = -float(s.F @ a.vT)                                  # friction dissipation
+        out[2 * n + 1] = a.power + float(s.nu @ (a.J @ qd)) + float(s.lam @ (a.WN @ qd))  # work put in
+        return out
+
+    def event_functions(self, mode, force_scale):
+        band = 1e-10 * force_scale
+        funcs = []
+        for k in range(len(self.mu)):
+            m, w = mode.motions[k], mode.walls[k]
+            if m != Motion.STICK:
+                funcs.append(self._event(lambda a, s, k=k, m=m: m * a.vT[k], EventKind.SLIP_STOP, k, mode))
+            funcs.append(self._event(lambda a, s, k=k, w=w: w * s.lam[k] + band, EventKind.WALL_SWITCH, k, mode))
+            if m == Motion.STICK:
+                funcs.append(self._event(lambda a, s, k=k, w=w: self.mu_s[k] * w * s.lam[k] - abs(s.F[k]) + band,
+                                         EventKind.BREAKAWAY, k, mode))
+        return funcs
+
+    def _event(self, value, kind, slot, mode):
+        def f(t, x, *_):
+            return value(*self.evaluate(t, x, mode))
+        f.terminal, f.direction, f.kind, f.slot = True, -1, kind, slot
+        return f
+
+    # ----------------------------------------------------------------- events
+    def project(self, t, q, qd, stick=()):
+        """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones."""
+        form = self.form
+        for _ in range(20):
+            a = form.assemble(q, qd, t)
+            g = np.concatenate([a.g[a.holonomic], a.gN])
+            if np.abs(g).max(initial=0) <= 1e-13 * (1 + np.abs(q).max(initial=0)):
+                break
+            Jh = np.vstack([a.J[a.holonomic], a.WN])
+            q = q - np.linalg.lstsq(Jh, g, rcond=None)[0]
+        stick = list(stick)
+        a = form.assemble(q, qd, t)
+        Jv = np.vstack([a.J, a.WN, a.WT[stick]])
+        r = np.concatenate([a.gdot, a.vN, a.vT[stick]])
+        if Jv.shape[0]:
+            qd = qd - np.linalg.lstsq(Jv, r, rcond=None)[0]
+        return q, qd
+
+    def transition(self, t, q, qd, kind, slot, before):
+        """Choose the mode at an event; returns (Event, q, q̇, status or None, message)."""
+        o = self.opts
+        q, qd = self.project(t, q, qd)
+        if not len(self.mu):  # no slots: nothing to decide
+            return Event(t, kind, slot, before, Mode((), ()), None, [], np.zeros(0), np.zeros(0),
+                         "no slots", 0, "none"), q, qd, None, None
+        a = self.form.assemble(q, qd, t)
+        vscale = max(1.0, float(np.abs(qd).max(initial=0)))
+        dirs = np.where(np.abs(a.vT) <= o["velocity_tol"] * vscale, 0, np.sign(a.vT)).astype(int)
+        if before is not None:
+            for k, m in enumerate(before.motions):
+                if m == Motion.STICK:
+                    dirs[k] = 0
+        if kind == EventKind.SLIP_STOP:
+            dirs[slot] = 0
+        ev = event_problem(a, dirs, self.mu, self.mu_s, self.stab, self.md)
+        walls_before = before.walls if before is not None else (1,) * len(self.mu)
+        res = solve(ev.hlcp)
+        tol = 1e-9 * (1.0 + max(np.abs(ev.hlcp.c).max(initial=0), 1.0))
+        classification, npoints, solver = "not enumerated", 0, "lemke"
+        x = y = None
+        status = message = None
+        if ev.hlcp.n <= o["enumerate_pairs"]:
+            sset = enumerate_solutions(ev.hlcp, max_pairs=o["enumerate_pairs"])
+            classification, npoints = sset.kind.name, len(sset.points)
+            if sset.kind.name == "NONE":
+                status, message = SimulationStatus.PARADOX, (
+                    f"{kind.name} event at t = {t:.9g}: the event HLCP ({ev.hlcp.n} pairs) has no solution "
+                    "(a Painlevé-type paradox: no consistent mode)")
+            else:
+                modes = {read_mode(ev, px, py, walls_before, tol)[0] for px, py in sset.points}
+                if len(modes) > 1:
+                    rule = o["on_ambiguous"]
+                    if rule == "stop":
+                        status, message = SimulationStatus.PARADOX, (
+                            f"{kind.name} event at t = {t:.9g}: the event HLCP has {npoints} solutions selecting "
+                            f"different modes {sorted(map(str, modes))} (a Painlevé-type paradox); "
+                            f"choose a rule with on_ambiguous= ({', '.join(AMBIGUITY_RULES)})")
+                    elif rule == "min_force":
+                        s_ = ev.nslots
+                        x, y = min(sset.points, key=lambda p: float(np.sum(p[0][:s_] + p[1][:s_])))
+                        solver = "min_force"
+                    else:
+                        solver = "lemke (on_ambiguous)"
+                if x is None and status is None and not res.success:
+                    x, y = sset.points[0]
+                    solver = "enumeration"
+        if x is None:
+            if res.success:
+                x, y = res.x, res.y
+            elif status is None:
+                status, message = SimulationStatus.SOLVER_FAILURE, (
+                    f"{kind.name} event at t = {t:.9g}: Lemke ended with {res.status.name} on the "
+                    f"{ev.hlcp.n}-pair event HLCP ({res.message}); too large to enumerate "
+                    f"(enumerate_pairs={o['enumerate_pairs']})")
+        if x is None:
+            x, y = (res.x, res.y) if res.x is not None else (np.zeros(ev.hlcp.n), np.zeros(ev.hlcp.n))
+            event = Event(t, kind, slot, before, before or Mode(walls_before, tuple(Motion(d) for d in dirs)),
+                          ev.hlcp, ev.candidates, x, y, classification, npoints, solver, verified=False)
+            return event, q, qd, status, message
+        mode, degenerate = read_mode(ev, x, y, walls_before, tol)
+        probe = None
+        if degenerate:
+            mode, probe = self._probe(t, q, qd, a, ev, x, y, dirs, before, mode, degenerate, kind, slot)
+        q, qd = self.project(t, q, qd, stick=mode.sticking)
+        verified, why = self.verify(t, q, qd, mode, ev.candidates)
+        event = Event(t, kind, slot, before, mode, ev.hlcp, ev.candidates, np.asarray(x), np.asarray(y),
+                      classification, npoints, solver, probe, verified)
+        if o["crosscheck"]:
+            self._crosscheck(event)
+        if not verified:
+            status, message = SimulationStatus.MODE_FAILURE, f"{kind.name} event at t = {t:.9g}: mode {mode} {why}"
+        return event, q, qd, status, message
+
+    def _probe(self, t, q, qd, a, ev, x, y, dirs, before, mode, degenerate, kind, slot):
+        d = self.opts["probe_delta"]
+        if before is not None:
+            qdd = solve_mode(a, before, self.mu, self.mu_s, self.stab, self.md).qdd
+        else:
+            qdd = ev.accelerations(x, y)
+        qp, qdp = q + d * qd + 0.5 * d * d * qdd, qd + d * qdd
+        ap = self.form.assemble(qp, qdp, t + d)
+        evp = event_problem(ap, dirs, self.mu, self.mu_s, self.stab, self.md)
+        rp = solve(evp.hlcp)
+        walls, motions = list(mode.walls), list(mode.motions)
+        if rp.success:
+            tol = 1e-9 * (1.0 + max(np.abs(evp.hlcp.c).max(initial=0), 1.0))
+            pmode, pdeg = read_mode(evp, rp.x, rp.y, mode.walls, tol)
+        else:
+            pmode, pdeg = mode, list(degenerate)
+        for part, k in degenerate:
+            if part == "wall":
+                if ("wall", k) not in pdeg:
+                    walls[k] = pmode.walls[k]
+                elif kind == EventKind.WALL_SWITCH and k == slot and before is not None:
+                    walls[k] = -before.walls[k]
+            elif ("stick", k) not in pdeg:
+                motions[k] = pmode.motions[k]
+        probe = {"delta": d, "hlcp": evp.hlcp, "x": rp.x, "y": rp.y, "parts": degenerate}
+        return Mode(tuple(walls), tuple(motions)), probe
+
+    def verify(self, t, q, qd, mode, candidates):
+        """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips accelerating)."""
+        a = self.form.assemble(q, qd, t)
+        try:
+            s = solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md)
+        except SimulationError as exc:
+            return False, str(exc)
+        fs = 1e-7 * max(1.0, float(np.abs(s.lam).max(initial=0)), float(np.abs(a.h).max(initial=0)))
+        acc = 1e-7 * max(1.0, float(np.abs(s.qdd).max(initial=0)))
+        w, m = np.asarray(mode.walls), np.asarray(mode.motions)
+        if np.any(w * s.lam < -fs):
+            return False, f"puts a normal force on the wrong wall (σλ = {w * s.lam})"
+        st = m == 0
+        if np.any((self.mu_s * np.abs(s.lam) - np.abs(s.F))[st] < -fs):
+            return False, "needs more static friction than μ_s|λ|"
+        for k in candidates:
+            if m[k] != 0 and m[k] * s.aT[k] < -acc:
+                return False, f"starts slot {k} slipping against its acceleration"
+        return True, ""
+
+    def _crosscheck(self, event):
+        from ..mpec import crosscheck
+        rep = crosscheck(event.hlcp, solvers=("lemke",) + self.opts["crosscheck"])
+        event.report = rep
+        ref = np.concatenate([event.x, event.y])
+        for ans in rep.answers:
+            if ans.solver == "lemke":
+                continue
+            same = ans.success and np.allclose(np.concatenate([ans.x, ans.y]), ref, atol=1e-6 * (1 + np.abs(ref).max()))
+            event.crosscheck[ans.solver] = {"agree": bool(same or (ans.success and rep.agree)), "status": ans.status,
+                                            "success": bool(ans.success)}
+
+
+def _options(system, t_span, explicit):
+    o = dict(_DEFAULTS)
+    o.update({k: v for k, v in system.simulation.items() if k in o})
+    o.update({k: v for k, v in explicit.items() if v is not None})
+    if t_span is not None:
+        try:
+            o["t_start"], o["t_end"] = (float(t_span[0]), float(t_span[1]))
+        except (TypeError, ValueError, IndexError):
+            raise OptionError(f"t_span must be (t0, t1), got {t_span!r}") from None
+    if o["t_end"] is None:
+        raise OptionError("t_span is needed (or t_end in the model's [simulation] table)")
+    if not o["t_end"] > o["t_start"]:
+        raise OptionError(f"t_span: t1 = {o['t_end']} must be after t0 = {o['t_start']}")
+    return o
+
+
+def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, atol=None, crosscheck=None,
+             on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20, max_step=None,
+             baumgarte=None, samples=None, t_eval=None, enumerate_pairs=8, velocity_tol=1e-8, probe_delta=1e-6,
+             progress=None, overrides=None):
+    """Simulate a mechanism with friction slots, event by event.
+
+    Parameters
+    ----------
+    system : System or path
+        A :class:`~pympc.mechanics.System` or a model file (read with
+        :func:`~pympc.mechanics.load_model`, ``overrides`` applied).
+    t_span : (float, float), optional
+        Default: ``t_start``/``t_end`` of the model's ``[simulation]`` table.
+    formulation : {"general", "tree"} or formulation object, optional
+        Default: the system's.
+    method, rtol, atol, max_step
+        Passed to :func:`scipy.integrate.solve_ivp` (defaults DOP853, 1e-10, 1e-12).
+    crosscheck : {None, "ipopt", "milp", "all"}
+        Build every event's Pyomo MPEC model afresh and solve it with these
+        solvers as well; the agreement is recorded per event.
+    on_ambiguous : str
+        What to do when an event HLCP has several solutions selecting different
+        modes: one of :data:`AMBIGUITY_RULES` (default ``"stop"``).  The choice is
+        recorded in ``Event.solver``.  No solution always stops.
+    max_events : int
+        Event budget (default 2000); status EVENT_LIMIT when used up.
+    min_event_spacing : float
+        Events closer than this (default 1e-9 s) count towards the Zeno guard;
+        ``zeno_events`` such events in a row end with status ZENO.
+    baumgarte : Baumgarte, optional
+        Constraint stabilization (default α = β = 10 1/s).
+    samples : int
+        Number of evenly spaced output samples (default 501), plus every event;
+        or give ``t_eval``.
+    enumerate_pairs : int
+        Enumerate the complete solution set of event HLCPs up to this many pairs
+        (default 8); larger ones are solved by Lemke alone.
+    velocity_tol : float
+        Slip velocities below ``velocity_tol·max(1, |q̇|)`` make a slot a stick candidate.
+    probe_delta : float
+        Look-ahead time used to settle degenerate event HLCPs (default 1e-6 s).
+    progress : callable, optional
+        Called as ``progress(t, t0, t1)`` after every phase.
+    overrides : dict, optional
+        Parameter overrides when ``system`` is a path.
+
+    Returns
+    -------
+    Trajectory
+
+    Examples
+    --------
+    One particle in a horizontal slot (μ = 0.4) pushed by 3 N sticks, pushed by
+    5 N slips with a = 1 m/s² (DESIGN.md §3):
+
+    >>> from pympc.mechanics import System, Particle, Slot, PointForce
+    >>> s = System("hand case")
+    >>> _ = s.add(Particle("p", mass=1.0)); _ = s.add(Slot("slot", "p", "ground", mu=0.4))
+    >>> _ = s.add(PointForce("push", "p", value=(5.0, -10.0)))
+    >>> tr = simulate(s, (0.0, 1.0))
+    >>> tr.status.name, round(float(tr.qd[-1, 0]), 9), str(tr.events[0].mode_after)
+    ('SUCCESS', 1.0, '[+ fwd]')
+    """
+    if isinstance(system, (str, Path)):
+        system = load_model(system, **(overrides or {}))
+    elif overrides:
+        raise OptionError("overrides apply to model files; change the System itself instead")
+    if not isinstance(system, System):
+        raise OptionError(f"system must be a pympc System or a model file path, got {type(system).__name__}")
+    if on_ambiguous not in AMBIGUITY_RULES:
+        raise OptionError(f"on_ambiguous must be one of {sorted(AMBIGUITY_RULES)}, got {on_ambiguous!r}")
+    if crosscheck not in _CROSSCHECK:
+        raise OptionError(f"crosscheck must be one of {list(_CROSSCHECK)}, got {crosscheck!r}")
+    o = _options(system, t_span, dict(method=method, rtol=rtol, atol=atol, max_events=max_events,
+                                      min_event_spacing=min_event_spacing, max_step=max_step,
+                                      baumgarte=baumgarte, samples=samples))
+    stab = o["baumgarte"] or Baumgarte()
+    if isinstance(stab, dict):
+        stab = Baumgarte(**stab)
+    o.update(on_ambiguous=on_ambiguous, crosscheck=_CROSSCHECK[crosscheck], enumerate_pairs=int(enumerate_pairs),
+             velocity_tol=float(velocity_tol), probe_delta=float(probe_delta))
+    form = make_formulation(system, formulation)
+    run = _Run(form, stab, o)
+    t0, t1 = o["t_start"], o["t_end"]
+    grid = np.asarray(t_eval, float) if t_eval is not None else np.linspace(t0, t1, int(o["samples"]))
+    n = form.n
+    q, qd = form.initial_state()
+    event, q, qd, status, message = run.transition(t0, q, qd, EventKind.START, None, None)
+    events = [event]
+    phases = []              # (t array, x array, mode)
+    x = np.concatenate([q, qd, [0.0, 0.0]])
+    t = t0
+    close = 0
+    mode = event.mode_after
+    while status is None and t < t1:
+        a = form.assemble(x[:n], x[n:2 * n], t)
+        fscale = max(1.0, float(np.abs(a.h).max(initial=0)))
+        funcs = run.event_functions(mode, fscale)
+        sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"],
+                        events=funcs, dense_output=True, args=(mode,), max_step=o["max_step"])
+        if sol.status == -1:
+            status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed at t = {sol.t[-1]:.9g}: {sol.message}"
+            phases.append(_phase(sol, grid, t, sol.t[-1], mode))
+            break
+        if sol.status == 0:
+            phases.append(_phase(sol, grid, t, t1, mode))
+            t = t1
+            break
+        hits = [(te[0], i) for i, te in enumerate(sol.t_events) if len(te)]
+        te, i = min(hits)
+        xe = sol.y_events[i][0]
+        phases.append(_phase(sol, grid, t, te, mode))
+        if progress is not None:
+            progress(te, t0, t1)
+        f = funcs[i]
+        close = close + 1 if te - t < o["min_event_spacing"] else 0
+        event, q, qd, status, message = run.transition(te, xe[:n], xe[n:2 * n], f.kind, f.slot, mode)
+        events.append(event)
+        x = np.concatenate([q, qd, xe[2 * n:]])
+        t, mode = te, event.mode_after
+        if status is None and close >= zeno_events:
+            status, message = SimulationStatus.ZENO, (
+                f"{close} events closer than min_event_spacing = {o['min_event_spacing']:g} s in a row near "
+                f"t = {t:.9g} (event accumulation / chattering)")
+        if status is None and len(events) > o["max_events"]:
+            status, message = SimulationStatus.EVENT_LIMIT, f"max_events = {o['max_events']} reached at t = {t:.9g}"
+    if status is None:
+        status, message = SimulationStatus.SUCCESS, f"reached t = {t1:g} with {len(events) - 1} transitions"
+    if progress is not None:
+        progress(t, t0, t1)
+    if not phases:
+        phases.append((np.array([t]), x[:, None], mode))
+    return _trajectory(run, phases, events, status, message)
+
+
+def _phase(sol, grid, ta, tb, mode):
+    inside = grid[(grid > ta) & (grid < tb)]
+    ts = np.concatenate([[ta], inside, [tb]])
+    return ts, sol.sol(ts), mode
+
+
+def _trajectory(run, phases, events, status, message):
+    form = run.form
+    n, s = form.n, len(run.mu)
+    rows = []
+    for ts, xs, mode in phases:
+        for j, tj in enumerate(ts):
+            xj = xs[:, j]
+            a, ms = run.evaluate(tj, xj, mode)
+            qa, qda = form.absolute(xj[:n], xj[n:2 * n])
+            drift = float(np.abs(np.concatenate([a.g[a.holonomic], a.gN])).max(initial=0))
+            rows.append((tj, qa, qda, ms.lam, ms.F, a.vT, mode.walls, [int(m) for m in mode.motions],
+                         a.kinetic, a.potential, xj[2 * n], xj[2 * n + 1], drift))
+    cols = list(zip(*rows))
+    arr = lambda i, shape=None: np.array(cols[i], dtype=float).reshape(len(rows), *(shape or ()))  # noqa: E731
+    info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1}
+    checked = [e for e in events if e.crosscheck]
+    if checked:
+        agree = sum(all(v["agree"] for v in e.crosscheck.values()) for e in checked)
+        info["crosscheck"] = f"{agree} of {len(checked)} events agree"
+    return Trajectory(
+        t=arr(0), q=arr(1, (len(form.absolute_names),)), qd=arr(2, (len(form.absolute_names),)),
+        normal_force=arr(3, (s,)), friction_force=arr(4, (s,)), slip_velocity=arr(5, (s,)),
+        walls=np.array(cols[6], dtype=int).reshape(len(rows), s), motions=np.array(cols[7], dtype=int).reshape(len(rows), s),
+        kinetic=arr(8), potential=arr(9), dissipated=arr(10), work=arr(11), drift=arr(12), events=events,
+        status=status, message=message, coordinate_names=list(form.absolute_names),
+        slot_names=[sl.name for sl in form.slots], info=info)

@@ -1,0 +1,281 @@
+"""Results of a simulation: :class:`Trajectory`, :class:`Event` and their statuses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..complementarity import HLCP
+from ..complementarity.results import _DocIntEnum
+from ..errors import SimulationError
+from .modes import Mode
+
+__all__ = ["SimulationStatus", "EventKind", "Event", "Trajectory"]
+
+
+class SimulationStatus(_DocIntEnum):
+    """How a simulation ended."""
+
+    SUCCESS = 0, "Reached the end of the time span."
+    PARADOX = 1, ("An event HLCP has no solution or several solutions selecting different modes "
+                  "(a Painlevé-type paradox: jamming/wedging); see the last event.")
+    ZENO = 2, "Events accumulate (Zeno/chattering): too many events closer than min_event_spacing."
+    EVENT_LIMIT = 3, "The event budget max_events was used up."
+    INTEGRATION_FAILED = 4, "scipy.integrate.solve_ivp failed in a smooth phase (see the message)."
+    MODE_FAILURE = 5, "The mode selected at an event does not verify (its forces or accelerations are inconsistent)."
+    SOLVER_FAILURE = 6, "The native pivoting solver could not solve an event HLCP and no classification was possible."
+
+
+class EventKind(_DocIntEnum):
+    """What triggered an event."""
+
+    START = 0, "The initial state: the first mode is chosen by an event HLCP."
+    SLIP_STOP = 1, "A slipping slot's slip velocity reached zero (stick or reversal)."
+    WALL_SWITCH = 2, "A slot's normal force reached zero (the load may move to the other wall)."
+    BREAKAWAY = 3, "A sticking slot's friction reserve μ_s|λ| − |F| reached zero."
+
+
+@dataclass
+class Event:
+    """One transition.
+
+    Attributes
+    ----------
+    time : float
+    kind : EventKind
+    slot : int or None
+        The slot whose event function triggered (None at the start).
+    mode_before, mode_after : Mode
+    hlcp : HLCP or None
+        The event HLCP (pairs: one per slot, two per stick candidate); None
+        for a system without slots.
+    candidates : list of int
+        Stick candidates of the HLCP.
+    x, y : ndarray
+        Its solution used.
+    classification : str
+        ``"UNIQUE"``, ``"FINITE"``, ``"CONTINUUM"``, ``"NONE"`` (by enumeration) or
+        ``"not enumerated"`` (too many pairs).
+    solutions : int
+        Number of solutions enumerated (points listed).
+    solver : str
+        How the used point was obtained (``"lemke"``, or the on_ambiguous rule).
+    probe : dict or None
+        When the HLCP at the event is degenerate (a λ or a stick/slip boundary
+        at zero), the mode part it cannot decide is read from the HLCP at a
+        probe state a time ``delta`` later: ``{"delta", "hlcp", "x", "y", "parts"}``.
+    verified : bool
+        The new mode's forces and accelerations are consistent at the event.
+    crosscheck : dict
+        Solver name → agreement summary (when a cross-check was requested).
+    """
+
+    time: float
+    kind: EventKind
+    slot: int | None
+    mode_before: Mode | None
+    mode_after: Mode
+    hlcp: HLCP
+    candidates: list
+    x: np.ndarray
+    y: np.ndarray
+    classification: str = "not enumerated"
+    solutions: int = 0
+    solver: str = "lemke"
+    probe: dict | None = None
+    verified: bool = True
+    crosscheck: dict = field(default_factory=dict)
+    report: object = None
+
+    def pyomo_model(self):
+        """A fresh Pyomo MPEC model of this event's HLCP (``pyomo.mpec.Complementarity``)."""
+        from ..mpec import to_pyomo
+        if self.hlcp is None:
+            raise SimulationError("this system has no slots: its events have no HLCP")
+        return to_pyomo(self.hlcp)
+
+    def _json(self):
+        d = {"time": self.time, "kind": self.kind.name, "slot": self.slot,
+             "mode_before": None if self.mode_before is None else [list(self.mode_before.walls),
+                                                                    [int(m) for m in self.mode_before.motions]],
+             "mode_after": [list(self.mode_after.walls), [int(m) for m in self.mode_after.motions]],
+             "A": None if self.hlcp is None else self.hlcp.A.tolist(),
+             "B": None if self.hlcp is None else self.hlcp.B.tolist(),
+             "c": None if self.hlcp is None else self.hlcp.c.tolist(),
+             "candidates": list(self.candidates), "x": np.asarray(self.x).tolist(), "y": np.asarray(self.y).tolist(),
+             "classification": self.classification, "solutions": self.solutions, "solver": self.solver,
+             "verified": self.verified, "crosscheck": self.crosscheck}
+        if self.probe is not None:
+            p = self.probe
+            d["probe"] = {"delta": p["delta"], "parts": [list(x) for x in p["parts"]],
+                          "A": p["hlcp"].A.tolist(), "B": p["hlcp"].B.tolist(), "c": p["hlcp"].c.tolist(),
+                          "x": np.asarray(p["x"]).tolist(), "y": np.asarray(p["y"]).tolist()}
+        return d
+
+    @classmethod
+    def _from_json(cls, d):
+        mode = lambda v: None if v is None else Mode(tuple(v[0]), tuple(v[1]))  # noqa: E731
+        probe = None
+        if d.get("probe"):
+            p = d["probe"]
+            probe = {"delta": p["delta"], "parts": [tuple(x) for x in p["parts"]],
+                     "hlcp": HLCP(p["A"], p["B"], p["c"]), "x": np.array(p["x"]), "y": np.array(p["y"])}
+        return cls(d["time"], EventKind[d["kind"]], d["slot"], mode(d["mode_before"]), mode(d["mode_after"]),
+                   None if d["A"] is None else HLCP(d["A"], d["B"], d["c"]), d["candidates"], np.array(d["x"]), np.array(d["y"]),
+                   d["classification"], d["solutions"], d["solver"], probe, d["verified"], d["crosscheck"])
+
+    def __repr__(self):
+        slot = "" if self.slot is None else f" slot {self.slot}"
+        pairs = 0 if self.hlcp is None else self.hlcp.n
+        return (f"Event(t={self.time:.9g}, {self.kind.name}{slot}, {self.mode_before} -> {self.mode_after}, "
+                f"{pairs} pairs, {self.classification})")
+
+
+_ARRAYS = ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions",
+           "kinetic", "potential", "dissipated", "work", "drift")
+
+
+@dataclass
+class Trajectory:
+    """A simulated motion.
+
+    Attributes
+    ----------
+    t : ndarray, shape (N,)
+    q, qd : ndarray, shape (N, n)
+        Absolute coordinates and velocities of the bodies (``coordinate_names``).
+    normal_force, friction_force, slip_velocity : ndarray, shape (N, s)
+        Per slot (``slot_names``): λ_k (signed, see the slot convention), F_k, v_k.
+    walls, motions : ndarray of int, shape (N, s)
+        The mode over time (σ_k = ±1; Motion −1/0/+1).
+    kinetic, potential, dissipated, work : ndarray, shape (N,)
+        Energies: dissipated by friction (≥ 0, growing) and work put in by
+        non-conservative applied forces and driven constraints.
+        ``energy_balance = kinetic + potential + dissipated − work`` is constant.
+    drift : ndarray, shape (N,)
+        Largest constraint violation |g| (joints and slots).
+    events : list of Event
+    status : SimulationStatus
+    message : str
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    normal_force: np.ndarray
+    friction_force: np.ndarray
+    slip_velocity: np.ndarray
+    walls: np.ndarray
+    motions: np.ndarray
+    kinetic: np.ndarray
+    potential: np.ndarray
+    dissipated: np.ndarray
+    work: np.ndarray
+    drift: np.ndarray
+    events: list
+    status: SimulationStatus
+    message: str
+    coordinate_names: list
+    slot_names: list
+    info: dict = field(default_factory=dict)
+
+    @property
+    def success(self):
+        return self.status == SimulationStatus.SUCCESS
+
+    @property
+    def energy_balance(self):
+        """kinetic + potential + dissipated − work: constant along an exact motion."""
+        return self.kinetic + self.potential + self.dissipated - self.work
+
+    @property
+    def energy_error(self):
+        """Largest relative change of the energy balance (relative to the largest energy seen)."""
+        e = self.energy_balance
+        scale = max(1e-300, np.abs(self.kinetic).max(initial=0) + np.abs(self.potential).max(initial=0)
+                    + np.abs(self.work).max(initial=0) + np.abs(self.dissipated).max(initial=0))
+        return float(np.abs(e - e[0]).max(initial=0) / scale)
+
+    def coordinate(self, name):
+        """The time history of the coordinate ``name`` (e.g. ``"crosshead.x"``)."""
+        try:
+            return self.q[:, self.coordinate_names.index(name)]
+        except ValueError:
+            raise SimulationError(f"no coordinate {name!r}; available: {self.coordinate_names}") from None
+
+    def summary(self):
+        """A few lines describing the run."""
+        lines = [f"status      {self.status.name}: {self.message}",
+                 f"time        {self.t[0]:g} .. {self.t[-1]:g} s, {len(self.t)} samples, {len(self.events)} events",
+                 f"energy      balance error {self.energy_error:.2e} (relative); dissipated {self.dissipated[-1]:.6g} J,"
+                 f" work in {self.work[-1]:.6g} J",
+                 f"drift       max constraint violation {self.drift.max(initial=0):.2e}"]
+        for k, name in enumerate(self.slot_names):
+            stick = float(np.mean(self.motions[:, k] == 0)) if len(self.t) else 0.0
+            lines.append(f"slot {name:12s} |λ| max {np.abs(self.normal_force[:, k]).max(initial=0):.6g} N, "
+                         f"sticking {100 * stick:.0f}% of samples")
+        if "crosscheck" in self.info:
+            lines.append(f"crosscheck  {self.info['crosscheck']}")
+        return "\n".join(lines)
+
+    def event_table(self):
+        """The events as a printable table."""
+        rows = [f"{'#':>3s} {'time':>12s} {'kind':12s} {'slot':10s} {'pairs':>5s} {'solution set':14s} "
+                f"{'mode after':30s} {'check':s}"]
+        for i, e in enumerate(self.events):
+            slot = "" if e.slot is None else self.slot_names[e.slot]
+            cc = " ".join(f"{k}:{'ok' if v.get('agree') else 'DIFF'}" for k, v in e.crosscheck.items())
+            pairs = 0 if e.hlcp is None else e.hlcp.n
+            rows.append(f"{i:3d} {e.time:12.6f} {e.kind.name:12s} {slot:10s} {pairs:5d} {e.classification:14s} "
+                        f"{str(e.mode_after):30s} {'verified' if e.verified else 'NOT VERIFIED'} {cc}")
+        return "\n".join(rows)
+
+    def save(self, path):
+        """Write ``path`` (.npz): arrays, plus events and metadata as JSON, without loss."""
+        meta = {"status": self.status.name, "message": self.message, "coordinate_names": self.coordinate_names,
+                "slot_names": self.slot_names, "events": [e._json() for e in self.events],
+                "info": {k: v for k, v in self.info.items() if _jsonable(v)}}
+        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **{k: getattr(self, k) for k in _ARRAYS})
+
+    @classmethod
+    def load(cls, path):
+        """Read a trajectory written by :meth:`save`."""
+        path = Path(path)
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                arrays = {k: f[k] for k in _ARRAYS}
+                meta = json.loads(str(f["meta"]))
+        except (OSError, KeyError, ValueError) as exc:
+            raise SimulationError(f"{path}: not a pympc trajectory file ({exc})") from None
+        return cls(**arrays, events=[Event._from_json(e) for e in meta["events"]],
+                   status=SimulationStatus[meta["status"]], message=meta["message"],
+                   coordinate_names=meta["coordinate_names"], slot_names=meta["slot_names"], info=meta["info"])
+
+    def to_dataframe(self):
+        """A pandas DataFrame of the sampled arrays (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise SimulationError("to_dataframe needs pandas: pip install pandas") from None
+        cols = {"t": self.t}
+        for i, n in enumerate(self.coordinate_names):
+            cols[n], cols[n + "_dot"] = self.q[:, i], self.qd[:, i]
+        for k, n in enumerate(self.slot_names):
+            cols[f"{n}.normal_force"] = self.normal_force[:, k]
+            cols[f"{n}.friction_force"] = self.friction_force[:, k]
+            cols[f"{n}.slip_velocity"] = self.slip_velocity[:, k]
+            cols[f"{n}.wall"], cols[f"{n}.motion"] = self.walls[:, k], self.motions[:, k]
+        for n in ("kinetic", "potential", "dissipated", "work"):
+            cols[n] = getattr(self, n)
+        return pd.DataFrame(cols)
+
+
+def _jsonable(v):
+    try:
+        json.dumps(v)
+        return True
+    except TypeError:
+        return False
