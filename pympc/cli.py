@@ -3,6 +3,7 @@
 ``pympc solve FILE``  solve an LCP/HLCP file (.npz or Siconos .dat) with the native solver.
 ``pympc classify FILE``  matrix-class tests and, for small problems, the full solution set.
 ``pympc crosscheck FILE``  lemke, ipopt and milp on the same problem, compared.
+``pympc simulate MODEL.toml``  event-driven simulation: event table, summary, trajectory file and plots.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 
 import numpy as np
 
-from .errors import PympcError
+from .errors import OptionError, PympcError
 
 __all__ = ["main"]
 
@@ -63,6 +64,69 @@ def _cmd_crosscheck(args):
     return 0 if rep.agree else 1
 
 
+class _Progress:
+    """A progress bar on stderr, shown once a run has taken more than a second."""
+
+    def __init__(self, stream=sys.stderr):
+        import time
+        self.clock, self.start, self.stream, self.shown = time.perf_counter, time.perf_counter(), stream, False
+
+    def __call__(self, t, t0, t1):
+        if self.clock() - self.start < 1.0:
+            return
+        frac = min(1.0, (t - t0) / (t1 - t0))
+        bar = "#" * int(30 * frac)
+        self.stream.write(f"\r[{bar:30s}] {100 * frac:5.1f}%  t = {t:.4g} s  ({self.clock() - self.start:.1f} s)")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self):
+        if self.shown:
+            self.stream.write("\n")
+
+
+def _parse_sets(items):
+    out = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise OptionError(f"--set expects NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise OptionError(f"--set {name}: {value!r} is not a number") from None
+    return out
+
+
+def _cmd_simulate(args):
+    from pathlib import Path
+
+    from . import load_model, simulate
+    from .dynamics.plots import plot_trajectory
+
+    system = load_model(args.model, **_parse_sets(args.set))
+    t0 = float(system.simulation.get("t_start", 0.0))
+    t_end = args.t_end if args.t_end is not None else system.simulation.get("t_end")
+    bar = _Progress()
+    tr = simulate(system, None if t_end is None else (t0, t_end), formulation=args.formulation,
+                  crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar)
+    bar.close()
+    print(f"model     {system.name} ({args.model}), formulation {tr.info['formulation']}, "
+          f"{len(tr.slot_names)} slot(s), {len(tr.coordinate_names)} coordinates")
+    if system.parameters:
+        print("params    " + ", ".join(f"{k}={v:g}" for k, v in system.parameters.items()))
+    print(tr.event_table())
+    print(tr.summary())
+    out = Path(args.out if args.out is not None else Path("results") / system.name)
+    out.mkdir(parents=True, exist_ok=True)
+    tr.save(out / "trajectory.npz")
+    written = [out / "trajectory.npz"]
+    if not args.no_plots:
+        written += plot_trajectory(tr, out)
+    print("wrote     " + ", ".join(str(p) for p in written))
+    return 0 if tr.success else 1
+
+
 def build_parser():
     ap = argparse.ArgumentParser(prog="pympc", description="Friction in planar multibody systems: HLCP/LCP tools.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -78,6 +142,18 @@ def build_parser():
     x.add_argument("file")
     x.add_argument("--solvers", default="lemke,ipopt,milp", help="comma-separated subset of lemke,ipopt,milp")
     x.set_defaults(func=_cmd_crosscheck)
+    m = sub.add_parser("simulate", help="simulate a model file event by event; print events, write trajectory and plots")
+    m.add_argument("model", help="a TOML model file (see models/README.md)")
+    m.add_argument("--t-end", type=float, default=None, help="end time (default: the model's [simulation] t_end)")
+    m.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a model parameter (repeatable)")
+    m.add_argument("--crosscheck", choices=["ipopt", "milp", "all"], default=None,
+                   help="also solve every event's Pyomo MPEC model with these solvers")
+    m.add_argument("--formulation", choices=["general", "tree"], default=None)
+    m.add_argument("--on-ambiguous", choices=["stop", "lemke", "min_force"], default="stop",
+                   help="rule for event HLCPs with several solutions (default: stop)")
+    m.add_argument("--out", default=None, help="output directory (default: results/<model name>)")
+    m.add_argument("--no-plots", action="store_true", help="write the trajectory only")
+    m.set_defaults(func=_cmd_simulate)
     return ap
 
 

@@ -84,7 +84,8 @@ class _Run:
         return out
 
     def event_functions(self, mode, force_scale):
-        band = 1e-10 * force_scale
+        # a dead band above the integration noise, so that a force that is zero (λ ≡ 0) does not chatter
+        band = max(1e-12, 10 * self.opts["rtol"]) * force_scale
         funcs = []
         for k in range(len(self.mu)):
             m, w = mode.motions[k], mode.walls[k]

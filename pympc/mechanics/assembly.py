@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import ModelError
 from .expressions import parse
 from .system import (
-    FORCE_VARIABLES, GROUND, Damper, Distance, Gear, Gravity, Particle, PointForce, Prescribed, Revolute,
+    FORCE_VARIABLES, GROUND, Distance, Gear, Gravity, PointForce, Prescribed, Revolute,
     RigidBody, Rolling, Slot, Spring, Torque,
 )
 

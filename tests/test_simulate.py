@@ -1,0 +1,193 @@
+"""Event-driven simulation against closed forms, energy balance, paradoxes and cross-checks."""
+
+import math
+
+import numpy as np
+import pytest
+from conftest import MODELS, NO_SOLUTION, TWO_SOLUTIONS, cross_slide_system
+from scipy.optimize import brentq
+
+import pympc
+from pympc.dynamics import EventKind, Motion, SimulationStatus, Trajectory
+from pympc.errors import OptionError
+from pympc.mechanics import Gravity, Particle, PointForce, Slot, System, slider_chain
+
+
+def block(push=(0.0, 0.0), mu=0.4, mu_s=None, direction=(1.0, 0.0), velocity=(0.0, 0.0), g=(0.0, 0.0)):
+    s = System("block")
+    s.add(Particle("p", mass=1.0, velocity=velocity))
+    s.add(Slot("slot", "p", "ground", direction=direction, mu=mu, mu_s=mu_s))
+    s.add(PointForce("push", "p", value=push))
+    s.add(Gravity("gravity", g=g))
+    return s
+
+
+def test_hand_cases_of_the_design_note():
+    tr = pympc.simulate(block(push=(3.0, -10.0)), (0.0, 1.0))
+    e = tr.events[0]
+    lp, lm, ap, am, fp, fm = (float(v[0]) for v in _split(e))
+    assert (lp - lm, ap - am, fp, fm) == pytest.approx((10.0, 0.0, 1.0, 7.0), abs=1e-12)
+    assert e.mode_after.motions == (Motion.STICK,) and e.classification == "UNIQUE"
+    assert tr.friction_force[:, 0] == pytest.approx(-3.0, abs=1e-9) and abs(tr.q[-1, 0]) < 1e-12
+    tr = pympc.simulate(block(push=(5.0, -10.0)), (0.0, 1.0))
+    assert tr.events[0].mode_after.motions == (Motion.FORWARD,)
+    assert tr.q[-1, 0] == pytest.approx(0.5, rel=1e-10) and tr.friction_force[:, 0] == pytest.approx(-4.0)
+
+
+def _split(e):
+    s = len(e.mode_after.walls)
+    c = len(e.candidates)
+    x, y = e.x, e.y
+    return x[:s], y[:s], x[s:s + c], y[s + c:], y[s:s + c], x[s + c:]
+
+
+@pytest.mark.parametrize("alpha, mu, mu_s", [(0.3, 0.2, 0.5), (0.6, 0.2, 0.4)])
+def test_block_thrown_up_an_inclined_slot(alpha, mu, mu_s):
+    g, v0 = 9.81, 3.0
+    d = (math.cos(alpha), math.sin(alpha))
+    s = block(mu=mu, mu_s=mu_s, direction=d, velocity=(v0 * d[0], v0 * d[1]), g=(0.0, -g))
+    tr = pympc.simulate(s, (0.0, 1.5), rtol=1e-12, atol=1e-14)
+    assert tr.success
+    up = g * (math.sin(alpha) + mu * math.cos(alpha))
+    t_stop = v0 / up
+    stop = [e for e in tr.events if e.kind == EventKind.SLIP_STOP]
+    assert stop and stop[0].time == pytest.approx(t_stop, abs=1e-10)
+    s_stop = v0 * t_stop - 0.5 * up * t_stop**2
+    along = tr.q @ np.array(d)
+    before = tr.t <= t_stop
+    np.testing.assert_allclose(along[before], v0 * tr.t[before] - 0.5 * up * tr.t[before] ** 2, atol=1e-10)
+    after = tr.t > t_stop + 1e-9
+    if math.tan(alpha) <= mu_s:              # static friction holds it
+        assert stop[0].mode_after.motions == (Motion.STICK,)
+        np.testing.assert_allclose(along[after], s_stop, atol=1e-10)
+        assert np.all(tr.motions[after, 0] == 0)
+    else:                                    # slides back down with a = g (sin α − μ cos α)
+        assert stop[0].mode_after.motions == (Motion.BACKWARD,)
+        down = g * (math.sin(alpha) - mu * math.cos(alpha))
+        tt = tr.t[after] - t_stop
+        np.testing.assert_allclose(along[after], s_stop - 0.5 * down * tt**2, atol=1e-9)
+    assert tr.normal_force[:, 0] == pytest.approx(g * math.cos(alpha), rel=1e-9)
+
+
+def test_bead_on_a_spinning_rod():
+    s = pympc.load_model(MODELS / "rotating_rod_bead.toml")
+    p = s.parameters
+    m, w, mu, r0 = p["m"], p["omega"], p["mu"], p["r0"]
+    tr = pympc.simulate(s, rtol=1e-12, atol=1e-14)
+    assert tr.success and tr.events[0].mode_after.motions == (Motion.FORWARD,)
+    assert tr.events[0].probe is not None           # λ = 0 at the start: the wall is read just after
+    # r'' + 2 μ ω r' − ω² r = 0, r(0) = r0, r'(0) = 0
+    s1, s2 = -mu * w + w * math.sqrt(mu * mu + 1), -mu * w - w * math.sqrt(mu * mu + 1)
+    A, B = r0 * s2 / (s2 - s1), -r0 * s1 / (s2 - s1)
+    t = tr.t
+    r = A * np.exp(s1 * t) + B * np.exp(s2 * t)
+    rd = A * s1 * np.exp(s1 * t) + B * s2 * np.exp(s2 * t)
+    np.testing.assert_allclose(np.hypot(tr.q[:, 3], tr.q[:, 4]), r, rtol=1e-9)
+    np.testing.assert_allclose(tr.normal_force[:, 0], 2 * m * w * rd, atol=1e-8)      # Coriolis
+    np.testing.assert_allclose(tr.friction_force[:, 0], -mu * 2 * m * w * rd, atol=1e-8)
+
+
+@pytest.mark.parametrize("model", ["cross_slide", "friction_oscillator", "rotating_rod_bead", "slider_crank", "chain"])
+def test_energy_balance_on_friction_models(model):
+    if model == "chain":
+        tr = pympc.simulate(slider_chain(5), (0.0, 1.0))
+    else:
+        tr = pympc.simulate(MODELS / f"{model}.toml", (0.0, 1.0) if model == "slider_crank" else None)
+    assert tr.success, tr.message
+    assert tr.dissipated[-1] > 0 and np.all(np.diff(tr.dissipated) >= -1e-12)
+    assert tr.energy_error < 1e-8
+    assert tr.drift.max() < 1e-8
+    assert all(e.verified for e in tr.events)
+
+
+def test_friction_oscillator_event_times_match_the_closed_form():
+    s = pympc.load_model(MODELS / "friction_oscillator.toml")
+    p = s.parameters
+    K, F0, g, mu, mu_s = p["K"], p["F0"], p["g"], p["mu"], p["mu_s"]
+    tr = pympc.simulate(s, (0.0, 3.0), rtol=1e-12, atol=1e-14)
+    kinds = [e.kind for e in tr.events[:3]]
+    assert kinds == [EventKind.START, EventKind.BREAKAWAY, EventKind.SLIP_STOP]
+    t1 = math.asin(mu_s * g / F0)                      # F0 sin t reaches μ_s m g at x = 0
+    assert tr.events[1].time == pytest.approx(t1, abs=1e-10)
+    # forward slip from rest at x = 0: x'' + K x = F0 sin t − μ g
+    w0 = math.sqrt(K)
+    c = F0 / (K - 1)
+
+    def x_v(t):
+        # x = a cos w0 τ + b sin w0 τ + c sin t − μg/K with τ = t − t1
+        tau = t - t1
+        a = -(c * math.sin(t1) - mu * g / K)
+        b = -c * math.cos(t1) / w0
+        x = a * math.cos(w0 * tau) + b * math.sin(w0 * tau) + c * math.sin(t) - mu * g / K
+        v = -a * w0 * math.sin(w0 * tau) + b * w0 * math.cos(w0 * tau) + c * math.cos(t)
+        return x, v
+
+    t2 = brentq(lambda t: x_v(t)[1], t1 + 0.1, t1 + 2.0, xtol=1e-15)
+    assert tr.events[2].time == pytest.approx(t2, abs=1e-9)
+    assert tr.events[2].mode_after.motions == (Motion.STICK,)
+    i = np.searchsorted(tr.t, t2)
+    assert tr.q[i, 0] == pytest.approx(x_v(t2)[0], abs=1e-9)
+
+
+@pytest.mark.parametrize("case, classification", [(TWO_SOLUTIONS, "FINITE"), (NO_SOLUTION, "NONE")])
+def test_painleve_paradoxes_stop_with_a_status(case, classification):
+    tr = pympc.simulate(cross_slide_system(*case), (0.0, 0.5))
+    assert tr.status == SimulationStatus.PARADOX
+    e = tr.events[-1]
+    assert e.classification == classification
+    assert "paradox" in tr.message
+    sset = pympc.enumerate_solutions(e.hlcp)           # the recorded HLCP reproduces the verdict
+    assert sset.kind.name == classification
+
+
+def test_ambiguity_rule_is_applied_and_recorded():
+    tr = pympc.simulate(cross_slide_system(*TWO_SOLUTIONS), (0.0, 0.5), on_ambiguous="min_force")
+    assert tr.status != SimulationStatus.PARADOX
+    assert tr.events[0].solver == "min_force" and tr.events[0].solutions == 2
+    with pytest.raises(OptionError, match="on_ambiguous"):
+        pympc.simulate(cross_slide_system(*TWO_SOLUTIONS), (0.0, 0.5), on_ambiguous="random")
+
+
+def test_per_event_crosscheck_agrees_along_a_simulation():
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", (0.0, 6.0), crosscheck="all")
+    assert tr.success and len(tr.events) >= 5
+    for e in tr.events:
+        assert set(e.crosscheck) == {"ipopt", "milp"}
+        assert all(v["agree"] for v in e.crosscheck.values()), (e, e.crosscheck)
+    m = tr.events[2].pyomo_model()
+    import pyomo.environ as pyo
+    assert len(list(m.component_data_objects(pyo.Var))) == 2 * tr.events[2].hlcp.n
+
+
+def test_general_and_tree_simulations_agree():
+    a = pympc.simulate(MODELS / "slider_crank.toml", (0.0, 0.7), formulation="general")
+    b = pympc.simulate(MODELS / "slider_crank.toml", (0.0, 0.7), formulation="tree")
+    assert a.success and b.success
+    assert [e.kind for e in a.events] == [e.kind for e in b.events]
+    np.testing.assert_allclose([e.time for e in a.events], [e.time for e in b.events], atol=1e-8)
+    np.testing.assert_allclose(a.q, b.q, atol=1e-7)
+    np.testing.assert_allclose(a.normal_force, b.normal_force, atol=1e-6 * abs(a.normal_force).max())
+
+
+def test_save_and_load_without_loss(tmp_path):
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", (0.0, 5.0))
+    tr.save(tmp_path / "run.npz")
+    back = Trajectory.load(tmp_path / "run.npz")
+    for name in ("t", "q", "qd", "normal_force", "friction_force", "motions", "dissipated"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(tr, name))
+    assert back.status == tr.status and len(back.events) == len(tr.events)
+    for e1, e2 in zip(tr.events, back.events):
+        assert (e1.time, e1.kind, e1.mode_after) == (e2.time, e2.kind, e2.mode_after)
+        np.testing.assert_array_equal(e1.hlcp.A, e2.hlcp.A)
+        np.testing.assert_array_equal(e1.x, e2.x)
+
+
+def test_event_budget_and_bad_options():
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", max_events=3)
+    assert tr.status == SimulationStatus.EVENT_LIMIT and len(tr.events) == 4
+    assert tr.t[-1] < 30 and len(tr.t) > 1          # what was computed is kept
+    for kwargs in ({"crosscheck": "gurobi"}, {"formulation": "lagrange"}):
+        with pytest.raises(OptionError):
+            pympc.simulate(MODELS / "friction_oscillator.toml", **kwargs)
+    with pytest.raises(OptionError, match="t_span"):
+        pympc.simulate(MODELS / "friction_oscillator.toml", (1.0, 0.0))
