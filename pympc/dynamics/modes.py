@@ -14,6 +14,7 @@ Baumgarte terms ``2α ġ + β² g``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.linalg
@@ -51,9 +52,15 @@ class Mode:
         return "[" + ", ".join(f"{'+' if w > 0 else '-'} {names[Motion(m)]}"
                                for w, m in zip(self.walls, self.motions)) + "]"
 
-    @property
+    @cached_property
     def sticking(self):
+        """Indices of the sticking slots."""
         return [k for k, m in enumerate(self.motions) if m == Motion.STICK]
+
+    @cached_property
+    def _friction_sign(self):
+        """s_k σ_k of the slipping slots (0 for sticking ones), as an array."""
+        return np.asarray(self.motions, float) * np.asarray(self.walls, float)
 
 
 @dataclass(frozen=True)
@@ -126,11 +133,18 @@ def solve_mode(a, mode, mu, mu_s, stab, mass_diagonal=None):
     """
     s = len(mu)
     stick = mode.sticking
-    walls = np.asarray(mode.walls, float)
-    motions = np.asarray(mode.motions, float)
-    fric = -mu * motions * walls      # friction per unit λ of sliding slots (0 for sticking)
-    G = np.vstack([a.J, a.WN + fric[:, None] * a.WT, a.WT[stick]]).T
-    C = np.vstack([a.J, a.WN, a.WT[stick]])
+    fs = getattr(mode, "_friction_sign", None)
+    if fs is None:  # any object with walls and motions (e.g. regularized friction factors)
+        fs = np.asarray(mode.motions, float) * np.asarray(mode.walls, float)
+    fric = -mu * fs                   # friction per unit λ of sliding slots (0 for sticking)
+    slots = a.WN + fric[:, None] * a.WT
+    if stick:
+        G = np.vstack([a.J, slots, a.WT[stick]]).T
+        C = np.vstack([a.J, a.WN, a.WT[stick]])
+    elif a.J.shape[0]:
+        G, C = np.vstack([a.J, slots]).T, np.vstack([a.J, a.WN])
+    else:
+        G, C = slots.T, a.WN
     bI, bN, bT = _biases(a, stab, stick)
     try:
         qdd, nu = solve_linear(a.M, G, C, a.h, np.concatenate([bI, bN, bT]), mass_diagonal)

@@ -11,7 +11,6 @@ read off and verified, and integration restarts.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +35,7 @@ AMBIGUITY_RULES = {
 _CROSSCHECK = {None: (), "ipopt": ("ipopt",), "milp": ("milp",), "all": ("ipopt", "milp")}
 
 _DEFAULTS = dict(t_start=0.0, t_end=None, method="DOP853", rtol=1e-10, atol=1e-12, max_events=2000,
-                 min_event_spacing=1e-9, max_step=math.inf, baumgarte=None, samples=501)
+                 min_event_spacing=1e-9, max_step=None, baumgarte=None, samples=501)
 
 
 def make_formulation(system, formulation=None):
@@ -270,6 +269,14 @@ def _options(system, t_span, explicit):
         raise OptionError("t_span is needed (or t_end in the model's [simulation] table)")
     if not o["t_end"] > o["t_start"]:
         raise OptionError(f"t_span: t1 = {o['t_end']} must be after t0 = {o['t_start']}")
+    if o["max_step"] is None:
+        # event functions are only checked at step ends, and a sticking phase is trivial for the
+        # integrator (its error estimate cannot see a forcing that will break the stick):
+        # phases with a sticking slot get at most this step
+        o["stick_max_step"] = (o["t_end"] - o["t_start"]) / 200
+        o["max_step"] = np.inf
+    else:
+        o["stick_max_step"] = o["max_step"]
     return o
 
 
@@ -289,7 +296,10 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     formulation : {"general", "tree"} or formulation object, optional
         Default: the system's.
     method, rtol, atol, max_step
-        Passed to :func:`scipy.integrate.solve_ivp` (defaults DOP853, 1e-10, 1e-12).
+        Passed to :func:`scipy.integrate.solve_ivp` (defaults DOP853, 1e-10, 1e-12; by default
+        phases with a sticking slot take steps of at most 1/200 of the time span: events are
+        detected at step ends, and the error control alone would take huge steps through a
+        stick phase, where the motion is trivial but the forcing is not).
     crosscheck : {None, "ipopt", "milp", "all"}
         Build every event's Pyomo MPEC model afresh and solve it with these
         solvers as well; the agreement is recorded per event.
@@ -371,20 +381,22 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
         a = form.assemble(x[:n], x[n:2 * n], t)
         fscale = max(1.0, float(np.abs(a.h).max(initial=0)))
         funcs = run.event_functions(mode, fscale)
-        sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"],
-                        events=funcs, dense_output=True, args=(mode,), max_step=o["max_step"])
+        inside = grid[(grid > t) & (grid < t1)]
+        step = o["stick_max_step"] if mode.sticking else o["max_step"]
+        sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
+                        t_eval=np.append(inside, t1), args=(mode,), max_step=step)
         if sol.status == -1:
-            status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed at t = {sol.t[-1]:.9g}: {sol.message}"
-            phases.append(_phase(sol, grid, t, sol.t[-1], mode))
+            status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
+            phases.append(_phase(sol, t, x, None, None, mode))
             break
         if sol.status == 0:
-            phases.append(_phase(sol, grid, t, t1, mode))
+            phases.append(_phase(sol, t, x, None, None, mode))
             t = t1
             break
         hits = [(te[0], i) for i, te in enumerate(sol.t_events) if len(te)]
         te, i = min(hits)
         xe = sol.y_events[i][0]
-        phases.append(_phase(sol, grid, t, te, mode))
+        phases.append(_phase(sol, t, x, te, xe, mode))
         if progress is not None:
             progress(te, t0, t1)
         f = funcs[i]
@@ -408,10 +420,14 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     return _trajectory(run, phases, events, status, message)
 
 
-def _phase(sol, grid, ta, tb, mode):
-    inside = grid[(grid > ta) & (grid < tb)]
-    ts = np.concatenate([[ta], inside, [tb]])
-    return ts, sol.sol(ts), mode
+def _phase(sol, ta, xa, tb, xb, mode):
+    """The samples of one smooth phase: its start, the requested times inside it, its end."""
+    st = np.asarray(sol.t, dtype=float).reshape(-1)
+    sy = np.asarray(sol.y, dtype=float).reshape(len(xa), st.size)
+    keep = st > ta if tb is None else (st > ta) & (st < tb)
+    ts = np.concatenate([[ta], st[keep]] + ([[tb]] if tb is not None else []))
+    xs = np.hstack([xa[:, None], sy[:, keep]] + ([xb[:, None]] if tb is not None else []))
+    return ts, xs, mode
 
 
 def _trajectory(run, phases, events, status, message):

@@ -27,6 +27,11 @@ from .system import (
 __all__ = ["Assembly", "AbsoluteModel"]
 
 _E = np.array([[0.0, -1.0], [1.0, 0.0]])
+_I2 = np.eye(2)
+_Z2 = np.zeros(2)
+_Z20 = np.zeros((2, 0))
+for _a in (_E, _I2, _Z2, _Z20):
+    _a.flags.writeable = False
 
 
 def _rot(phi):
@@ -94,7 +99,7 @@ class _Pose:
     def frame(self, b):
         """(r, phi, v, omega, R) of body index b (-1: ground)."""
         if b < 0:
-            return np.zeros(2), 0.0, np.zeros(2), 0.0, np.eye(2)
+            return _Z2, 0.0, _Z2, 0.0, _I2
         o = self.offset[b]
         if self.rigid[b]:
             phi = self.q[o + 2]
@@ -102,16 +107,16 @@ class _Pose:
             if R is None:
                 R = self.R[b] = _rot(phi)
             return self.q[o:o + 2], phi, self.qd[o:o + 2], self.qd[o + 2], R
-        return self.q[o:o + 2], 0.0, self.qd[o:o + 2], 0.0, np.eye(2)
+        return self.q[o:o + 2], 0.0, self.qd[o:o + 2], 0.0, _I2
 
     def point(self, b, s):
         """Position, velocity, Jacobian columns, 2×k Jacobian block and q̇-quadratic acceleration of a point."""
-        r, _, v, w, R = self.frame(b)
         if b < 0:
-            return np.asarray(s, dtype=float), np.zeros(2), (), np.zeros((2, 0)), np.zeros(2)
+            return s, _Z2, (), _Z20, _Z2
+        r, _, v, w, R = self.frame(b)
         o = self.offset[b]
         if not self.rigid[b]:
-            return r + s, v, (o, o + 1), np.eye(2), np.zeros(2)
+            return r + s, v, (o, o + 1), _I2, _Z2
         Rs = R @ s
         return (r + Rs, v + w * (_E @ Rs), (o, o + 1, o + 2),
                 np.array([[1.0, 0.0, -Rs[1]], [0.0, 1.0, Rs[0]]]), -w * w * Rs)
@@ -166,7 +171,13 @@ class AbsoluteModel:
             elif isinstance(j, Gear):
                 self.holonomic[r0] = False
         self._slots = [self._compile_slot(s) for s in self.slots]
-        self._forces = [(f, self._compile_force(f)) for f in system.forces.values()]
+        self._forces = [(f, self._compile_force(f)) for f in system.forces.values() if not isinstance(f, Gravity)]
+        self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
+        for f in system.forces.values():
+            if isinstance(f, Gravity):
+                gv = np.asarray(f.g, dtype=float)
+                for i, b in enumerate(system.bodies.values()):
+                    self._gravity[self.offset[i]:self.offset[i] + 2] += float(b.mass) * gv
 
     # ------------------------------------------------------------------ compile
     def _b(self, name):
@@ -198,8 +209,6 @@ class AbsoluteModel:
                 np.asarray(s.origin, dtype=float), _unit(s.direction))
 
     def _compile_force(self, f):
-        if isinstance(f, Gravity):
-            return np.asarray(f.g, dtype=float)
         if isinstance(f, PointForce):
             comps = [parse(c, {}, FORCE_VARIABLES, f"{f.name}.value[{i}]") for i, c in enumerate(f.value)]
             if len(comps) != 2:
@@ -251,8 +260,9 @@ class AbsoluteModel:
             vT[k] = u @ ddot + wG * (nn @ dd)
             bN[k] = nn @ cP - 2 * wG * (u @ ddot) - wG * wG * (nn @ dd)
             bT[k] = u @ cP + 2 * wG * (nn @ ddot) - wG * wG * (u @ dd)
-        Q = np.zeros(n)
-        V = P = 0.0
+        Q = self._gravity.copy()
+        V = -float(self._gravity @ q)
+        P = 0.0
         for f, data in self._forces:
             dV, dP = self._force(f, data, pose, t, Q)
             V += dV
@@ -319,19 +329,15 @@ class AbsoluteModel:
             J[0, c] = 1.0
 
     def _force(self, f, data, pose, t, Q):
-        if isinstance(f, Gravity):
-            V = 0.0
-            for i, b in enumerate(self.system.bodies.values()):
-                o = self.offset[i]
-                Q[o:o + 2] += float(b.mass) * data
-                V -= float(b.mass) * (data @ pose.q[o:o + 2])
-            return V, 0.0
         if isinstance(f, PointForce):
             b, s, comps = data
             r, v, cols, JP, _ = pose.point(b, s)
-            _, phi, _, om, _ = pose.frame(b)
-            env = {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": phi, "phidot": om}
-            F = np.array([comps[0](**env), comps[1](**env)])
+            if all(c.is_constant for c in comps):
+                F = np.array([comps[0].value, comps[1].value])
+            else:
+                _, phi, _, om, _ = pose.frame(b)
+                env = {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": phi, "phidot": om}
+                F = np.array([comps[0]._fn(env), comps[1]._fn(env)])
             _add(Q, cols, F @ JP)
             return 0.0, float(F @ v)
         if isinstance(f, Torque):

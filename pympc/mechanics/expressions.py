@@ -43,14 +43,15 @@ class Expression:
     True
     """
 
-    __slots__ = ("node", "text")
+    __slots__ = ("node", "text", "_fn")
 
     def __init__(self, node, text=None):
         self.node = node
         self.text = text if text is not None else ast.unparse(node)
+        self._fn = _closure(node)
 
     def __call__(self, **variables):
-        return _eval(self.node, variables)
+        return self._fn(variables)
 
     def diff(self, var):
         """The derivative with respect to the variable ``var`` (an Expression)."""
@@ -144,19 +145,28 @@ def _check(node, params, variables, where, text):
                      "use numbers, names, + - * / ** and functions")
 
 
-def _eval(node, env):
+def _closure(node):
+    """The checked tree as nested Python closures (built once; no eval, no code objects)."""
     if isinstance(node, ast.Constant):
-        return node.value
+        v = node.value
+        return lambda env: v
     if isinstance(node, ast.Name):
-        try:
-            return env[node.id]
-        except KeyError:
-            raise ModelError(f"expression needs the variable {node.id!r}") from None
+        name = node.id
+
+        def var(env):
+            try:
+                return env[name]
+            except KeyError:
+                raise ModelError(f"expression needs the variable {name!r}") from None
+        return var
     if isinstance(node, ast.BinOp):
-        return _BIN[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        op, a, b = _BIN[type(node.op)], _closure(node.left), _closure(node.right)
+        return lambda env: op(a(env), b(env))
     if isinstance(node, ast.UnaryOp):
-        return -_eval(node.operand, env)
-    return _FUNCS[node.func.id](_eval(node.args[0], env))
+        a = _closure(node.operand)
+        return lambda env: -a(env)
+    f, a = _FUNCS[node.func.id], _closure(node.args[0])
+    return lambda env: f(a(env))
 
 
 def _c(v):

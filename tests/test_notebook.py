@@ -1,0 +1,17 @@
+"""The notebook runs top to bottom (so it never rots)."""
+
+import nbformat
+import pytest
+from conftest import ROOT
+
+nbclient = pytest.importorskip("nbclient")
+
+
+def test_cross_slide_notebook_executes():
+    path = ROOT / "notebooks" / "cross_slide.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "SLIP_STOP" in outputs and "AGREE" in outputs
