@@ -105,3 +105,18 @@ def test_singular_mass_data_is_reported():
     s.add(Gravity("g"))
     with pytest.raises(pympc.SimulationError, match="singular"):
         pympc.simulate(s, (0.0, 1.0))
+
+
+def test_validate_reports_every_problem_at_once():
+    from pympc.mechanics import Particle, Slot, System
+    s = System("two problems")
+    s.add(Particle("p", mass=-1.0))
+    s.add(Slot("rail", "p", "nowhere", direction=(0.0, 0.0), mu=-0.1))
+    with pytest.raises(ModelError) as exc:
+        s.validate()
+    msg = str(exc.value)
+    for needle in ("p.mass", "unknown body 'nowhere'", "zero-length direction", "rail.mu"):
+        assert needle in msg
+    assert isinstance(s.bodies, type(s.joints)) and "p" in s.bodies
+    with pytest.raises(TypeError):
+        s.bodies["q"] = Particle("q", mass=1.0)          # read-only view

@@ -191,3 +191,40 @@ def test_event_budget_and_bad_options():
             pympc.simulate(MODELS / "friction_oscillator.toml", **kwargs)
     with pytest.raises(OptionError, match="t_span"):
         pympc.simulate(MODELS / "friction_oscillator.toml", (1.0, 0.0))
+
+
+def test_event_accumulation_guard_ends_with_a_status():
+    # every transition of the stick-slip oscillator is "too close" under a huge spacing: the guard must fire
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", min_event_spacing=100.0, zeno_events=3)
+    assert tr.status == SimulationStatus.ZENO and len(tr.events) == 4 and "accumulation" in tr.message
+
+
+def test_translating_slider_body_with_fixed_rotation():
+    """A rigid slider whose rotation is fixed (Prescribed phi) slides in an inclined slot like a particle."""
+    from pympc.mechanics import Prescribed, RigidBody
+    alpha, mu, g = 0.5, 0.2, 9.81
+    d = (math.cos(alpha), math.sin(alpha))
+    s = System("translating block")
+    s.add(RigidBody("block", mass=2.0, inertia=0.1, angle=0.3))
+    s.add(Prescribed("no rotation", "block", "phi", 0.3))
+    s.add(Slot("incline", "block", "ground", direction=d, point=(0.1, -0.05), origin=(0.1 * math.cos(0.3) + 0.05 * math.sin(0.3),
+                                                                                    0.1 * math.sin(0.3) - 0.05 * math.cos(0.3)), mu=mu))
+    s.add(Gravity("g", g=(0.0, -g)))
+    tr = pympc.simulate(s, (0.0, 1.0))
+    assert tr.success and tr.events[0].mode_after.motions == (Motion.BACKWARD,)
+    along = tr.q[:, :2] @ np.array(d)
+    np.testing.assert_allclose(along - along[0], -0.5 * g * (math.sin(alpha) - mu * math.cos(alpha)) * tr.t**2, atol=1e-9)
+    assert np.ptp(tr.q[:, 2]) < 1e-12
+
+
+def test_cli_simulate_writes_trajectory_and_plots(tmp_path, capsys):
+    from pympc.cli import main
+    rc = main(["simulate", str(MODELS / "friction_oscillator.toml"), "--t-end", "4", "--set", "mu=0.25",
+               "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "BREAKAWAY" in out and "mu=0.25" in out and "energy" in out
+    assert {p.name for p in tmp_path.iterdir()} >= {"trajectory.npz", "forces.png", "modes.png", "energy.png"}
+    tr = Trajectory.load(tmp_path / "trajectory.npz")
+    assert tr.t[-1] == pytest.approx(4.0) and tr.success
+    assert main(["simulate", str(MODELS / "friction_oscillator.toml"), "--set", "nu=1"]) == 2
+    assert "unknown parameter" in capsys.readouterr().err
