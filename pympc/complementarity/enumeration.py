@@ -165,6 +165,10 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
             if hlcp.is_solution(u[:n], u[n:], tol):
                 add(u, points)
             return
+        C = hlcp.column_matrix(choice)
+        v = np.linalg.lstsq(C, c, rcond=None)[0]
+        if np.abs(C @ v - c).max() > 1e3 * tol * (1.0 + np.abs(c).max()):
+            return  # c is not in the range of the singular support matrix: no point at all, no LP needed
         counter[0] += 1
         u0 = _feasible(Aeq, c, fixed)
         if u0 is None:

@@ -89,7 +89,7 @@ class ModeSolution:
 
 def _biases(a, stab, stick):
     al, be = stab.alpha, stab.beta
-    bI = a.w + 2 * al * a.gdot + be * be * np.where(a.holonomic, a.g, 0.0)
+    bI = a.w + 2 * al * a.gdot + be * be * (a.g if a.holonomic.all() else np.where(a.holonomic, a.g, 0.0))
     bN = a.bN + 2 * al * a.vN + be * be * a.gN
     bT = a.bT[stick] + 2 * al * a.vT[stick]
     return bI, bN, bT

@@ -6,7 +6,10 @@ gives the accelerations; ``solve_ivp`` integrates and locates the events
 reserve of a sticking slot → 0).  At each event the state is projected onto
 the constraints, the event HLCP is built and solved by the native pivoting
 solver (and, small enough, its whole solution set enumerated), the new mode is
-read off and verified, and integration restarts.
+read off and verified, and integration restarts.  A phase in which the joints and
+the sticking slots lock every coordinate and nothing is driven is not
+integrated: its state is constant, and its events (functions of t alone) are
+located with ``scipy.optimize.brentq``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
 
 from ..complementarity import enumerate_solutions, solve
 from ..errors import OptionError, SimulationError
@@ -101,6 +105,30 @@ class _Run:
             return value(*self.evaluate(t, x, mode))
         f.terminal, f.direction, f.kind, f.slot = True, -1, kind, slot
         return f
+
+    def locked(self, a, mode):
+        """Do the joints, slots and sticking slots fix every coordinate (no free motion at all)?"""
+        C = np.vstack([a.J, a.WN, a.WT[mode.sticking]])
+        return C.shape[0] >= self.n and np.linalg.matrix_rank(C) == self.n
+
+    def frozen_phase(self, t, t1, x, funcs):
+        """A phase in which nothing moves: the state is constant, only the forcing changes with t.
+
+        There is nothing to integrate; the event functions (functions of t alone
+        here) are sampled every ``stick_max_step`` and a sign change is located
+        by :func:`scipy.optimize.brentq`.  Returns (time, index) of the first
+        event, or (None, None).
+        """
+        ts = np.append(np.arange(t, t1, self.opts["stick_max_step"]), t1)
+        prev = [f(ts[0], x) for f in funcs]
+        for ta, tb in zip(ts[:-1], ts[1:]):
+            cur = [f(tb, x) for f in funcs]
+            roots = [(brentq(lambda s, f=f: f(s, x), ta, tb, xtol=1e-15, rtol=4 * np.finfo(float).eps), i)
+                     for i, (f, ga, gb) in enumerate(zip(funcs, prev, cur)) if ga >= 0 >= gb]
+            if roots:
+                return min(roots)
+            prev = cur
+        return None, None
 
     # ----------------------------------------------------------------- events
     def project(self, t, q, qd, stick=()):
@@ -382,21 +410,31 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
         fscale = max(1.0, float(np.abs(a.h).max(initial=0)))
         funcs = run.event_functions(mode, fscale)
         inside = grid[(grid > t) & (grid < t1)]
-        step = o["stick_max_step"] if mode.sticking else o["max_step"]
-        sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
-                        t_eval=np.append(inside, t1), args=(mode,), max_step=step)
-        if sol.status == -1:
-            status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
-            phases.append(_phase(sol, t, x, None, None, mode))
-            break
-        if sol.status == 0:
-            phases.append(_phase(sol, t, x, None, None, mode))
-            t = t1
-            break
-        hits = [(te[0], i) for i, te in enumerate(sol.t_events) if len(te)]
-        te, i = min(hits)
-        xe = sol.y_events[i][0]
-        phases.append(_phase(sol, t, x, te, xe, mode))
+        if mode.sticking and not form.rheonomic and run.locked(a, mode):
+            te, i = run.frozen_phase(t, t1, x, funcs)
+            if te is None:
+                phases.append((np.concatenate([[t], inside, [t1]]), np.repeat(x[:, None], inside.size + 2, 1), mode))
+                t = t1
+                break
+            xe = x
+            ins = inside[inside < te]
+            phases.append((np.concatenate([[t], ins, [te]]), np.repeat(x[:, None], ins.size + 2, 1), mode))
+        else:
+            step = o["stick_max_step"] if mode.sticking else o["max_step"]
+            sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
+                            t_eval=np.append(inside, t1), args=(mode,), max_step=step)
+            if sol.status == -1:
+                status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
+                phases.append(_phase(sol, t, x, None, None, mode))
+                break
+            if sol.status == 0:
+                phases.append(_phase(sol, t, x, None, None, mode))
+                t = t1
+                break
+            hits = [(te[0], i) for i, te in enumerate(sol.t_events) if len(te)]
+            te, i = min(hits)
+            xe = sol.y_events[i][0]
+            phases.append(_phase(sol, t, x, te, xe, mode))
         if progress is not None:
             progress(te, t0, t1)
         f = funcs[i]

@@ -170,6 +170,11 @@ class AbsoluteModel:
                 self.holonomic[r0 + 1] = False
             elif isinstance(j, Gear):
                 self.holonomic[r0] = False
+        self.rheonomic = any(
+            (isinstance(j, Prescribed) and not parse(j.value, {}, ("t",)).is_constant)
+            or (isinstance(j, Distance) and not parse(j.length, {}, ("t",)).is_constant)
+            for j, _, _ in self._joints)
+        """True when some constraint depends explicitly on time (driven motion)."""
         self._slots = [self._compile_slot(s) for s in self.slots]
         self._forces = [(f, self._compile_force(f)) for f in system.forces.values() if not isinstance(f, Gravity)]
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q

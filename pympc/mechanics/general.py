@@ -28,6 +28,8 @@ class GeneralMethod:
     slots : tuple of Slot
     mass_diagonal : ndarray
         The (diagonal) mass matrix, as a vector.
+    rheonomic : bool
+        Some constraint depends explicitly on time.
 
     Examples
     --------
@@ -53,6 +55,7 @@ class GeneralMethod:
         self.mass_diagonal = self._abs.mass
         self._M = np.diag(self.mass_diagonal)
         self.holonomic = self._abs.holonomic
+        self.rheonomic = self._abs.rheonomic
 
     def initial_state(self):
         """(q, q̇) from the bodies' initial positions and velocities (not yet projected)."""

@@ -75,6 +75,7 @@ class TreeMethod:
         self._abs = AbsoluteModel(system, exclude=set(self.tree_joints))
         self.slots = self._abs.slots
         self.holonomic = self._abs.holonomic
+        self.rheonomic = self._abs.rheonomic
         self.absolute_names = self._abs.coordinate_names
         self.mass_diagonal = None
         self._Z = self._abs.mass
