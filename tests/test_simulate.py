@@ -228,3 +228,16 @@ def test_cli_simulate_writes_trajectory_and_plots(tmp_path, capsys):
     assert tr.t[-1] == pytest.approx(4.0) and tr.success
     assert main(["simulate", str(MODELS / "friction_oscillator.toml"), "--set", "nu=1"]) == 2
     assert "unknown parameter" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_keeps_what_it_computed():
+    calls = []
+
+    def progress(t, t0, t1):
+        calls.append(t)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", progress=progress)
+    assert tr.status == SimulationStatus.INTERRUPTED and 0 < tr.t[-1] < 30
+    assert len(tr.events) >= 3 and np.all(np.diff(tr.t) >= 0)

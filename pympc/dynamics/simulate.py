@@ -21,7 +21,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
 from ..complementarity import enumerate_solutions, solve
-from ..errors import OptionError, SimulationError
+from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from .events import event_problem, read_mode
 from .modes import Baumgarte, Mode, Motion, solve_mode
@@ -273,7 +273,12 @@ class _Run:
 
     def _crosscheck(self, event):
         from ..mpec import crosscheck
-        rep = crosscheck(event.hlcp, solvers=("lemke",) + self.opts["crosscheck"])
+        try:
+            rep = crosscheck(event.hlcp, solvers=("lemke",) + self.opts["crosscheck"])
+        except PympcError as exc:     # a cross-check that cannot run is recorded, it does not stop the simulation
+            for name in self.opts["crosscheck"]:
+                event.crosscheck[name] = {"agree": False, "status": f"error: {exc}", "success": False}
+            return
         event.report = rep
         ref = np.concatenate([event.x, event.y])
         for ans in rep.answers:
@@ -405,50 +410,55 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     t = t0
     close = 0
     mode = event.mode_after
-    while status is None and t < t1:
-        a = form.assemble(x[:n], x[n:2 * n], t)
-        fscale = max(1.0, float(np.abs(a.h).max(initial=0)))
-        funcs = run.event_functions(mode, fscale)
-        inside = grid[(grid > t) & (grid < t1)]
-        if mode.sticking and not form.rheonomic and run.locked(a, mode):
-            te, i = run.frozen_phase(t, t1, x, funcs)
-            if te is None:
-                phases.append((np.concatenate([[t], inside, [t1]]), np.repeat(x[:, None], inside.size + 2, 1), mode))
-                t = t1
-                break
-            xe = x
-            ins = inside[inside < te]
-            phases.append((np.concatenate([[t], ins, [te]]), np.repeat(x[:, None], ins.size + 2, 1), mode))
-        else:
-            step = o["stick_max_step"] if mode.sticking else o["max_step"]
-            sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
-                            t_eval=np.append(inside, t1), args=(mode,), max_step=step)
-            if sol.status == -1:
-                status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
-                phases.append(_phase(sol, t, x, None, None, mode))
-                break
-            if sol.status == 0:
-                phases.append(_phase(sol, t, x, None, None, mode))
-                t = t1
-                break
-            hits = [(te[0], i) for i, te in enumerate(sol.t_events) if len(te)]
-            te, i = min(hits)
-            xe = sol.y_events[i][0]
-            phases.append(_phase(sol, t, x, te, xe, mode))
-        if progress is not None:
-            progress(te, t0, t1)
-        f = funcs[i]
-        close = close + 1 if te - t < o["min_event_spacing"] else 0
-        event, q, qd, status, message = run.transition(te, xe[:n], xe[n:2 * n], f.kind, f.slot, mode)
-        events.append(event)
-        x = np.concatenate([q, qd, xe[2 * n:]])
-        t, mode = te, event.mode_after
-        if status is None and close >= zeno_events:
-            status, message = SimulationStatus.ZENO, (
-                f"{close} events closer than min_event_spacing = {o['min_event_spacing']:g} s in a row near "
-                f"t = {t:.9g} (event accumulation / chattering)")
-        if status is None and len(events) > o["max_events"]:
-            status, message = SimulationStatus.EVENT_LIMIT, f"max_events = {o['max_events']} reached at t = {t:.9g}"
+    try:
+        while status is None and t < t1:
+            a = form.assemble(x[:n], x[n:2 * n], t)
+            fscale = max(1.0, float(np.abs(a.h).max(initial=0)))
+            funcs = run.event_functions(mode, fscale)
+            inside = grid[(grid > t) & (grid < t1)]
+            if mode.sticking and not form.rheonomic and run.locked(a, mode):
+                te, i = run.frozen_phase(t, t1, x, funcs)
+                if te is None:
+                    phases.append((np.concatenate([[t], inside, [t1]]), np.repeat(x[:, None], inside.size + 2, 1), mode))
+                    t = t1
+                    break
+                xe = x
+                ins = inside[inside < te]
+                phases.append((np.concatenate([[t], ins, [te]]), np.repeat(x[:, None], ins.size + 2, 1), mode))
+            else:
+                step = o["stick_max_step"] if mode.sticking else o["max_step"]
+                sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
+                                t_eval=np.append(inside, t1), args=(mode,), max_step=step)
+                if sol.status == -1:
+                    status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
+                    phases.append(_phase(sol, t, x, None, None, mode))
+                    break
+                if sol.status == 0:
+                    phases.append(_phase(sol, t, x, None, None, mode))
+                    t = t1
+                    break
+                hits = [(te[0], i) for i, te in enumerate(sol.t_events) if len(te)]
+                te, i = min(hits)
+                xe = sol.y_events[i][0]
+                phases.append(_phase(sol, t, x, te, xe, mode))
+            if progress is not None:
+                progress(te, t0, t1)
+            f = funcs[i]
+            close = close + 1 if te - t < o["min_event_spacing"] else 0
+            event, q, qd, status, message = run.transition(te, xe[:n], xe[n:2 * n], f.kind, f.slot, mode)
+            events.append(event)
+            x = np.concatenate([q, qd, xe[2 * n:]])
+            t, mode = te, event.mode_after
+            if status is None and close >= zeno_events:
+                status, message = SimulationStatus.ZENO, (
+                    f"{close} events closer than min_event_spacing = {o['min_event_spacing']:g} s in a row near "
+                    f"t = {t:.9g} (event accumulation / chattering)")
+            if status is None and len(events) > o["max_events"]:
+                status, message = SimulationStatus.EVENT_LIMIT, f"max_events = {o['max_events']} reached at t = {t:.9g}"
+    except (SimulationError, ModelError) as exc:   # keep what was computed
+        status, message = SimulationStatus.ERROR, f"stopped after t = {t:.9g}: {exc}"
+    except KeyboardInterrupt:
+        status, message = SimulationStatus.INTERRUPTED, f"interrupted after t = {t:.9g}"
     if status is None:
         status, message = SimulationStatus.SUCCESS, f"reached t = {t1:g} with {len(events) - 1} transitions"
     if progress is not None:

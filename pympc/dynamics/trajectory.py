@@ -27,6 +27,8 @@ class SimulationStatus(_DocIntEnum):
     INTEGRATION_FAILED = 4, "scipy.integrate.solve_ivp failed in a smooth phase (see the message)."
     MODE_FAILURE = 5, "The mode selected at an event does not verify (its forces or accelerations are inconsistent)."
     SOLVER_FAILURE = 6, "The native pivoting solver could not solve an event HLCP and no classification was possible."
+    ERROR = 7, "A pympc error (singular mode equations, bad model data at some state) stopped the run; see the message."
+    INTERRUPTED = 8, "Interrupted by the user (KeyboardInterrupt); the trajectory up to then is kept."
 
 
 class EventKind(_DocIntEnum):
