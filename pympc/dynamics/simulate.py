@@ -211,6 +211,12 @@ class _Run:
                           ev.hlcp, ev.candidates, x, y, classification, npoints, solver, verified=False)
             return event, q, qd, status, message
         mode, degenerate = read_mode(ev, x, y, walls_before, tol)
+        # the part that triggered the event sits on its boundary by construction (λ ≈ 0, or the reserve ≈ 0):
+        # whatever side round-off and the projection left it on, the look-ahead decides it
+        if kind == EventKind.WALL_SWITCH and ("wall", slot) not in degenerate:
+            degenerate.append(("wall", slot))
+        if kind == EventKind.BREAKAWAY and mode.motions[slot] == Motion.STICK and ("stick", slot) not in degenerate:
+            degenerate.append(("stick", slot))
         probe = None
         if degenerate:
             mode, probe = self._probe(t, q, qd, a, ev, x, y, dirs, before, mode, degenerate, kind, slot)
