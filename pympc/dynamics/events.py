@@ -121,7 +121,7 @@ def _accelerations(a, cols, bI, mass_diagonal):
     rhs_c = np.zeros((m, cols.shape[1]))
     rhs_c[:, 0] = -bI
     try:
-        if mass_diagonal is not None and np.all(mass_diagonal > 0):
+        if mass_diagonal is not None:
             X, MJ = cols / mass_diagonal[:, None], a.J.T / mass_diagonal[:, None]
         else:
             cho = scipy.linalg.cho_factor(a.M)

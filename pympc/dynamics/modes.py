@@ -18,6 +18,7 @@ from functools import cached_property
 
 import numpy as np
 import scipy.linalg
+from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..complementarity.results import _DocIntEnum
 from ..errors import SimulationError
@@ -95,21 +96,36 @@ def _biases(a, stab, stick):
     return bI, bN, bT
 
 
+def _dense_solve(S, rhs):
+    """``S⁻¹ rhs`` by LAPACK's gesv (much less call overhead than numpy for the small systems here)."""
+    if S.shape[0] == 1:
+        if S[0, 0] == 0.0:
+            raise np.linalg.LinAlgError("singular")
+        return rhs / S[0, 0]
+    _, _, x, info = _dgesv(S, rhs)
+    if info != 0:
+        raise np.linalg.LinAlgError("singular")
+    return x
+
+
 def solve_linear(M, G, C, h, b, mass_diagonal=None):
-    """Solve ``M q̈ = h + G ν``, ``C q̈ + b = 0`` for (q̈, ν); G is n×r, C r×n."""
+    """Solve ``M q̈ = h + G ν``, ``C q̈ + b = 0`` for (q̈, ν); G is n×r, C r×n.
+
+    ``mass_diagonal`` (all entries > 0) says that M is that diagonal.
+    """
     n, r = G.shape
-    if mass_diagonal is not None and np.all(mass_diagonal > 0):
+    if mass_diagonal is not None:
         X = G / mass_diagonal[:, None]
         x0 = h / mass_diagonal
         if r:
-            nu = np.linalg.solve(C @ X, -b - C @ x0)
+            nu = _dense_solve(C @ X, -b - C @ x0)
             return x0 + X @ nu, nu
         return x0, nu_empty()
     try:
         cho = scipy.linalg.cho_factor(M)
         X, x0 = scipy.linalg.cho_solve(cho, G), scipy.linalg.cho_solve(cho, h)
         if r:
-            nu = np.linalg.solve(C @ X, -b - C @ x0)
+            nu = _dense_solve(C @ X, -b - C @ x0)
             return x0 + X @ nu, nu
         return x0, nu_empty()
     except np.linalg.LinAlgError:  # singular mass matrix: solve the whole saddle-point system

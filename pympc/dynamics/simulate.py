@@ -83,7 +83,10 @@ class _Run:
         out = np.empty_like(x)
         out[:n], out[n:2 * n] = qd, s.qdd
         out[2 * n] = -float(s.F @ a.vT)                                  # friction dissipation
-        out[2 * n + 1] = a.power + float(s.nu @ (a.J @ qd)) + float(s.lam @ (a.WN @ qd))  # work put in
+        work = a.power + float(s.lam @ a.vN)                             # work put in: applied forces, slots,
+        if s.nu.size:                                                    # and joints (driven ones do work)
+            work += float(s.nu @ (a.J @ qd))
+        out[2 * n + 1] = work
         return out
 
     def event_functions(self, mode, force_scale):

@@ -26,8 +26,8 @@ class GeneralMethod:
         Number of coordinates (3 per rigid body, 2 per particle).
     coordinate_names : list of str
     slots : tuple of Slot
-    mass_diagonal : ndarray
-        The (diagonal) mass matrix, as a vector.
+    mass_diagonal : ndarray or None
+        The (diagonal) mass matrix as a vector, when all its entries are positive.
     rheonomic : bool
         Some constraint depends explicitly on time.
 
@@ -52,8 +52,9 @@ class GeneralMethod:
         self.coordinate_names = list(self._abs.coordinate_names)
         self.absolute_names = self.coordinate_names
         self.slots = self._abs.slots
-        self.mass_diagonal = self._abs.mass
-        self._M = np.diag(self.mass_diagonal)
+        self._M = np.diag(self._abs.mass)
+        # the diagonal fast path of the dynamics layer; None when a zero inertia makes M singular
+        self.mass_diagonal = self._abs.mass if np.all(self._abs.mass > 0) else None
         self.holonomic = self._abs.holonomic
         self.rheonomic = self._abs.rheonomic
 
