@@ -137,11 +137,14 @@ class _Run:
     def project(self, t, q, qd, stick=()):
         """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones."""
         form = self.form
+        last = np.inf
         for _ in range(20):
             a = form.assemble(q, qd, t)
             g = np.concatenate([a.g[a.holonomic], a.gN])
-            if np.abs(g).max(initial=0) <= 1e-13 * (1 + np.abs(q).max(initial=0)):
+            err = np.abs(g).max(initial=0)
+            if err <= 1e-13 * (1 + np.abs(q).max(initial=0)) or err > 0.5 * last:   # converged, or at round-off
                 break
+            last = err
             Jh = np.vstack([a.J[a.holonomic], a.WN])
             q = q - np.linalg.lstsq(Jh, g, rcond=None)[0]
         stick = list(stick)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from . import _kernels
 from .expressions import parse
 from .system import (
-    FORCE_VARIABLES, GROUND, Distance, Gear, Gravity, PointForce, Prescribed, Revolute,
+    FORCE_VARIABLES, GROUND, Damper, Distance, Gear, Gravity, PointForce, Prescribed, Revolute,
     RigidBody, Rolling, Slot, Spring, Torque,
 )
 
@@ -175,8 +176,14 @@ class AbsoluteModel:
             or (isinstance(j, Distance) and not parse(j.length, {}, ("t",)).is_constant)
             for j, _, _ in self._joints)
         """True when some constraint depends explicitly on time (driven motion)."""
-        self._slots = [self._compile_slot(s) for s in self.slots]
-        self._forces = [(f, self._compile_force(f)) for f in system.forces.values() if not isinstance(f, Gravity)]
+        # body columns for the compiled loops (_kernels): x column, phi column (-1 for a particle)
+        self._bx = np.array(self.offset, dtype=np.int64)
+        self._bphi = np.array([o + 2 if r else -1 for o, r in zip(self.offset, self.rigid)], dtype=np.int64)
+        self._slot_table = self._compile_slots(self.slots)
+        self._pair_names, self._pair_table = self._compile_pairs(
+            [f for f in system.forces.values() if isinstance(f, (Spring, Damper))])
+        self._forces = [(f, self._compile_force(f)) for f in system.forces.values()
+                        if isinstance(f, (PointForce, Torque))]
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
         for f in system.forces.values():
             if isinstance(f, Gravity):
@@ -209,9 +216,23 @@ class AbsoluteModel:
                 f, df, df.diff("t")
         raise ModelError(f"unsupported joint type {type(j).__name__}")
 
-    def _compile_slot(self, s):
-        return (self._b(s.slider), np.asarray(s.point, dtype=float), self._b(s.guide),
-                np.asarray(s.origin, dtype=float), _unit(s.direction))
+    def _compile_slots(self, slots):
+        arr = lambda key: np.array([np.asarray(getattr(sl, key), float) for sl in slots]).reshape(-1, 2)  # noqa: E731
+        d = arr("direction")
+        return (np.array([self._b(sl.slider) for sl in slots], dtype=np.int64),
+                np.array([self._b(sl.guide) for sl in slots], dtype=np.int64),
+                arr("point"), arr("origin"), d / np.hypot(d[:, 0], d[:, 1])[:, None])
+
+    def _compile_pairs(self, forces):
+        arr = lambda key: np.array([np.asarray(getattr(f, key), float) for f in forces]).reshape(-1, 2)  # noqa: E731
+        spring = [isinstance(f, Spring) for f in forces]
+        return ([f.name for f in forces],
+                (np.array([self._b(f.body_a) for f in forces], dtype=np.int64),
+                 np.array([self._b(f.body_b) for f in forces], dtype=np.int64),
+                 arr("point_a"), arr("point_b"), np.array(spring, dtype=np.bool_),
+                 np.array([float(f.k) if sp else 0.0 for f, sp in zip(forces, spring)]),
+                 np.array([float(f.length) if sp else 0.0 for f, sp in zip(forces, spring)]),
+                 np.array([0.0 if sp else float(f.c) for f, sp in zip(forces, spring)])))
 
     def _compile_force(self, f):
         if isinstance(f, PointForce):
@@ -219,10 +240,7 @@ class AbsoluteModel:
             if len(comps) != 2:
                 raise ModelError(f"{f.name}.value: a force has two components")
             return self._b(f.body), np.asarray(f.point, dtype=float), comps
-        if isinstance(f, Torque):
-            return self._b(f.body), parse(f.value, {}, FORCE_VARIABLES, f"{f.name}.value")
-        return (self._b(f.body_a), np.asarray(f.point_a, dtype=float),
-                self._b(f.body_b), np.asarray(f.point_b, dtype=float))
+        return self._b(f.body), parse(f.value, {}, FORCE_VARIABLES, f"{f.name}.value")
 
     # ------------------------------------------------------------------ state
     def initial_state(self):
@@ -238,41 +256,25 @@ class AbsoluteModel:
     # ------------------------------------------------------------------ evaluate
     def evaluate(self, q, qd, t):
         """Constraints, slots, applied forces and energies at absolute (q, q̇, t)."""
-        n, m, ns = self.n, self.m, len(self._slots)
+        n, m = self.n, self.m
         pose = _Pose(self, q, qd)
         g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
         for j, r0, data in self._joints:
             self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
-        gN, WN, bN, vN = np.zeros(ns), np.zeros((ns, n)), np.zeros(ns), np.zeros(ns)
-        WT, bT, vT = np.zeros((ns, n)), np.zeros(ns), np.zeros(ns)
-        for k, (bs, sp, bg, a, d) in enumerate(self._slots):
-            rP, vP, cols, JP, cP = pose.point(bs, sp)
-            rG, _, vG, wG, RG = pose.frame(bg)
-            u = RG @ d
-            nn = _E @ u
-            dd, ddot = rP - rG, vP - vG
-            gN[k] = nn @ (rP - (rG + RG @ a))
-            _add(WN[k], cols, nn @ JP)
-            _add(WT[k], cols, u @ JP)
-            if bg >= 0:
-                og = self.offset[bg]
-                WN[k, og:og + 2] -= nn
-                WT[k, og:og + 2] -= u
-                if self.rigid[bg]:
-                    WN[k, og + 2] -= u @ dd
-                    WT[k, og + 2] += nn @ dd
-            vN[k] = nn @ ddot - wG * (u @ dd)
-            vT[k] = u @ ddot + wG * (nn @ dd)
-            bN[k] = nn @ cP - 2 * wG * (u @ ddot) - wG * wG * (nn @ dd)
-            bT[k] = u @ cP + 2 * wG * (nn @ ddot) - wG * wG * (u @ dd)
+        slots = _kernels.slot_rows(q, qd, self._bx, self._bphi, *self._slot_table, n)
         Q = self._gravity.copy()
         V = -float(self._gravity @ q)
         P = 0.0
-        for f, data in self._forces:
-            dV, dP = self._force(f, data, pose, t, Q)
+        if self._pair_names:
+            dV, dP, bad = _kernels.pair_forces(q, qd, self._bx, self._bphi, *self._pair_table, Q)
+            if bad >= 0:
+                raise ModelError(f"{self._pair_names[bad]}: spring of positive rest length has zero length; "
+                                 "its direction is undefined")
             V += dV
             P += dP
-        return (g, J, w, gd), (gN, WN, bN, vN, WT, bT, vT), Q, 0.5 * float(qd @ (self.mass * qd)), V, P
+        for f, data in self._forces:
+            P += self._force(f, data, pose, t, Q)
+        return (g, J, w, gd), slots, Q, 0.5 * float(qd @ (self.mass * qd)), V, P
 
     def _joint_rows(self, j, data, pose, t, g, J, w, gd):
         if isinstance(j, Revolute):
@@ -334,6 +336,7 @@ class AbsoluteModel:
             J[0, c] = 1.0
 
     def _force(self, f, data, pose, t, Q):
+        """Point forces and torques (expressions of time and state); returns their power."""
         if isinstance(f, PointForce):
             b, s, comps = data
             r, v, cols, JP, _ = pose.point(b, s)
@@ -344,32 +347,9 @@ class AbsoluteModel:
                 env = {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": phi, "phidot": om}
                 F = np.array([comps[0]._fn(env), comps[1]._fn(env)])
             _add(Q, cols, F @ JP)
-            return 0.0, float(F @ v)
-        if isinstance(f, Torque):
-            b, expr = data
-            r, phi, v, om, _ = pose.frame(b)
-            tau = expr(t=t, x=r[0], y=r[1], vx=v[0], vy=v[1], phi=phi, phidot=om)
-            Q[self.offset[b] + 2] += tau
-            return 0.0, float(tau * om)
-        ba, sa, bb, sb = data
-        ra, va, ca, Ja, _ = pose.point(ba, sa)
-        rb, vb, cb, Jb, _ = pose.point(bb, sb)
-        d, dd = ra - rb, va - vb
-        L = np.hypot(*d)
-        if isinstance(f, Spring):
-            k, L0 = float(f.k), float(f.length)
-            if L0 == 0.0:
-                F = -k * d
-            elif L < 1e-12:
-                raise ModelError(f"{f.name}: spring of rest length {L0} has zero length; its direction is undefined")
-            else:
-                F = -k * (L - L0) * d / L
-            _add(Q, ca, F @ Ja)
-            _add(Q, cb, -(F @ Jb))
-            return 0.5 * k * (L - L0) ** 2, 0.0
-        if L < 1e-12:
-            return 0.0, 0.0
-        F = -float(f.c) * (d @ dd) / (L * L) * d
-        _add(Q, ca, F @ Ja)
-        _add(Q, cb, -(F @ Jb))
-        return 0.0, float(F @ dd)
+            return float(F @ v)
+        b, expr = data
+        r, phi, v, om, _ = pose.frame(b)
+        tau = expr(t=t, x=r[0], y=r[1], vx=v[0], vy=v[1], phi=phi, phidot=om)
+        Q[self.offset[b] + 2] += tau
+        return float(tau * om)
