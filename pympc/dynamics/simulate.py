@@ -207,10 +207,11 @@ class _Run:
             if res.success:
                 x, y = res.x, res.y
             elif status is None:
+                why = ("too large to enumerate (enumerate_pairs={})".format(o["enumerate_pairs"])
+                       if classification == "not enumerated" else "and on_ambiguous='lemke' needs its answer")
                 status, message = SimulationStatus.SOLVER_FAILURE, (
                     f"{kind.name} event at t = {t:.9g}: Lemke ended with {res.status.name} on the "
-                    f"{ev.hlcp.n}-pair event HLCP ({res.message}); too large to enumerate "
-                    f"(enumerate_pairs={o['enumerate_pairs']})")
+                    f"{ev.hlcp.n}-pair event HLCP ({res.message}); {why}")
         if x is None:
             x, y = (res.x, res.y) if res.x is not None else (np.zeros(ev.hlcp.n), np.zeros(ev.hlcp.n))
             event = Event(t, kind, slot, before, before or Mode(walls_before, tuple(Motion(d) for d in dirs)),
