@@ -244,3 +244,47 @@ def test_an_interrupted_run_keeps_what_it_computed():
     tr = pympc.simulate(MODELS / "friction_oscillator.toml", progress=progress)
     assert tr.status == SimulationStatus.INTERRUPTED and 0 < tr.t[-1] < 30
     assert len(tr.events) >= 3 and np.all(np.diff(tr.t) >= 0)
+
+
+def test_event_hlcp_solutions_are_exactly_the_consistent_modes(rng):
+    """Oracle for the event HLCP: brute force over every mode (walls × stick/slip) of a crosshead-and-slider
+    system with both slots at rest, each mode's linear equations solved and checked for consistency."""
+    import itertools
+
+    from pympc.dynamics import Baumgarte, Mode, event_problem, read_mode, solve_mode
+    from pympc.mechanics import GeneralMethod
+
+    checked = 0
+    for trial in range(40):
+        th1, th2 = rng.uniform(0, np.pi, 2)
+        mu = rng.uniform(0.1, 2.5, 2)
+        s = cross_slide_system(th1, th2, mu[0], mu[1], *rng.uniform(0.5, 3, 2), tuple(rng.uniform(-30, 30, 2)), 0, 0)
+        form = GeneralMethod(s)
+        q, qd = form.initial_state()
+        a = form.assemble(q, qd, 0.0)
+        stab = Baumgarte(0.0, 0.0)
+        ev = event_problem(a, [0, 0], mu, mu, stab, form.mass_diagonal)
+        sset = pympc.enumerate_solutions(ev.hlcp)
+        if sset.kind.name == "CONTINUUM":
+            continue
+        from_hlcp = {read_mode(ev, x, y, (1, 1), 1e-9)[0] for x, y in sset.points}
+        consistent = set()
+        for walls in itertools.product((1, -1), repeat=2):
+            for motions in itertools.product((Motion.BACKWARD, Motion.STICK, Motion.FORWARD), repeat=2):
+                mode = Mode(walls, motions)
+                sol = solve_mode(a, mode, mu, mu, stab, form.mass_diagonal)
+                ok = np.all(np.asarray(walls) * sol.lam >= -1e-9)
+                for k in range(2):
+                    if motions[k] == Motion.STICK:
+                        ok &= abs(sol.F[k]) <= mu[k] * abs(sol.lam[k]) + 1e-9
+                    else:
+                        ok &= motions[k] * sol.aT[k] >= -1e-9
+                if ok:
+                    consistent.add(mode)
+        # modes with λ = 0 on a slot have both walls consistent; compare with the wall read as +1 there
+        assert from_hlcp <= consistent, (trial, from_hlcp, consistent)
+        strict = {m for m in consistent
+                  if all(abs(solve_mode(a, m, mu, mu, stab, form.mass_diagonal).lam[k]) > 1e-7 for k in range(2))}
+        assert strict <= from_hlcp, (trial, strict, from_hlcp)
+        checked += 1
+    assert checked >= 30
