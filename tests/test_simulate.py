@@ -147,6 +147,8 @@ def test_ambiguity_rule_is_applied_and_recorded():
     tr = pympc.simulate(cross_slide_system(*TWO_SOLUTIONS), (0.0, 0.5), on_ambiguous="min_force")
     assert tr.status != SimulationStatus.PARADOX
     assert tr.events[0].solver == "min_force" and tr.events[0].solutions == 2
+    tr = pympc.simulate(cross_slide_system(*TWO_SOLUTIONS), (0.0, 0.5), on_ambiguous="lemke")
+    assert tr.events[0].solver == "lemke (on_ambiguous)" and tr.events[0].verified
     with pytest.raises(OptionError, match="on_ambiguous"):
         pympc.simulate(cross_slide_system(*TWO_SOLUTIONS), (0.0, 0.5), on_ambiguous="random")
 
