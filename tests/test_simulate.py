@@ -290,3 +290,15 @@ def test_event_hlcp_solutions_are_exactly_the_consistent_modes(rng):
         assert strict <= from_hlcp, (trial, strict, from_hlcp)
         checked += 1
     assert checked >= 30
+
+
+def test_to_dataframe_or_a_clear_error():
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", (0.0, 2.0), samples=21)
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(pympc.SimulationError, match="pandas"):
+            tr.to_dataframe()
+        return
+    df = tr.to_dataframe()
+    assert len(df) == len(tr.t) and "slot.normal_force" in df and "mass.x" in df
