@@ -120,3 +120,15 @@ def test_validate_reports_every_problem_at_once():
     assert isinstance(s.bodies, type(s.joints)) and "p" in s.bodies
     with pytest.raises(TypeError):
         s.bodies["q"] = Particle("q", mass=1.0)          # read-only view
+
+
+def test_simulation_table_sets_the_defaults(tmp_path):
+    text = GOOD.replace('[[forces]]', '[[forces]]', 1) + (
+        '\n[simulation]\nt_end = "2*m"\nmethod = "RK45"\nrtol = 1e-8\nbaumgarte = {alpha = 5, beta = 5}\nsamples = 11\n')
+    s = load_model(write(tmp_path, text))
+    assert s.simulation == {"t_end": 2.0, "method": "RK45", "rtol": 1e-8, "baumgarte": {"alpha": 5.0, "beta": 5.0},
+                            "samples": 11.0}
+    tr = pympc.simulate(s)
+    assert tr.success and tr.t[-1] == 2.0 and len(tr.t) >= 11
+    with pytest.raises(ModelError, match="baumgarte"):
+        load_model(write(tmp_path, GOOD + '\n[simulation]\nbaumgarte = 3\n'))

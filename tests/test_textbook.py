@@ -100,7 +100,13 @@ def wheel_rod_state(s, xA, phi, xAd, phid):
 
 
 def test_wheel_with_hinged_rod_both_methods(rng):
-    """(3m1/2 + m2) ẍ + (m2 l/2)(φ̈ cos φ − φ̇² sin φ) = 0 and (m2 l²/3) φ̈ + (m2 l/2) ẍ cos φ + m2 g (l/2) sin φ = 0."""
+    """Derivation (Lagrange, x = x_A, φ from the downward vertical, rolling: ω = −ẋ/R):
+
+    T = ¾ m1 ẋ² + ½ m2 (ẋ² + l ẋ φ̇ cos φ + l² φ̇²/4) + m2 l² φ̇²/24
+      = (¾ m1 + ½ m2) ẋ² + (m2 l/2) ẋ φ̇ cos φ + (m2 l²/6) φ̇²,     V = −m2 g (l/2) cos φ,
+    so  (3m1/2 + m2) ẍ + (m2 l/2)(φ̈ cos φ − φ̇² sin φ) = 0   (x is cyclic: the momentum is conserved)
+    and (m2 l²/3) φ̈ + (m2 l/2) ẍ cos φ + m2 g (l/2) sin φ = 0.
+    """
     s = load_model(MODELS / "wheel_rod.toml")
     p = s.parameters
     m1, m2, l, g = p["m1"], p["m2"], p["l"], p["g"]

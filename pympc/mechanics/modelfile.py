@@ -133,8 +133,7 @@ def build_model(data, source="<model>", **overrides):
     bad = set(sim) - SIMULATION_KEYS
     if bad:
         raise err(f"[simulation]: unknown key(s) {sorted(bad)}; allowed: {sorted(SIMULATION_KEYS)}")
-    sim = {k: (_value(v, params, f"{source}: [simulation], key {k!r}") if k not in ("method",) else v)
-           for k, v in sim.items()}
+    sim = {k: _simulation_value(k, v, params, f"{source}: [simulation], key {k!r}") for k, v in sim.items()}
     system = System(str(model.get("name", Path(source).stem)), parameters=params,
                     description=str(model.get("description", "")), formulation=formulation, simulation=sim)
     where_of = {}
@@ -183,6 +182,18 @@ def build_model(data, source="<model>", **overrides):
                 out.append(line.strip().lstrip("- "))
         raise err("invalid model:\n  - " + "\n  - ".join(out)) from None
     return system
+
+
+def _simulation_value(key, v, params, where):
+    if key == "method":
+        if not isinstance(v, str):
+            raise ModelError(f"{where}: expected the name of a solve_ivp method, got {v!r}")
+        return v
+    if key == "baumgarte":
+        if not isinstance(v, dict) or set(v) - {"alpha", "beta"}:
+            raise ModelError(f"{where}: expected a table {{alpha = ..., beta = ...}}, got {v!r}")
+        return {k: _value(x, params, f"{where}.{k}") for k, x in v.items()}
+    return _value(v, params, where)
 
 
 def _table(data, name, source):
