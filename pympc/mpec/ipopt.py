@@ -77,13 +77,13 @@ def _polish_plan(nlp, tmodel):
     Each pair's block has ``c`` (the expression side ``>= 0``), ``v`` (the
     variable side, bounded below) and ``ccon`` (their product ``<= mpec_bound``).
     """
-    row = {name: i for i, name in enumerate(nlp.constraint_names)}
+    row = {id(con): i for i, con in enumerate(nlp.constraints_data)}
     plan = []
     for block, ccon in _pairs(tmodel):
         c, v = block.component("c"), block.component("v")
-        if c is None or v is None or c.name not in row or ccon.name not in row or id(v) not in nlp._col:
+        if c is None or v is None or id(c) not in row or id(ccon) not in row or id(v) not in nlp._col:
             return None
-        plan.append((row[c.name], nlp._col[id(v)], row[ccon.name]))
+        plan.append((row[id(c)], nlp._col[id(v)], row[id(ccon)]))
     ic, jv, ip_ = (np.array(x, dtype=int) for x in zip(*plan)) if plan else (np.zeros(0, int),) * 3
     return ic, jv, ip_, nlp.cl[ic].copy(), nlp.lb[jv].copy()
 

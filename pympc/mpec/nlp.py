@@ -86,13 +86,12 @@ class PyomoNLP:
         if objs:
             self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
             self.obj = _Part(objs[0].expr, index, f"objective {objs[0].name}")
-        self.cons, self.constraint_names, self._con_datas = [], [], []
+        self.cons, self._con_datas = [], []
         for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
             part = _Part(con.body, index, f"constraint {con.name}")
             if not (part.lin or part.quad or part.nl):
                 continue  # a constant constraint: nothing for the solver to do
             self.cons.append(part)
-            self.constraint_names.append(con.name)
             self._con_datas.append(con)
         self.n, self.m = len(self.variables), len(self.cons)
         self.refresh_bounds()
@@ -102,6 +101,16 @@ class PyomoNLP:
         for k, v in enumerate(self.variables):
             self._symbols.addSymbol(v, f"u[{k}]")
         self._build()
+
+    @property
+    def constraint_names(self):
+        """Names of the constraint rows, in order."""
+        return [c.name for c in self._con_datas]
+
+    @property
+    def constraints_data(self):
+        """The Pyomo constraint of every row, in order."""
+        return list(self._con_datas)
 
     # -- assembly ---------------------------------------------------------------
     def _compile(self, part):
