@@ -120,22 +120,18 @@ def solve_linear(M, G, C, h, b, mass_diagonal=None):
         if r:
             nu = _dense_solve(C @ X, -b - C @ x0)
             return x0 + X @ nu, nu
-        return x0, nu_empty()
+        return x0, np.zeros(0)
     try:
         cho = scipy.linalg.cho_factor(M)
         X, x0 = scipy.linalg.cho_solve(cho, G), scipy.linalg.cho_solve(cho, h)
         if r:
             nu = _dense_solve(C @ X, -b - C @ x0)
             return x0 + X @ nu, nu
-        return x0, nu_empty()
+        return x0, np.zeros(0)
     except np.linalg.LinAlgError:  # singular mass matrix: solve the whole saddle-point system
         K = np.block([[M, -G], [C, np.zeros((r, r))]])
         sol = np.linalg.solve(K, np.concatenate([h, -b]))
         return sol[:n], sol[n:]
-
-
-def nu_empty():
-    return np.zeros(0)
 
 
 def solve_mode(a, mode, mu, mu_s, stab, mass_diagonal=None):
