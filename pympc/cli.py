@@ -4,6 +4,7 @@
 ``pympc classify FILE``  matrix-class tests and, for small problems, the full solution set.
 ``pympc crosscheck FILE``  lemke, ipopt and milp on the same problem, compared.
 ``pympc simulate MODEL.toml``  event-driven simulation: event table, summary, trajectory file and plots.
+``pympc chain N``  the model file of a chain of N friction slots (for scaling studies).
 """
 
 from __future__ import annotations
@@ -127,6 +128,19 @@ def _cmd_simulate(args):
     return 0 if tr.success else 1
 
 
+def _cmd_chain(args):
+    from .mechanics import dump_model, slider_chain
+
+    text = dump_model(slider_chain(args.n, mu=args.mu))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote     {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def build_parser():
     ap = argparse.ArgumentParser(prog="pympc", description="Friction in planar multibody systems: HLCP/LCP tools.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -154,6 +168,11 @@ def build_parser():
     m.add_argument("--out", default=None, help="output directory (default: results/<model name>)")
     m.add_argument("--no-plots", action="store_true", help="write the trajectory only")
     m.set_defaults(func=_cmd_simulate)
+    ch = sub.add_parser("chain", help="write the model file of a chain of N friction slots")
+    ch.add_argument("n", type=int)
+    ch.add_argument("--mu", type=float, default=0.3)
+    ch.add_argument("--out", default=None, help="file to write (default: standard output)")
+    ch.set_defaults(func=_cmd_chain)
     return ap
 
 

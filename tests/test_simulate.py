@@ -233,6 +233,10 @@ def test_cli_simulate_writes_trajectory_and_plots(tmp_path, capsys):
     assert tr.t[-1] == pytest.approx(4.0) and tr.success
     assert main(["simulate", str(MODELS / "friction_oscillator.toml"), "--set", "nu=1"]) == 2
     assert "unknown parameter" in capsys.readouterr().err
+    assert main(["chain", "3", "--mu", "0.2", "--out", str(tmp_path / "chain.toml")]) == 0
+    chain = pympc.load_model(tmp_path / "chain.toml")
+    assert len(chain.slots) == 3 and all(sl.mu == 0.2 for sl in chain.slots)
+    assert main(["chain", "0"]) == 2
 
 
 def test_an_interrupted_run_keeps_what_it_computed():

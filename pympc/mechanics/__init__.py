@@ -10,7 +10,7 @@ from .assembly import Assembly
 from .expressions import Expression, parse
 from .general import GeneralMethod
 from .generators import slider_chain
-from .modelfile import load_model
+from .modelfile import dump_model, load_model, save_model
 from .system import (
     GROUND, Body, Damper, Distance, Gear, Gravity, Particle, PointForce, Prescribed, Revolute, RigidBody,
     Rolling, Slot, Spring, System, Torque,
@@ -20,5 +20,5 @@ from .tree import TreeMethod
 __all__ = [
     "System", "Body", "RigidBody", "Particle", "Revolute", "Slot", "Rolling", "Gear", "Distance",
     "Prescribed", "Gravity", "PointForce", "Torque", "Spring", "Damper", "GROUND",
-    "GeneralMethod", "TreeMethod", "Assembly", "Expression", "parse", "load_model", "slider_chain",
+    "GeneralMethod", "TreeMethod", "Assembly", "Expression", "parse", "load_model", "save_model", "dump_model", "slider_chain",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ModelError
 from .system import Gravity, Particle, PointForce, Slot, Spring, System
 
 __all__ = ["slider_chain"]
@@ -37,6 +38,8 @@ def slider_chain(n, mu=0.3, mu_s=None, mass=1.0, k=20.0, g=9.81, force=15.0, ome
     (3, 3)
     """
     n = int(n)
+    if n < 1:
+        raise ModelError(f"slider_chain: n must be at least 1, got {n}")
     s = System(f"slider_chain_{n}", parameters={"n": n, "mu": mu, "k": k, "force": force},
                description=f"chain of {n} sliders, each in a slot carried by the previous one")
     vel = [0.0, 0.0]

@@ -19,12 +19,13 @@ a parameter may not have one of these names.  Expressions are parsed by
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
 
 from ..errors import ModelError
-from .expressions import parse
+from .expressions import Expression, parse
 from .system import (
     FORCE_VARIABLES, Damper, Distance, Gear, Gravity, Particle, PointForce, Prescribed, Revolute, RigidBody,
     Rolling, Slot, Spring, System, Torque,
@@ -35,7 +36,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["load_model", "build_model", "SIMULATION_KEYS"]
+__all__ = ["load_model", "build_model", "dump_model", "save_model", "SIMULATION_KEYS"]
 
 _TOP = {"model", "parameters", "bodies", "joints", "forces", "simulation"}
 _MODEL_KEYS = {"name", "description", "formulation"}
@@ -243,3 +244,63 @@ def _convert(v, kind, params, where):
     if not isinstance(v, list) or len(v) != 2:
         raise ModelError(f"{where}: expected a list of two values, got {v!r}")
     return tuple(parse(x, params, FORCE_VARIABLES, f"{where}[{i}]") for i, x in enumerate(v))
+
+
+def _toml_value(v):
+    if isinstance(v, Expression):
+        return _toml_value(v.value) if v.is_constant else _toml_value(v.text)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        v = float(v)
+        if not math.isfinite(v):
+            raise ModelError(f"cannot write the non-finite number {v} to a model file")
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)) or hasattr(v, "__len__"):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise ModelError(f"cannot write {v!r} to a model file")
+
+
+def dump_model(system):
+    """The TOML text of a model file describing ``system`` (read back by :func:`load_model`).
+
+    Expressions are written as their text, so their parameters must be in
+    ``system.parameters`` (as they are for systems read from files).
+
+    Examples
+    --------
+    >>> from pympc.mechanics import slider_chain
+    >>> text = dump_model(slider_chain(2))
+    >>> build_model(tomllib.loads(text)).slots[1].guide
+    's1'
+    """
+    system.validate()
+    out = ["[model]", f"name = {_toml_value(system.name)}"]
+    if system.description:
+        out.append(f"description = {_toml_value(system.description)}")
+    out.append(f"formulation = {_toml_value(system.formulation)}")
+    numeric = {k: v for k, v in system.parameters.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if numeric:
+        out += ["", "[parameters]"] + [f"{k} = {_toml_value(v)}" for k, v in numeric.items()]
+    for table, elements, kinds in (("bodies", system.bodies, _BODY), ("joints", system.joints, _JOINT),
+                                   ("forces", system.forces, _FORCE)):
+        types = {cls: name for name, (cls, _) in kinds.items()}
+        for e in elements.values():
+            kind = types[type(e)]
+            out += ["", f"[[{table}]]", f"name = {_toml_value(e.name)}", f"type = {_toml_value(kind)}"]
+            for key in kinds[kind][1]:
+                v = getattr(e, key)
+                if v is not None:
+                    out.append(f"{key} = {_toml_value(v)}")
+    if system.simulation:
+        out += ["", "[simulation]"] + [f"{k} = {_toml_value(v)}" for k, v in system.simulation.items()]
+    return "\n".join(out) + "\n"
+
+
+def save_model(system, path):
+    """Write ``system`` as a TOML model file (see :func:`dump_model`)."""
+    Path(path).write_text(dump_model(system), encoding="utf-8")
