@@ -306,3 +306,11 @@ def test_to_dataframe_or_a_clear_error():
         return
     df = tr.to_dataframe()
     assert len(df) == len(tr.t) and "slot.normal_force" in df and "mass.x" in df
+
+
+@pytest.mark.parametrize("kwargs, needle", [({"rtol": "tight"}, "rtol"), ({"rtol": 0}, "rtol"), ({"atol": -1}, "atol"),
+                                            ({"samples": 1}, "samples"), ({"max_events": 2.5}, "max_events"),
+                                            ({"method": "Euler"}, "method")])
+def test_bad_integration_options_are_refused(kwargs, needle):
+    with pytest.raises(OptionError, match=needle):
+        pympc.simulate(MODELS / "friction_oscillator.toml", **kwargs)

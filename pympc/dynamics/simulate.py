@@ -37,6 +37,7 @@ AMBIGUITY_RULES = {
 """Rules ``on_ambiguous`` may select when an event HLCP has several solutions with different modes."""
 
 _CROSSCHECK = {None: (), "ipopt": ("ipopt",), "milp": ("milp",), "all": ("ipopt", "milp")}
+_METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")   # solve_ivp's methods (or an OdeSolver class)
 
 _DEFAULTS = dict(t_start=0.0, t_end=None, method="DOP853", rtol=1e-10, atol=1e-12, max_events=2000,
                  min_event_spacing=1e-9, max_step=None, baumgarte=None, samples=501)
@@ -315,6 +316,20 @@ def _options(system, t_span, explicit):
         raise OptionError("t_span is needed (or t_end in the model's [simulation] table)")
     if not o["t_end"] > o["t_start"]:
         raise OptionError(f"t_span: t1 = {o['t_end']} must be after t0 = {o['t_start']}")
+    for key in ("rtol", "atol", "min_event_spacing") + (("max_step",) if o["max_step"] is not None else ()):
+        try:
+            o[key] = float(o[key])
+        except (TypeError, ValueError):
+            raise OptionError(f"{key} must be a number, got {o[key]!r}") from None
+        if not o[key] >= 0 or (key in ("rtol", "max_step") and o[key] == 0):
+            raise OptionError(f"{key} must be {'> 0' if key in ('rtol', 'max_step') else '>= 0'}, got {o[key]}")
+    for key, least in (("max_events", 0), ("samples", 2)):
+        v = o[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < least:
+            raise OptionError(f"{key} must be an integer >= {least}, got {v!r}")
+        o[key] = int(v)
+    if isinstance(o["method"], str) and o["method"] not in _METHODS:
+        raise OptionError(f"method must be one of scipy's solve_ivp methods {sorted(_METHODS)}, got {o['method']!r}")
     if o["max_step"] is None:
         # event functions are only checked at step ends, and a sticking phase is trivial for the
         # integrator (its error estimate cannot see a forcing that will break the stick):
