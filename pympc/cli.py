@@ -184,9 +184,12 @@ def main(argv=None):
     except PympcError as exc:
         print(f"pympc: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # output piped into e.g. `head`, which closed early
-        sys.stderr.close()
-        return 0
+    except OSError as exc:  # e.g. an output directory that cannot be written
+        if isinstance(exc, BrokenPipeError):
+            sys.stderr.close()
+            return 0
+        print(f"pympc: error: {exc.strerror or exc}: {exc.filename or ''}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
