@@ -47,6 +47,24 @@ def test_hlcp_from_lcp_by_random_transformation_has_same_solution(rng):
         assert pympc.classify(h).column_w is True
 
 
+def test_diagonal_a_fast_path_agrees_with_the_lcp(rng):
+    """HLCP(D, -D M, D q) with D diagonal (incl. D = I and negative entries) is solved without a factorization."""
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        M = random_p_matrix(rng, n, "spd")
+        q = rng.uniform(-2, 2, n)
+        D = np.diag(rng.choice([-1.0, 1.0], n) * rng.uniform(0.1, 10.0, n)) if rng.random() < 0.7 else np.eye(n)
+        h = HLCP(D, -D @ M, D @ q)
+        assert h._a_diagonal
+        rl, rh = pympc.solve(LCP(M, q)), pympc.solve(h)
+        assert rl.success and rh.success and rh.is_solution()
+        np.testing.assert_allclose(rh.y, rl.z, atol=1e-8 * (1 + np.abs(rl.z).max()))
+    # a diagonal A with a zero entry is singular: the pivoted basis search takes over
+    h = HLCP(np.diag([1.0, 0.0]), [[-2.0, 0.0], [-1.0, -1.0]], [-1.0, -1.0])
+    r = pympc.solve(h)
+    assert r.success and h.is_solution(r.x, r.y)
+
+
 def test_classify_hlcp_agrees_with_column_representative_determinants(rng):
     import itertools
 

@@ -9,8 +9,8 @@ import numpy as np
 from ..errors import OptionError
 from scipy.linalg.lapack import dgesv as _dgesv
 
-from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED, solve_hlcp_kernel,
-                      solve_lcp_kernel)
+from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
+                      solve_diagonal_hlcp_kernel, solve_hlcp_kernel, solve_lcp_kernel)
 from .problems import HLCP, LCP, Residual, as_vector, within
 from .results import HLCPResult, LCPResult, Status
 
@@ -79,11 +79,16 @@ def _interpret(code, pivots, res, tol, max_pivots, log, verbose, n):
 def _solve_hlcp(problem, d, max_pivots, piv_tol):
     """Lemke on the LCP form of an HLCP; None if it has no nonsingular complementary basis.
 
-    Fast path: ``A`` is factorized once by LAPACK ``dgesv`` (``M = -A⁻¹B``,
-    ``q = A⁻¹c``); if its pivots show it singular, the pivoted search of
-    :meth:`HLCP.find_basis` chooses the basis.
+    Fast paths: a diagonal ``A`` (the LCP form ``HLCP(I, −M, q)``) is divided
+    out row by row in O(n²); otherwise ``A`` is factorized once by LAPACK
+    ``dgesv`` (``M = -A⁻¹B``, ``q = A⁻¹c``, O(n³)).  If ``A`` is singular, the
+    pivoted search of :meth:`HLCP.find_basis` chooses the basis.
     """
     n = problem.n
+    if problem._a_diagonal:  # A diagonal (the LCP form HLCP(I, -M, q)): M = -B/a, q = c/a, no factorization
+        out = solve_diagonal_hlcp_kernel(problem.A, problem.B, problem.c, d, max_pivots, piv_tol, 1e-12)
+        if out[0] != KERNEL_SINGULAR:
+            return np.ones(n, bool), out
     lu, _piv, sol, info = _dgesv(problem.A, problem._rhs_for_a)
     if info == 0:
         out = solve_hlcp_kernel(problem.A, problem.B, problem.c, np.ones(n, np.bool_), sol, lu, d,

@@ -181,6 +181,8 @@ class HLCP(_Problem):
             arr.flags.writeable = False
         # right-hand sides of the LCP form through A: A [M q] = [-B c]
         self._rhs_for_a = np.asfortranarray(np.column_stack([-self.B, self.c]))
+        # a diagonal A (the LCP form HLCP(I, -M, q), or a scaling of it) reduces in O(n²)
+        self._a_diagonal = bool(np.count_nonzero(self.A) == np.count_nonzero(np.diagonal(self.A)))
 
     @property
     def n(self):
