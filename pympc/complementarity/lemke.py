@@ -5,10 +5,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-
-from ..errors import OptionError
 from scipy.linalg.lapack import dgesv as _dgesv
 
+from ..errors import OptionError
 from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
                       solve_diagonal_hlcp_kernel, solve_hlcp_kernel, solve_lcp_kernel)
 from .problems import HLCP, LCP, Residual, as_vector, within
@@ -36,7 +35,9 @@ def _variable_name(k, n):
 
 
 @lru_cache(maxsize=64)
+@lru_cache(maxsize=128)
 def _ones(n):
+    """The default covering vector e (read-only, shared)."""
     d = np.ones(n)
     d.flags.writeable = False
     return d
@@ -141,14 +142,18 @@ def lemke(problem, **options):
     >>> r.success, float(r.z.sum())
     (True, 1.0)
     """
-    unknown = options.keys() - LEMKE_OPTIONS.keys()
-    if unknown:
-        raise OptionError(f"unknown option(s) {sorted(unknown)} for method 'lemke'; valid: {sorted(LEMKE_OPTIONS)}")
-    certify = options.pop("certify", None)
     n = problem.n
+    if options:
+        unknown = options.keys() - LEMKE_OPTIONS.keys()
+        if unknown:
+            raise OptionError(f"unknown option(s) {sorted(unknown)} for method 'lemke'; valid: {sorted(LEMKE_OPTIONS)}")
+        certify = options.pop("certify", None)
+        d, max_pivots, piv_tol, tol, verbose = _settings(n, **options)
+    else:  # the defaults, without the keyword machinery (this call is often in a loop)
+        certify = None
+        d, max_pivots, piv_tol, tol, verbose = _settings(n)
     if certify is None:
         certify = n <= 8
-    d, max_pivots, piv_tol, tol, verbose = _settings(n, **options)
     if isinstance(problem, LCP):
         code, pivots, z, w, el, ll, res = solve_lcp_kernel(problem.M, problem.q, d, max_pivots, piv_tol, 1e-12)
         status, message = _interpret(code, pivots, res, tol, max_pivots, (el, ll), verbose, n)
