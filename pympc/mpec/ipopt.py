@@ -230,8 +230,9 @@ class IpoptSolver(SolverBase):
                     if id(v) in memo}
             pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(tmodel)
             bound = tmodel.component("mpec_bound")
-            # adaptive barrier update: on random SPD LCPs (n = 2..30) 25% faster and no failures in 30
-            nlp_opts = {"bound_relax_factor": 0.0, "tol": 1e-10, "mu_strategy": "adaptive", **opts}
+            # adaptive barrier update (25% faster on random SPD LCPs); the relaxed stages only need to find the
+            # active set, the polish makes the answer exact (tol 1e-8 here: 15% faster, no failure in 120 LCPs)
+            nlp_opts = {"bound_relax_factor": 0.0, "tol": 1e-8, "mu_strategy": "adaptive", **opts}
             popts = {**nlp_opts, "tol": 1e-13, "constr_viol_tol": 1e-13}
             nlp, good, plan, comp_res = None, None, None, None
             for eps in RELAXATION:
