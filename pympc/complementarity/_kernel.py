@@ -251,6 +251,24 @@ def solve_lcp_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
 
 
 @njit(cache=True, nogil=True)
+def _singular_diagonal(D):
+    """Is the smallest |D_ii| below 1e-12 times the largest (a numerically singular triangular/diagonal factor)?"""
+    dmin = np.inf
+    dmax = 0.0
+    for i in range(D.shape[0]):
+        v = abs(D[i, i])
+        dmin = min(dmin, v)
+        dmax = max(dmax, v)
+    return not dmin > 1e-12 * dmax
+
+
+@njit(cache=True, nogil=True)
+def _singular_result(n):
+    e = np.zeros(0, np.int64)
+    return KERNEL_SINGULAR, 0, np.zeros(n), np.zeros(n), e, e, (0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@njit(cache=True, nogil=True)
 def solve_hlcp_kernel(A, B, c, basis, S, lu, d, max_pivots, piv_rel, tie_tol):
     """Lemke on the LCP form ``S = [M | q]`` of HLCP(A, B, c) through ``basis``;
     the point mapped back to (x, y) and its residual on the original HLCP.
@@ -259,15 +277,8 @@ def solve_hlcp_kernel(A, B, c, basis, S, lu, d, max_pivots, piv_rel, tie_tol):
     (numerically) singular, nothing is solved and ``KERNEL_SINGULAR`` returned.
     """
     n = c.shape[0]
-    dmin = np.inf
-    dmax = 0.0
-    for i in range(n):
-        v = abs(lu[i, i])
-        dmin = min(dmin, v)
-        dmax = max(dmax, v)
-    if not dmin > 1e-12 * dmax:
-        e = np.zeros(0, np.int64)
-        return KERNEL_SINGULAR, 0, np.zeros(n), np.zeros(n), e, e, (0.0, 0.0, 0.0, 0.0, 0.0)
+    if _singular_diagonal(lu):
+        return _singular_result(n)
     M = np.ascontiguousarray(S[:, :n])
     q = np.ascontiguousarray(S[:, n])
     code, pivots, z, w, el, ll = lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol)
@@ -291,15 +302,8 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
     (numerically) zero.
     """
     n = c.shape[0]
-    amax = 0.0
-    amin = np.inf
-    for i in range(n):
-        v = abs(A[i, i])
-        amax = max(amax, v)
-        amin = min(amin, v)
-    if not amin > 1e-12 * amax:
-        e = np.zeros(0, np.int64)
-        return KERNEL_SINGULAR, 0, np.zeros(n), np.zeros(n), e, e, (0.0, 0.0, 0.0, 0.0, 0.0)
+    if _singular_diagonal(A):
+        return _singular_result(n)
     M = np.empty((n, n))
     q = np.empty(n)
     for i in range(n):

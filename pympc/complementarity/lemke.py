@@ -34,7 +34,6 @@ def _variable_name(k, n):
     return "z0"
 
 
-@lru_cache(maxsize=64)
 @lru_cache(maxsize=128)
 def _ones(n):
     """The default covering vector e (read-only, shared)."""
