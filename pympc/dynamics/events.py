@@ -17,10 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from ..complementarity import HLCP
-from .modes import Mode, Motion, _biases
+from .modes import Mode, Motion, _biases, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
 
@@ -117,22 +116,9 @@ def _accelerations(a, cols, bI, mass_diagonal):
 
     Column 0 carries the bias ``bI``; the others are homogeneous.
     """
-    n, m = a.M.shape[0], a.J.shape[0]
-    rhs_c = np.zeros((m, cols.shape[1]))
-    rhs_c[:, 0] = -bI
-    try:
-        if mass_diagonal is not None:
-            X, MJ = cols / mass_diagonal[:, None], a.J.T / mass_diagonal[:, None]
-        else:
-            cho = scipy.linalg.cho_factor(a.M)
-            X, MJ = scipy.linalg.cho_solve(cho, cols), scipy.linalg.cho_solve(cho, a.J.T)
-        if not m:
-            return X
-        nu = np.linalg.solve(a.J @ MJ, rhs_c - a.J @ X)
-        return X + MJ @ nu
-    except np.linalg.LinAlgError:
-        K = np.block([[a.M, -a.J.T], [a.J, np.zeros((m, m))]])
-        return np.linalg.solve(K, np.vstack([cols, rhs_c]))[:n]
+    b = np.zeros((a.J.shape[0], cols.shape[1]))
+    b[:, 0] = bI
+    return solve_linear(a.M, a.J.T, a.J, cols, b, mass_diagonal)[0]
 
 
 def read_mode(ev, x, y, previous_walls, tol):

@@ -111,27 +111,24 @@ def _dense_solve(S, rhs):
 def solve_linear(M, G, C, h, b, mass_diagonal=None):
     """Solve ``M q̈ = h + G ν``, ``C q̈ + b = 0`` for (q̈, ν); G is n×r, C r×n.
 
+    ``h`` and ``b`` may also be matrices (n×k, r×k): k right-hand sides at once.
     ``mass_diagonal`` (all entries > 0) says that M is that diagonal.
     """
     n, r = G.shape
-    if mass_diagonal is not None:
-        X = G / mass_diagonal[:, None]
-        x0 = h / mass_diagonal
-        if r:
-            nu = _dense_solve(C @ X, -b - C @ x0)
-            return x0 + X @ nu, nu
-        return x0, np.zeros(0)
     try:
-        cho = scipy.linalg.cho_factor(M)
-        X, x0 = scipy.linalg.cho_solve(cho, G), scipy.linalg.cho_solve(cho, h)
-        if r:
-            nu = _dense_solve(C @ X, -b - C @ x0)
-            return x0 + X @ nu, nu
-        return x0, np.zeros(0)
+        if mass_diagonal is not None:
+            X, x0 = G / mass_diagonal[:, None], h / (mass_diagonal if h.ndim == 1 else mass_diagonal[:, None])
+        else:
+            cho = scipy.linalg.cho_factor(M)
+            X, x0 = scipy.linalg.cho_solve(cho, G), scipy.linalg.cho_solve(cho, h)
     except np.linalg.LinAlgError:  # singular mass matrix: solve the whole saddle-point system
         K = np.block([[M, -G], [C, np.zeros((r, r))]])
         sol = np.linalg.solve(K, np.concatenate([h, -b]))
         return sol[:n], sol[n:]
+    if not r:
+        return x0, np.zeros((0,) + h.shape[1:])
+    nu = _dense_solve(C @ X, -b - C @ x0)
+    return x0 + X @ nu, nu
 
 
 def solve_mode(a, mode, mu, mu_s, stab, mass_diagonal=None):
