@@ -49,6 +49,11 @@ class EventProblem:
     def nslots(self):
         return len(self.directions)
 
+    @property
+    def tol(self):
+        """Below this a member of a pair counts as zero when the mode is read (scaled to the data)."""
+        return 1e-9 * (1.0 + max(np.abs(self.hlcp.c).max(initial=0), 1.0))
+
     def split(self, x, y):
         """(λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻) from an HLCP point."""
         s, c = self.nslots, len(self.candidates)
@@ -121,8 +126,10 @@ def _accelerations(a, cols, bI, mass_diagonal):
     return solve_linear(a.M, a.J.T, a.J, cols, b, mass_diagonal)[0]
 
 
-def read_mode(ev, x, y, previous_walls, tol):
+def read_mode(ev, x, y, previous_walls, tol=None):
     """The mode an HLCP point selects, and which of its parts are degenerate.
+
+    ``tol``: below it a member of a pair counts as zero (default ``ev.tol``).
 
     Returns
     -------
@@ -132,6 +139,7 @@ def read_mode(ev, x, y, previous_walls, tol):
         stick candidate sits on the stick/slip boundary (zero acceleration and
         zero reserve on one side).
     """
+    tol = ev.tol if tol is None else tol
     lp, lm, ap, am, fp, fm = ev.split(x, y)
     s = ev.nslots
     walls, motions, degenerate = [], [], []

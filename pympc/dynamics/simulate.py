@@ -175,7 +175,6 @@ class _Run:
         ev = event_problem(a, dirs, self.mu, self.mu_s, self.stab, self.md)
         walls_before = before.walls if before is not None else (1,) * len(self.mu)
         res = solve(ev.hlcp)
-        tol = 1e-9 * (1.0 + max(np.abs(ev.hlcp.c).max(initial=0), 1.0))
         classification, npoints, solver = "not enumerated", 0, "lemke"
         x = y = None
         status = message = None
@@ -187,7 +186,7 @@ class _Run:
                     f"{kind.name} event at t = {t:.9g}: the event HLCP ({ev.hlcp.n} pairs) has no solution "
                     "(a Painlevé-type paradox: no consistent mode)")
             else:
-                modes = {read_mode(ev, px, py, walls_before, tol)[0] for px, py in sset.points}
+                modes = {read_mode(ev, px, py, walls_before)[0] for px, py in sset.points}
                 if len(modes) > 1:
                     rule = o["on_ambiguous"]
                     if rule == "stop":
@@ -218,7 +217,7 @@ class _Run:
             event = Event(t, kind, slot, before, before or Mode(walls_before, tuple(Motion(d) for d in dirs)),
                           ev.hlcp, ev.candidates, x, y, classification, npoints, solver, verified=False)
             return event, q, qd, status, message
-        mode, degenerate = read_mode(ev, x, y, walls_before, tol)
+        mode, degenerate = read_mode(ev, x, y, walls_before)
         # the part that triggered the event sits on its boundary by construction (λ ≈ 0, or the reserve ≈ 0):
         # whatever side round-off and the projection left it on, the look-ahead decides it
         if kind == EventKind.WALL_SWITCH and ("wall", slot) not in degenerate:
@@ -250,8 +249,7 @@ class _Run:
         rp = solve(evp.hlcp)
         walls, motions = list(mode.walls), list(mode.motions)
         if rp.success:
-            tol = 1e-9 * (1.0 + max(np.abs(evp.hlcp.c).max(initial=0), 1.0))
-            pmode, pdeg = read_mode(evp, rp.x, rp.y, mode.walls, tol)
+            pmode, pdeg = read_mode(evp, rp.x, rp.y, mode.walls)
         else:
             pmode, pdeg = mode, list(degenerate)
         for part, k in degenerate:

@@ -175,14 +175,17 @@ def _polish(tmodel, nlp_options, tee):
     return nlp, u, info
 
 
+def _pair_residual(f, g):
+    """max over pairs of |f g| and of the negativity of f and g (the two factors of each product)."""
+    return float(max(np.abs(f * g).max(initial=0), (-f).max(initial=0), (-g).max(initial=0), 0.0))
+
+
 def _complementarity_residual(block):
-    """max over pairs of |f g| and of the negativity of f and g (the factors of each product)."""
-    worst = 0.0
-    for con in block.component_data_objects(pyo.Constraint, descend_into=True):
-        if con.local_name == "ccon":
-            f, g = (pyo.value(a) for a in con.body.args)
-            worst = max(worst, abs(f * g), -f, -g)
-    return worst
+    """:func:`_pair_residual` of every product that ``simple_nonlinear`` made, from the model's values."""
+    fg = np.array([[pyo.value(a) for a in con.body.args]
+                   for con in block.component_data_objects(pyo.Constraint, descend_into=True)
+                   if con.local_name == "ccon"], dtype=float).reshape(-1, 2)
+    return _pair_residual(fg[:, 0], fg[:, 1])
 
 
 @SolverFactory.register("pympc.ipopt", doc="IPOPT via cyipopt with exact derivatives (no ASL); MPECs by continuation")
@@ -260,8 +263,7 @@ class IpoptSolver(SolverBase):
                     else:
                         _restore(nlp, saved)
                         continue
-                    f, g = _factors(nlp, plan, pu)
-                    res = float(max(np.abs(f * g).max(initial=0), (-f).max(initial=0), (-g).max(initial=0)))
+                    res = _pair_residual(*_factors(nlp, plan, pu))
                     stages.append(("polish", int(pinfo["status"])))
                     if pinfo["status"] in (0, 1) and res <= mpec_tol:
                         u, info, comp_res, good = pu, pinfo, res, None
