@@ -123,6 +123,11 @@ class _Pose:
                 np.array([[1.0, 0.0, -Rs[1]], [0.0, 1.0, Rs[0]]]), -w * w * Rs)
 
 
+def _state(t, r, v, frame):
+    """The variables of a force expression (``FORCE_VARIABLES``): time, the point's state, the body's angle."""
+    return {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": frame[1], "phidot": frame[3]}
+
+
 def _add(row, cols, vals):
     for c, v in zip(cols, vals):
         row[c] += v
@@ -171,10 +176,9 @@ class AbsoluteModel:
                 self.holonomic[r0 + 1] = False
             elif isinstance(j, Gear):
                 self.holonomic[r0] = False
-        self.rheonomic = any(
-            (isinstance(j, Prescribed) and not parse(j.value, {}, ("t",)).is_constant)
-            or (isinstance(j, Distance) and not parse(j.length, {}, ("t",)).is_constant)
-            for j, _, _ in self._joints)
+        # the time function of a prescribed coordinate or rod length is the third entry from the end
+        self.rheonomic = any(isinstance(j, (Prescribed, Distance)) and not data[-3].is_constant
+                             for j, _, data in self._joints)
         """True when some constraint depends explicitly on time (driven motion)."""
         # body columns for the compiled loops (_kernels): x column, phi column (-1 for a particle)
         self._bx = np.array(self.offset, dtype=np.int64)
@@ -211,9 +215,7 @@ class AbsoluteModel:
         if isinstance(j, Prescribed):
             f = parse(j.value, {}, ("t",), f"{j.name}.value")
             df = f.diff("t")
-            b = self._b(j.body)
-            return self.offset[b] + "xy".find(j.coordinate) if j.coordinate != "phi" else self.offset[b] + 2, \
-                f, df, df.diff("t")
+            return self.offset[self._b(j.body)] + ("x", "y", "phi").index(j.coordinate), f, df, df.diff("t")
         raise ModelError(f"unsupported joint type {type(j).__name__}")
 
     def _compile_slots(self, slots):
@@ -239,7 +241,8 @@ class AbsoluteModel:
             comps = [parse(c, {}, FORCE_VARIABLES, f"{f.name}.value[{i}]") for i, c in enumerate(f.value)]
             if len(comps) != 2:
                 raise ModelError(f"{f.name}.value: a force has two components")
-            return self._b(f.body), np.asarray(f.point, dtype=float), comps
+            constant = np.array([c.value for c in comps]) if all(c.is_constant for c in comps) else None
+            return self._b(f.body), np.asarray(f.point, dtype=float), comps, constant
         return self._b(f.body), parse(f.value, {}, FORCE_VARIABLES, f"{f.name}.value")
 
     # ------------------------------------------------------------------ state
@@ -338,18 +341,15 @@ class AbsoluteModel:
     def _force(self, f, data, pose, t, Q):
         """Point forces and torques (expressions of time and state); returns their power."""
         if isinstance(f, PointForce):
-            b, s, comps = data
+            b, s, comps, F = data
             r, v, cols, JP, _ = pose.point(b, s)
-            if all(c.is_constant for c in comps):
-                F = np.array([comps[0].value, comps[1].value])
-            else:
-                _, phi, _, om, _ = pose.frame(b)
-                env = {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": phi, "phidot": om}
-                F = np.array([comps[0]._fn(env), comps[1]._fn(env)])
+            if F is None:
+                env = _state(t, r, v, pose.frame(b))
+                F = np.array([comps[0](**env), comps[1](**env)])
             _add(Q, cols, F @ JP)
             return float(F @ v)
         b, expr = data
-        r, phi, v, om, _ = pose.frame(b)
-        tau = expr(t=t, x=r[0], y=r[1], vx=v[0], vy=v[1], phi=phi, phidot=om)
+        frame = pose.frame(b)
+        tau = expr(**_state(t, frame[0], frame[2], frame))
         Q[self.offset[b] + 2] += tau
-        return float(tau * om)
+        return float(tau * frame[3])
