@@ -165,8 +165,8 @@ class TreeMethod:
             else:
                 if p >= 0:
                     rP, phP, omP, TvP, TwP, arP = r[p], phi[p], om[p], Tv[p], Tw[p], ar[p]
-                else:
-                    rP, phP, omP, TvP, TwP, arP = np.zeros(2), 0.0, 0.0, 0.0, 0.0, np.zeros(2)
+                else:  # the ground: at rest, no partial velocities
+                    rP, phP, omP, TvP, TwP, arP = np.zeros(2), 0.0, 0.0, np.zeros((2, nd)), np.zeros(nd), np.zeros(2)
                 RsP = _rot(phP) @ sP
                 if rigid:
                     phi[k], om[k] = phP + y[i], omP + yd[i]
@@ -176,7 +176,7 @@ class TreeMethod:
                 else:
                     phi[k], om[k], RsK = 0.0, 0.0, None
                 r[k] = rP + RsP - (RsK if rigid else sK)
-                Tv[k] = TvP + np.outer(_E @ RsP, TwP if p >= 0 else np.zeros(nd))
+                Tv[k] = TvP + np.outer(_E @ RsP, TwP)
                 ar[k] = arP - omP * omP * RsP
                 if rigid:
                     Tv[k] -= np.outer(_E @ RsK, Tw[k])
