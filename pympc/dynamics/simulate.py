@@ -148,8 +148,9 @@ class _Run:
             last = err
             Jh = np.vstack([a.J[a.holonomic], a.WN])
             q = q - np.linalg.lstsq(Jh, g, rcond=None)[0]
+        else:  # out of iterations: q moved after the last assembly
+            a = form.assemble(q, qd, t)
         stick = list(stick)
-        a = form.assemble(q, qd, t)
         Jv = np.vstack([a.J, a.WN, a.WT[stick]])
         r = np.concatenate([a.gdot, a.vN, a.vT[stick]])
         if Jv.shape[0]:
