@@ -101,39 +101,50 @@ class Event:
 
     def _json(self):
         d = {"time": self.time, "kind": self.kind.name, "slot": self.slot,
-             "mode_before": None if self.mode_before is None else [list(self.mode_before.walls),
-                                                                    [int(m) for m in self.mode_before.motions]],
-             "mode_after": [list(self.mode_after.walls), [int(m) for m in self.mode_after.motions]],
-             "A": None if self.hlcp is None else self.hlcp.A.tolist(),
-             "B": None if self.hlcp is None else self.hlcp.B.tolist(),
-             "c": None if self.hlcp is None else self.hlcp.c.tolist(),
-             "candidates": list(self.candidates), "x": np.asarray(self.x).tolist(), "y": np.asarray(self.y).tolist(),
+             "mode_before": _mode_json(self.mode_before), "mode_after": _mode_json(self.mode_after),
+             **_hlcp_json(self.hlcp, self.x, self.y), "candidates": list(self.candidates),
              "classification": self.classification, "solutions": self.solutions, "solver": self.solver,
              "verified": self.verified, "crosscheck": self.crosscheck}
         if self.probe is not None:
             p = self.probe
             d["probe"] = {"delta": p["delta"], "parts": [list(x) for x in p["parts"]],
-                          "A": p["hlcp"].A.tolist(), "B": p["hlcp"].B.tolist(), "c": p["hlcp"].c.tolist(),
-                          "x": np.asarray(p["x"]).tolist(), "y": np.asarray(p["y"]).tolist()}
+                          **_hlcp_json(p["hlcp"], p["x"], p["y"])}
         return d
 
     @classmethod
     def _from_json(cls, d):
-        mode = lambda v: None if v is None else Mode(tuple(v[0]), tuple(v[1]))  # noqa: E731
         probe = None
         if d.get("probe"):
             p = d["probe"]
-            probe = {"delta": p["delta"], "parts": [tuple(x) for x in p["parts"]],
-                     "hlcp": HLCP(p["A"], p["B"], p["c"]), "x": np.array(p["x"]), "y": np.array(p["y"])}
-        return cls(d["time"], EventKind[d["kind"]], d["slot"], mode(d["mode_before"]), mode(d["mode_after"]),
-                   None if d["A"] is None else HLCP(d["A"], d["B"], d["c"]), d["candidates"], np.array(d["x"]), np.array(d["y"]),
-                   d["classification"], d["solutions"], d["solver"], probe, d["verified"], d["crosscheck"])
+            probe = {"delta": p["delta"], "parts": [tuple(x) for x in p["parts"]], **_hlcp_from(p)}
+        h = _hlcp_from(d)
+        return cls(d["time"], EventKind[d["kind"]], d["slot"], _mode_from(d["mode_before"]), _mode_from(d["mode_after"]),
+                   h["hlcp"], d["candidates"], h["x"], h["y"], d["classification"], d["solutions"], d["solver"], probe,
+                   d["verified"], d["crosscheck"])
 
     def __repr__(self):
         slot = "" if self.slot is None else f" slot {self.slot}"
         pairs = 0 if self.hlcp is None else self.hlcp.n
         return (f"Event(t={self.time:.9g}, {self.kind.name}{slot}, {self.mode_before} -> {self.mode_after}, "
                 f"{pairs} pairs, {self.classification})")
+
+
+def _mode_json(mode):
+    return None if mode is None else [list(mode.walls), [int(m) for m in mode.motions]]
+
+
+def _mode_from(v):
+    return None if v is None else Mode(tuple(v[0]), tuple(v[1]))
+
+
+def _hlcp_json(hlcp, x, y):
+    """An HLCP (or None) and its point, as JSON-ready lists."""
+    data = {k: None if hlcp is None else getattr(hlcp, k).tolist() for k in ("A", "B", "c")}
+    return {**data, "x": np.asarray(x).tolist(), "y": np.asarray(y).tolist()}
+
+
+def _hlcp_from(d):
+    return {"hlcp": None if d["A"] is None else HLCP(d["A"], d["B"], d["c"]), "x": np.array(d["x"]), "y": np.array(d["y"])}
 
 
 _ARRAYS = ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions",
