@@ -223,12 +223,12 @@ def _value(v, params, where):
 
 
 def _convert(v, kind, params, where):
-    if kind == "num":
-        return _value(v, params, where)
-    if kind == "vec":
+    if kind in ("vec", "svec"):  # two components, each a constant ("vec") or a state expression ("svec")
         if not isinstance(v, list) or len(v) != 2:
             raise ModelError(f"{where}: expected a list of two values, got {v!r}")
-        return tuple(_value(x, params, f"{where}[{i}]") for i, x in enumerate(v))
+        return tuple(_convert(x, "num" if kind == "vec" else "state", params, f"{where}[{i}]") for i, x in enumerate(v))
+    if kind == "num":
+        return _value(v, params, where)
     if kind == "name" or kind == "str":
         if not isinstance(v, str):
             raise ModelError(f"{where}: expected a string, got {v!r}")
@@ -237,13 +237,7 @@ def _convert(v, kind, params, where):
         if not isinstance(v, bool):
             raise ModelError(f"{where}: expected true or false, got {v!r}")
         return v
-    if kind == "time":
-        return parse(v, params, ("t",), where)
-    if kind == "state":
-        return parse(v, params, FORCE_VARIABLES, where)
-    if not isinstance(v, list) or len(v) != 2:
-        raise ModelError(f"{where}: expected a list of two values, got {v!r}")
-    return tuple(parse(x, params, FORCE_VARIABLES, f"{where}[{i}]") for i, x in enumerate(v))
+    return parse(v, params, ("t",) if kind == "time" else FORCE_VARIABLES, where)
 
 
 def _toml_value(v):
