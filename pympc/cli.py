@@ -106,10 +106,10 @@ def _cmd_simulate(args):
     from .dynamics.plots import plot_trajectory
 
     system = load_model(args.model, **_parse_sets(args.set))
-    t0 = float(system.simulation.get("t_start", 0.0))
-    t_end = args.t_end if args.t_end is not None else system.simulation.get("t_end")
+    # without --t-end the model's [simulation] table decides the span (simulate's default)
+    t_span = None if args.t_end is None else (float(system.simulation.get("t_start", 0.0)), args.t_end)
     bar = _Progress()
-    tr = simulate(system, None if t_end is None else (t0, t_end), formulation=args.formulation,
+    tr = simulate(system, t_span, formulation=args.formulation,
                   crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar)
     bar.close()
     print(f"model     {system.name} ({args.model}), formulation {tr.info['formulation']}, "
