@@ -1,5 +1,7 @@
 """Pyomo integration: models, the SolverFactory plugins, the IPOPT bridge, MILP, cross-checks."""
 
+import itertools
+
 import numpy as np
 import pyomo.environ as pyo
 import pytest
@@ -195,6 +197,44 @@ def test_ipopt_mpec_is_exactly_complementary_after_polish(rng):
     w = p.M @ z + p.q
     assert np.abs(z * w).max() <= 1e-12
     np.testing.assert_allclose(z, pympc.solve(p).z, atol=1e-10)
+
+
+def _box_mcp_by_faces(M, q, lo, hi):
+    """All solutions of lo <= x <= hi ⊥ M x + q, by enumerating the 3^n faces (lower, upper, free)."""
+    n = len(q)
+    sols = []
+    for faces in itertools.product(range(3), repeat=n):
+        x = np.where(np.array(faces) == 0, lo, hi).astype(float)
+        free = [i for i in range(n) if faces[i] == 2]
+        if free:
+            fixed = [i for i in range(n) if faces[i] != 2]
+            x[free] = np.linalg.solve(M[np.ix_(free, free)], -(q[free] + M[np.ix_(free, fixed)] @ x[fixed]))
+        F = M @ x + q
+        ok = all((faces[i] == 0 and F[i] >= -1e-12) or (faces[i] == 1 and F[i] <= 1e-12)
+                 or (faces[i] == 2 and lo[i] - 1e-12 <= x[i] <= hi[i] + 1e-12) for i in range(n))
+        if ok:
+            sols.append(x)
+    return sols
+
+
+def test_ipopt_box_mcp_is_exact_and_its_residual_is_honest(rng):
+    """Box pairs (lb <= v <= ub ⊥ free expression) are polished and counted in the residual too."""
+    for trial in range(6):
+        n = 3
+        M = random_p_matrix(rng, n, "spd")
+        q = rng.uniform(-3, 3, n)
+        lo, hi = np.zeros(n), np.ones(n)
+        (expect,) = _box_mcp_by_faces(M, q, lo, hi)   # a P-matrix: exactly one solution
+        m = pyo.ConcreteModel()
+        m.I = pyo.RangeSet(0, n - 1)
+        m.x = pyo.Var(m.I, initialize=0.5)
+        m.c = Complementarity(m.I, rule=lambda m, i: complements(
+            pyo.inequality(lo[i], m.x[i], hi[i]), sum(M[i, j] * m.x[j] for j in range(n)) + q[i]))
+        res = pyo.SolverFactory("pympc.ipopt").solve(m)
+        assert pyo.check_optimal_termination(res), res.solver.message
+        x = np.array([m.x[i].value for i in range(n)])
+        np.testing.assert_allclose(x, expect, atol=1e-10)
+        assert res.pympc.complementarity <= 1e-12
 
 
 def test_milp_lists_all_solutions_and_is_exact_when_bounded():

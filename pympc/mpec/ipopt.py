@@ -14,11 +14,13 @@ continuation on.  The caller's model is never transformed.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.common.collections import Bunch
 from pyomo.mpec import Complementarity
+from pyomo.mpec.complementarity import ComplementarityData
 from pyomo.opt import SolverFactory, SolverResults, SolverStatus, TerminationCondition
 
 from ..errors import OptionError, SolverNotFound
@@ -67,23 +69,34 @@ def solve_nlp(nlp, u0, options, tee=False):
     return prob.solve(u0)
 
 
-def _pairs(block):
-    """The product constraints that simple_nonlinear made, with their two factors."""
-    return [(con.parent_block(), con) for con in block.component_data_objects(pyo.Constraint, active=True, descend_into=True)
-            if con.local_name == "ccon"]
+def _pairs(tmodel):
+    """``(block, c, v, products)`` of every complementarity condition that ``simple_nonlinear`` transformed.
+
+    ``c`` is the expression side, ``v`` the variable side; ``products`` is
+    ``[ccon]`` (``v >= lb``, ``c >= its bound``) or ``[ccon_l, ccon_u]``
+    (``lb <= v <= ub`` against a free ``c``, a box pair).
+    """
+    out = []
+    for block in tmodel.component_data_objects(pyo.Block, active=True, descend_into=True):
+        if isinstance(block, ComplementarityData):
+            products = [p for p in (block.component(k) for k in ("ccon", "ccon_l", "ccon_u")) if p is not None]
+            if products:
+                out.append((block, block.component("c"), block.component("v"), products))
+    return out
 
 
 def _polish_plan(nlp, tmodel):
-    """Rows and columns of every pair made by ``simple_nonlinear``, or None if some block has another shape.
+    """Rows and columns of every pair made by ``simple_nonlinear``, or None if some pair has another shape.
 
     Each pair's block has ``c`` (the expression side ``>= 0``), ``v`` (the
-    variable side, bounded below) and ``ccon`` (their product ``<= mpec_bound``).
+    variable side, bounded below) and ``ccon`` (their product ``<= mpec_bound``);
+    box pairs are left to the general polish.
     """
     row = {id(con): i for i, con in enumerate(nlp.constraints_data)}
     plan = []
-    for block, ccon in _pairs(tmodel):
-        c, v = block.component("c"), block.component("v")
-        if c is None or v is None or id(c) not in row or id(ccon) not in row or id(v) not in nlp._col:
+    for _, c, v, products in _pairs(tmodel):
+        ccon = products[0]
+        if len(products) != 1 or id(c) not in row or id(ccon) not in row or id(v) not in nlp._col:
             return None
         plan.append((row[id(c)], nlp._col[id(v)], row[id(ccon)]))
     ic, jv, ip_ = (np.array(x, dtype=int) for x in zip(*plan)) if plan else (np.zeros(0, int),) * 3
@@ -129,7 +142,7 @@ def _linear_polish(nlp, plan, u, tol):
     point or None (not linear, not determined, or infeasible: the guess was wrong).
     """
     ob = nlp.obj
-    if ob is not None and (ob.lin or ob.quad or ob.nl is not None):
+    if ob is not None and not ob.constant:
         return None
     _, _, product_rows, _, _ = plan
     skip = np.zeros(nlp.m, bool)
@@ -159,19 +172,31 @@ def _restore(nlp, saved):
     nlp.cl, nlp.cu, nlp.lb, nlp.ub = (a.copy() for a in saved)
 
 
-def _polish(tmodel, nlp_options, tee):
-    """Fix the smaller factor of each product at zero, drop the products, solve again."""
-    for comp, ccon in _pairs(tmodel):
-        f, g = ccon.body.args
-        fv, gv = abs(pyo.value(f)), abs(pyo.value(g))
-        small = f if fv <= gv else g
-        ccon.deactivate()
+def _polish(tmodel, nlp_options, tee, clock):
+    """Put every pair on the face its values point to, drop the products, solve again.
+
+    A one-sided pair fixes its smaller factor at zero.  A box pair
+    ``lb <= v <= ub ⊥ c`` fixes ``v`` at the bound it is nearest to, unless
+    ``|c|`` is smaller than both distances, when ``c == 0`` instead.
+    """
+    for block, c, v, products in _pairs(tmodel):
+        for p in products:
+            p.deactivate()
+        if len(products) == 1:
+            f, g = products[0].body.args
+            small = f if abs(pyo.value(f)) <= abs(pyo.value(g)) else g
+        else:
+            lb, ub = v.bounds
+            dl, du, fc = v.value - lb, ub - v.value, abs(pyo.value(c.body))
+            small = (v - lb) if dl <= min(du, fc) else (v - ub) if du <= fc else c.body
         if small.is_variable_type():
             small.fix(0.0)
         else:
-            comp.add_component("polish", pyo.Constraint(expr=small == 0.0))
-    nlp = PyomoNLP(tmodel)
-    u, info = solve_nlp(nlp, nlp.start(), nlp_options, tee)
+            block.add_component("polish", pyo.Constraint(expr=small == 0.0))
+    with clock("extract"):
+        nlp = PyomoNLP(tmodel)
+    with clock("ipopt"):
+        u, info = solve_nlp(nlp, nlp.start(), nlp_options, tee)
     return nlp, u, info
 
 
@@ -180,12 +205,39 @@ def _pair_residual(f, g):
     return float(max(np.abs(f * g).max(initial=0), (-f).max(initial=0), (-g).max(initial=0), 0.0))
 
 
-def _complementarity_residual(block):
-    """:func:`_pair_residual` of every product that ``simple_nonlinear`` made, from the model's values."""
-    fg = np.array([[pyo.value(a) for a in con.body.args]
-                   for con in block.component_data_objects(pyo.Constraint, descend_into=True)
-                   if con.local_name == "ccon"], dtype=float).reshape(-1, 2)
-    return _pair_residual(fg[:, 0], fg[:, 1])
+def _box_residual(v, lb, ub, c):
+    """The same measure for box pairs ``lb <= v <= ub ⊥ c``: ``c`` may be positive only at ``lb``, negative at ``ub``."""
+    return float(max(np.abs((v - lb) * np.maximum(c, 0)).max(initial=0),
+                     np.abs((ub - v) * np.maximum(-c, 0)).max(initial=0),
+                     (lb - v).max(initial=0), (v - ub).max(initial=0), 0.0))
+
+
+def _complementarity_residual(tmodel):
+    """The worst residual of every pair that ``simple_nonlinear`` made, from the model's values."""
+    one, box = [], []
+    for _, c, v, products in _pairs(tmodel):
+        if len(products) == 1:
+            one.append([pyo.value(a) for a in products[0].body.args])
+        else:
+            box.append((v.value, *v.bounds, pyo.value(c.body)))
+    one = np.array(one, dtype=float).reshape(-1, 2)
+    box = np.array(box, dtype=float).reshape(-1, 4)
+    return max(_pair_residual(one[:, 0], one[:, 1]), _box_residual(*box.T))
+
+
+class _Clock:
+    """Seconds spent per named part of a solve: ``with clock("ipopt"): ...`` adds to ``clock.times["ipopt"]``."""
+
+    def __init__(self):
+        self.times = {"transform": 0.0, "extract": 0.0, "ipopt": 0.0}
+
+    @contextmanager
+    def __call__(self, name):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.times[name] += time.perf_counter() - t
 
 
 @SolverFactory.register("pympc.ipopt", doc="IPOPT via cyipopt with exact derivatives (no ASL); MPECs by continuation")
@@ -194,6 +246,13 @@ class IpoptSolver(SolverBase):
 
     Extra options (not IPOPT's): ``mpec_tol`` (complementarity accepted after
     the polish, default 1e-9), ``polish`` (default True).
+
+    The results carry ``results.pympc``: ``stages`` (relaxation bound or
+    ``"polish"``, IPOPT status), ``complementarity`` (the residual of the
+    answer), ``multipliers`` and ``timing`` (seconds: ``transform`` = clone and
+    ``mpec.simple_nonlinear``, ``extract`` = building the NLP, ``ipopt`` =
+    inside cyipopt's solve calls, including pympc's derivative callbacks,
+    ``total`` = the whole ``solve``).
     """
 
     name = "pympc.ipopt"
@@ -220,18 +279,22 @@ class IpoptSolver(SolverBase):
         if timelimit is not None:
             opts["max_wall_time"] = float(timelimit)
         t0 = time.perf_counter()
+        clock = _Clock()
         is_mpec = next(model.component_data_objects(Complementarity, active=True, descend_into=True), None) is not None
         stages = []
         if not is_mpec:
-            nlp = PyomoNLP(model)
-            u, info = solve_nlp(nlp, nlp.start(), opts, tee)
+            with clock("extract"):
+                nlp = PyomoNLP(model)
+            with clock("ipopt"):
+                u, info = solve_nlp(nlp, nlp.start(), opts, tee)
             target, comp_res = model, None
         else:
-            memo = {}
-            tmodel = model.clone(memo)
-            back = {id(memo[id(v)]): v for v in model.component_data_objects(pyo.Var, descend_into=True)
-                    if id(v) in memo}
-            pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(tmodel)
+            with clock("transform"):
+                memo = {}
+                tmodel = model.clone(memo)
+                back = {id(memo[id(v)]): v for v in model.component_data_objects(pyo.Var, descend_into=True)
+                        if id(v) in memo}
+                pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(tmodel)
             bound = tmodel.component("mpec_bound")
             # adaptive barrier update (25% faster on random SPD LCPs); the relaxed stages only need to find the
             # active set, the polish makes the answer exact (tol 1e-8 here: 15% faster, no failure in 120 LCPs)
@@ -240,12 +303,14 @@ class IpoptSolver(SolverBase):
             nlp, good, plan, comp_res = None, None, None, None
             for eps in RELAXATION:
                 bound.set_value(eps)
-                if nlp is None:
-                    nlp = PyomoNLP(tmodel)
-                    plan = _polish_plan(nlp, tmodel)
-                else:
-                    nlp.refresh_bounds()
-                u, info = solve_nlp(nlp, nlp.start(), nlp_opts, tee)
+                with clock("extract"):
+                    if nlp is None:
+                        nlp = PyomoNLP(tmodel)
+                        plan = _polish_plan(nlp, tmodel)
+                    else:
+                        nlp.refresh_bounds()
+                with clock("ipopt"):
+                    u, info = solve_nlp(nlp, nlp.start(), nlp_opts, tee)
                 stages.append((eps, int(info["status"])))
                 if info["status"] not in (0, 1):
                     break  # a tighter relaxation failed: polish from the last one that solved
@@ -259,7 +324,8 @@ class IpoptSolver(SolverBase):
                         pinfo = {"status": 0, "status_msg": b"active-set polish: linear system solved",
                                  "mult_g": np.zeros(nlp.m)}
                     elif eps == RELAXATION[-1] or _separated(nlp, plan, good):
-                        pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), popts, tee)
+                        with clock("ipopt"):
+                            pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), popts, tee)
                     else:
                         _restore(nlp, saved)
                         continue
@@ -272,7 +338,7 @@ class IpoptSolver(SolverBase):
                     _restore(nlp, saved)
             if polish and good is not None and plan is None:
                 nlp.load(good)
-                nlp, u, info = _polish(tmodel, popts, tee)
+                nlp, u, info = _polish(tmodel, popts, tee, clock)
                 nlp.load(u)
                 stages.append(("polish", int(info["status"])))
             elif good is not None:
@@ -300,7 +366,8 @@ class IpoptSolver(SolverBase):
         results.solver.status, results.solver.termination_condition = status, term
         results.solver.message = results.solver.termination_message = msg
         results.solver.wallclock_time = wall
-        results.pympc = Bunch(stages=stages, complementarity=comp_res, multipliers=info.get("mult_g"))
+        results.pympc = Bunch(stages=stages, complementarity=comp_res, multipliers=info.get("mult_g"),
+                              timing=clock.times)
         if load_solutions and target is model:
             nlp.load(u)
         elif load_solutions:
@@ -313,4 +380,5 @@ class IpoptSolver(SolverBase):
                     orig = back.get(id(v))
                     if orig is not None and not orig.fixed:
                         orig.set_value(v.value, skip_validation=True)
+        clock.times["total"] = time.perf_counter() - t0
         return results
