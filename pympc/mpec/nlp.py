@@ -17,6 +17,8 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.core.expr.calculus.derivatives import Modes, differentiate
+from pyomo.common.numeric_types import native_numeric_types
+from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression
 from pyomo.core.expr.symbol_map import SymbolMap
 from pyomo.core.expr.visitor import expression_to_string
 from pyomo.repn import generate_standard_repn
@@ -36,20 +38,121 @@ def _bound(v, default):
     return default if v is None else float(v)
 
 
-class _Part:
-    """One function (objective or constraint) split into linear, quadratic and nonlinear parts."""
+class _Linear:
+    """A linear repn of one expression, with its variables numbered: ``const + coef @ u[idx]``.
 
-    def __init__(self, expr, index, where):
-        repn = generate_standard_repn(expr, compute_values=True, quadratic=True)
+    A variable or a ``LinearExpression`` (the node Pyomo builds for sums of
+    monomials) is read directly from its arguments; any other expression goes
+    through Pyomo's ``generate_standard_repn``.  Fixed variables and Params
+    are folded into the constant at their current values, as that repn does.
+    ``nonlinear`` holds the Pyomo repn when the expression is not linear.
+    """
+
+    __slots__ = ("const", "idx", "coef", "nonlinear")
+
+    def __init__(self, expr, index, where, quadratic=False):
+        self.nonlinear = None
+        if not quadratic and _read_linear(self, expr, index, where):
+            return
+        repn = generate_standard_repn(expr, compute_values=True, quadratic=quadratic)
         self.const = float(pyo.value(repn.constant))
-        self.lin = [(index(v, where), float(c)) for v, c in zip(repn.linear_vars, repn.linear_coefs)]
-        self.quad = [(index(a, where), index(b, where), float(c))
-                     for (a, b), c in zip(repn.quadratic_vars, repn.quadratic_coefs)]
+        pairs = [(index(v, where), float(c)) for v, c in zip(repn.linear_vars, repn.linear_coefs) if c != 0]
+        self.idx = np.array([k for k, _ in pairs], dtype=int)
+        self.coef = np.array([c for _, c in pairs], dtype=float)
+        if repn.nonlinear_expr is not None or repn.quadratic_vars:
+            self.nonlinear = repn
+
+
+def _read_linear(lin, expr, index, where):
+    """Fill ``lin`` from a variable or a ``LinearExpression`` node; False for any other expression."""
+    if expr.__class__ in native_numeric_types:
+        terms, const = (), float(expr)
+    elif expr.__class__ is LinearExpression:
+        terms, const = expr.args, 0.0
+    elif getattr(expr, "is_variable_type", bool)():
+        terms, const = (expr,), 0.0
+    else:
+        return False
+    idx, coef = [], []
+    for arg in terms:
+        if arg.__class__ is MonomialTermExpression:
+            c, v = arg.args
+            c = c if c.__class__ in native_numeric_types else pyo.value(c)
+        elif arg.__class__ in native_numeric_types:
+            const += arg
+            continue
+        elif arg.is_variable_type():
+            c, v = 1.0, arg
+        elif not arg.is_potentially_variable():   # a Param or an expression of Params
+            const += pyo.value(arg)
+            continue
+        else:  # pragma: no cover - LinearExpression admits nothing else
+            return False
+        if v.fixed:
+            const += c * pyo.value(v)
+        elif c != 0:
+            idx.append(index(v, where))
+            coef.append(c)
+    lin.const = float(const)
+    lin.idx = np.array(idx, dtype=int)
+    lin.coef = np.array(coef, dtype=float)
+    return True
+
+
+class _Part:
+    """One function (objective or constraint) split into linear, quadratic and nonlinear parts.
+
+    A product of two factors that are each linear (the products ``simple_nonlinear``
+    makes, ``(c.body - c.lower) * v``) is multiplied out from the factors' linear
+    repns, which are shared through ``memo`` with the rows that hold the same
+    expression (``c``).  Anything else goes whole through Pyomo's quadratic repn.
+    """
+
+    def __init__(self, expr, index, where, memo):
         self.nl = None
+        self.qa = self.qb = np.zeros(0, int)
+        self.qc = np.zeros(0)
+        if expr.__class__ is ProductExpression:
+            f, g = (_linear(a, index, where, memo) for a in expr.args)
+            if f.nonlinear is None and g.nonlinear is None:
+                self.const = f.const * g.const
+                self.lin_idx = np.concatenate([f.idx, g.idx])
+                self.lin_coef = np.concatenate([g.const * f.coef, f.const * g.coef])
+                keep = self.lin_coef != 0
+                self.lin_idx, self.lin_coef = self.lin_idx[keep], self.lin_coef[keep]
+                self.qa, self.qb = np.repeat(f.idx, g.idx.size), np.tile(g.idx, f.idx.size)
+                self.qc = np.outer(f.coef, g.coef).ravel()
+                return
+        lin = _linear(expr, index, where, memo)
+        repn = lin.nonlinear
+        if repn is not None:   # quadratic or nonlinear: the whole expression through Pyomo's quadratic repn
+            lin = _Linear(expr, index, where, quadratic=True)
+            repn = lin.nonlinear
+        self.const, self.lin_idx, self.lin_coef = lin.const, lin.idx, lin.coef
+        if repn is None:
+            return
+        if repn.quadratic_vars:
+            self.qa, self.qb, self.qc = (np.array(x) for x in zip(*[
+                (index(a, where), index(b, where), float(c))
+                for (a, b), c in zip(repn.quadratic_vars, repn.quadratic_coefs)]))
+            self.qa, self.qb = self.qa.astype(int), self.qb.astype(int)
         if repn.nonlinear_expr is not None:
             nl_vars = list(repn.nonlinear_vars)
             self.nl_idx = [index(v, where) for v in nl_vars]
             self.nl = (repn.nonlinear_expr, nl_vars)
+
+    @property
+    def constant(self):
+        """Whether the function has no variable part at all."""
+        return not (self.lin_idx.size or self.qc.size or self.nl is not None)
+
+
+def _linear(expr, index, where, memo):
+    """:class:`_Linear` of ``expr``, once per expression object (``memo``: id -> (expr, repn))."""
+    hit = memo.get(id(expr))
+    if hit is None:
+        hit = memo[id(expr)] = (expr, _Linear(expr, index, where))  # the expr is kept so that its id stays unique
+    return hit[1]
 
 
 class PyomoNLP:
@@ -73,11 +176,13 @@ class PyomoNLP:
             k = self._col.get(id(v))
             if k is None:
                 if v.fixed:
-                    raise ProblemError(f"{where}: fixed variable {v.name} reached the NLP")  # repn folds fixed vars
+                    raise ProblemError(f"{where.ctype.__name__.lower()} {where.name}: fixed variable {v.name} "
+                                       "reached the NLP")  # repn folds fixed vars
                 k = self._col[id(v)] = len(self.variables)
                 self.variables.append(v)
             return k
 
+        memo = {}
         objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
         if len(objs) > 1:
             raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
@@ -85,11 +190,11 @@ class PyomoNLP:
         self.obj = None
         if objs:
             self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
-            self.obj = _Part(objs[0].expr, index, f"objective {objs[0].name}")
+            self.obj = _Part(objs[0].expr, index, objs[0], memo)
         self.cons, self._con_datas = [], []
         for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
-            part = _Part(con.body, index, f"constraint {con.name}")
-            if not (part.lin or part.quad or part.nl):
+            part = _Part(con.body, index, con, memo)
+            if part.constant:
                 continue  # a constant constraint: nothing for the solver to do
             self.cons.append(part)
             self._con_datas.append(con)
@@ -97,9 +202,7 @@ class PyomoNLP:
         self.refresh_bounds()
         self.lb = np.array([_bound(v.lb, -_INF) for v in self.variables])
         self.ub = np.array([_bound(v.ub, _INF) for v in self.variables])
-        self._symbols = SymbolMap()
-        for k, v in enumerate(self.variables):
-            self._symbols.addSymbol(v, f"u[{k}]")
+        self._symbols = None  # the names u[k] of the variables in compiled expressions, made when first needed
         self._build()
 
     @property
@@ -117,6 +220,10 @@ class PyomoNLP:
         """Compiled value, gradient and Hessian (lower triangle) of a nonlinear part."""
         expr, nl_vars = part.nl
         loc = part.nl_idx
+        if self._symbols is None:
+            self._symbols = SymbolMap()
+            for k, v in enumerate(self.variables):
+                self._symbols.addSymbol(v, f"u[{k}]")
         grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
         hess = []  # (row var, col var) in global numbering, row >= col
         hess_exprs = []
@@ -140,34 +247,25 @@ class PyomoNLP:
     def _build(self):
         n = self.n
         # Jacobian entries: (row, col) of every linear, quadratic and nonlinear term
-        lin_r, lin_c, lin_v = [], [], []
-        q_r, q_a, q_b, q_c = [], [], [], []
-        self._nl_cons = []
-        for i, part in enumerate(self.cons):
-            for k, a in part.lin:
-                lin_r.append(i); lin_c.append(k); lin_v.append(a)
-            for a, b, c in part.quad:
-                q_r.append(i); q_a.append(a); q_b.append(b); q_c.append(c)
-            if part.nl is not None:
-                self._nl_cons.append((i, part.nl_idx, *self._compile(part)))
-        self._lin = (np.array(lin_r, int), np.array(lin_c, int), np.array(lin_v, float))
-        self._q = (np.array(q_r, int), np.array(q_a, int), np.array(q_b, int), np.array(q_c, float))
+        rows = lambda key: np.concatenate([np.full(getattr(p, key).size, i) for i, p in enumerate(self.cons)]  # noqa: E731
+                                          + [np.zeros(0, int)]).astype(int)
+        cat = lambda key, dtype: np.concatenate([getattr(p, key) for p in self.cons] + [np.zeros(0, dtype)])  # noqa: E731
+        self._lin = (rows("lin_idx"), cat("lin_idx", int).astype(int), cat("lin_coef", float))
+        self._q = (rows("qc"), cat("qa", int).astype(int), cat("qb", int).astype(int), cat("qc", float))
+        self._nl_cons = [(i, part.nl_idx, *self._compile(part)) for i, part in enumerate(self.cons) if part.nl is not None]
         jr = np.concatenate([self._lin[0], self._q[0], self._q[0]] + [np.full(len(idx), i) for i, idx, *_ in self._nl_cons])
         jc = np.concatenate([self._lin[1], self._q[1], self._q[2]] + [np.array(idx, int) for _, idx, *_ in self._nl_cons])
         self._jrow, self._jcol, self._jslot = _unique_pairs(jr.astype(int), jc.astype(int), n)
         self._jlin = np.zeros(len(self._jrow))
-        np.add.at(self._jlin, self._jslot[: len(lin_v)], self._lin[2])
+        np.add.at(self._jlin, self._jslot[: self._lin[0].size], self._lin[2])
         # objective
         ob = self.obj
         self._olin = np.zeros(n)
         self._oq = (np.zeros(0, int), np.zeros(0, int), np.zeros(0))
         self._onl = None
         if ob is not None:
-            for k, a in ob.lin:
-                self._olin[k] += a
-            if ob.quad:
-                a, b, c = zip(*ob.quad)
-                self._oq = (np.array(a, int), np.array(b, int), np.array(c, float))
+            np.add.at(self._olin, ob.lin_idx, ob.lin_coef)
+            self._oq = (ob.qa, ob.qb, ob.qc)
             if ob.nl is not None:
                 self._onl = (ob.nl_idx, *self._compile(ob))
         # Hessian of the Lagrangian, lower triangle: quadratic terms and nonlinear entries
