@@ -187,6 +187,49 @@ def J_of(nlp, u):
     return J
 
 
+def test_nlp_rows_agree_with_pyomo_on_every_expression_shape(rng):
+    """Linear nodes, Param and fixed-variable coefficients, products of linear factors (shared and not),
+    monomials, squares and nonlinear factors: the NLP's rows and derivatives equal Pyomo's own evaluation."""
+    m = pyo.ConcreteModel()
+    m.x, m.y, m.z = (pyo.Var(initialize=0.0) for _ in range(3))
+    m.w = pyo.Var(initialize=1.5)
+    m.w.fix()
+    m.p = pyo.Param(initialize=2.5, mutable=True)
+    e = m.x + m.y
+    m.rows = pyo.ConstraintList()
+    for expr in (m.p * m.x + 2 * m.y - 3 == 0, m.x + m.p * m.w * m.y + m.w >= 1,
+                 (m.x + 2 * m.y - 1) * (3 * m.z + m.p) <= 5, (m.x - m.y) * m.z >= -10, 4 * m.x <= 7,
+                 m.x * m.y + m.z >= 0, pyo.exp(m.x) * (m.y + 1) <= 30, m.x + m.x - 2 * m.y + m.y == 0.5,
+                 e * e <= 9, (m.w * m.x + 1) * (m.p - m.y) >= -4, m.z * m.x <= 2,
+                 (m.x + 2 * m.y - 1) * (3 * m.z - m.x + 0.5) <= 8, m.x + 3 * m.w + m.w - m.p * m.z >= -2,
+                 (m.y - m.w) * (m.x + 2 * m.w) <= 6):
+        m.rows.add(expr)
+    m.o = pyo.Objective(expr=(m.x - 1) * (m.y - 2) + m.z ** 2 + m.p * m.x)
+    nlp = PyomoNLP(m)
+    assert nlp.n == 3 and nlp.m == len(m.rows)
+    for _ in range(4):
+        u = rng.uniform(-1, 1, nlp.n)
+        nlp.load(u)
+        g = nlp.constraints(u)
+        for i, con in enumerate(nlp.constraints_data):
+            lower, upper = pyo.value(con.lower), pyo.value(con.upper)
+            if lower is not None:
+                assert g[i] - nlp.cl[i] == pytest.approx(pyo.value(con.body) - lower, abs=1e-12)
+            else:
+                assert g[i] - nlp.cu[i] == pytest.approx(pyo.value(con.body) - upper, abs=1e-12)
+        assert nlp.objective(u) == pytest.approx(pyo.value(m.o), abs=1e-12)
+        Jfd = np.array([approx_fprime(u, lambda v, i=i: nlp.constraints(v)[i], 1e-7) for i in range(nlp.m)])
+        np.testing.assert_allclose(J_of(nlp, u), Jfd, rtol=1e-5, atol=1e-5)
+        lam = rng.standard_normal(nlp.m)
+        H = np.zeros((nlp.n, nlp.n))
+        r, c = nlp.hessianstructure()
+        np.add.at(H, (r, c), nlp.hessian(u, lam, 0.7))
+        H = H + np.tril(H, -1).T
+        lag_grad = lambda v: 0.7 * nlp.gradient(v) + J_of(nlp, v).T @ lam  # noqa: E731
+        Hfd = np.array([approx_fprime(u, lambda v, i=i: lag_grad(v)[i], 1e-6) for i in range(nlp.n)])
+        np.testing.assert_allclose(H, Hfd, rtol=1e-4, atol=1e-4)
+
+
 def test_ipopt_mpec_is_exactly_complementary_after_polish(rng):
     n = 20
     p = LCP(random_p_matrix(rng, n, "spd"), rng.uniform(-1, 1, n))
