@@ -10,7 +10,7 @@ the solve spent in pympc's own code (extraction, callbacks, polish, loading:
 everything but Ipopt and Pyomo's transformation) and the share of everything
 but Ipopt; then the big-M MILP (HiGHS, first problem) and Lemke, and the worst
 complementarity residual of the IPOPT answers.
-Run: ``python benchmarks/crosscheck_speed.py [--problems K]``
+Run: ``python benchmarks/crosscheck_speed.py [--problems K] [--sizes N ...]``
 """
 
 import argparse
@@ -63,13 +63,14 @@ def random_lcp(n, seed):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", type=int, default=15, help="random LCPs per size for n <= 20 (a third of it above)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[5, 20, 50, 100])
     args = ap.parse_args()
     solver = pyo.SolverFactory("pympc.ipopt")
     solver.solve(to_pyomo(random_lcp(3, 0)))  # imports, first-call costs
     cols = ("n", "build", "transf", "extract", "callbk", "Ipopt", "solve", "pympc %", "non-Ipopt %", "milp", "lemke",
             "compl")
     print(" ".join(f"{c:>{w}}" for c, w in zip(cols, (4, 8, 8, 8, 8, 8, 8, 8, 11, 10, 8, 9))))
-    for n in (5, 20, 50, 100):
+    for n in args.sizes:
         k = args.problems if n <= 20 else max(3, args.problems // 3)
         rows, worst = [], 0.0
         for seed in range(k):

@@ -79,6 +79,25 @@ def test_ray_is_not_optimal_and_infeasible_is_infeasible():
     assert res.solver.termination_condition == TerminationCondition.infeasible
 
 
+@pytest.mark.parametrize("q0", [2.0, -1.0])
+def test_zero_rows_make_valid_models_for_every_solver(q0):
+    """A zero row of M makes w_0 = q_0 a constant side: solvable when q_0 > 0, infeasible when q_0 < 0."""
+    p = LCP([[0.0, 0.0], [1.0, 2.0]], [q0, -2.0])
+    feasible = q0 >= 0
+    for name in ("pympc.lemke", "pympc.milp", "pympc.ipopt"):
+        m = to_pyomo(p)
+        res = pyo.SolverFactory(name).solve(m)
+        assert pyo.check_optimal_termination(res) == feasible, (name, res.solver.message)
+        if feasible:
+            z = np.array([m.z[i].value for i in range(2)])
+            assert p.is_solution(z), name
+    # an all-zero row of [A B] is the constant row 0 == c_0: IPOPT's route proves infeasibility without a solve
+    m = to_pyomo(HLCP(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([1.0, 1.0])))
+    res = pyo.SolverFactory("pympc.ipopt").solve(m)
+    assert res.solver.termination_condition == TerminationCondition.infeasible
+    assert "eq[0]" in res.solver.message
+
+
 def test_tee_prints_pivot_log(capsys):
     pyo.SolverFactory("pympc.lemke").solve(to_pyomo(LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]).to_hlcp()), tee=True)
     assert "enters" in capsys.readouterr().out

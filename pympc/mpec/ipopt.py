@@ -64,6 +64,10 @@ def solve_nlp(nlp, u0, options, tee=False):
             prob.add_option(key, val)
         except TypeError as exc:
             raise OptionError(f"IPOPT option {key}={val!r}: {exc}") from None
+    if nlp.violated:
+        names = ", ".join(c.name for c in nlp.violated[:5]) + (" ..." if len(nlp.violated) > 5 else "")
+        return u0, {"status": 2, "status_msg": f"infeasible: constant constraint(s) {names} violated".encode(),
+                    "mult_g": np.zeros(nlp.m)}
     if nlp.n == 0:
         return np.zeros(0), {"status": 0, "status_msg": b"no free variables", "mult_g": np.zeros(nlp.m)}
     return prob.solve(u0)
@@ -150,17 +154,18 @@ def _linear_polish(nlp, plan, u, tol):
     if nlp._nl_cons or np.any(~skip[nlp._q[0]]):
         return None                                   # a nonlinear row besides the products
     r, c, v = nlp._lin
-    A = np.zeros((nlp.m, nlp.n))
-    np.add.at(A, (r, c), v)
+    A = np.bincount(r * nlp.n + c, v, minlength=nlp.m * nlp.n).reshape(nlp.m, nlp.n)
     eq = (nlp.cl == nlp.cu) & ~skip
     fixed = nlp.lb == nlp.ub
     free = ~fixed
     x = np.where(fixed, nlp.lb, 0.0)
     rhs = nlp.cl[eq] - A[np.ix_(eq, fixed)] @ x[fixed]
     Af = A[np.ix_(eq, free)]
-    if Af.shape[0] < Af.shape[1] or np.linalg.matrix_rank(Af) < Af.shape[1]:
+    if Af.shape[0] < Af.shape[1]:
         return None                                   # not determined by the active set
-    x[free] = np.linalg.lstsq(Af, rhs, rcond=None)[0]
+    x[free], _, rank, _ = np.linalg.lstsq(Af, rhs, rcond=None)
+    if rank < Af.shape[1]:
+        return None
     g = A @ x
     scale = 1.0 + float(np.abs(x).max(initial=0)) + float(np.abs(nlp.cl[eq]).max(initial=0))
     ok = (np.all(x >= nlp.lb - tol * scale) and np.all(x <= nlp.ub + tol * scale)
@@ -229,7 +234,7 @@ class _Clock:
     """Seconds spent per named part of a solve: ``with clock("ipopt"): ...`` adds to ``clock.times["ipopt"]``."""
 
     def __init__(self):
-        self.times = {"transform": 0.0, "extract": 0.0, "ipopt": 0.0}
+        self.times = {"transform": 0.0, "extract": 0.0, "ipopt": 0.0, "polish": 0.0, "load": 0.0}
 
     @contextmanager
     def __call__(self, name):
@@ -281,104 +286,130 @@ class IpoptSolver(SolverBase):
         t0 = time.perf_counter()
         clock = _Clock()
         is_mpec = next(model.component_data_objects(Complementarity, active=True, descend_into=True), None) is not None
-        stages = []
-        if not is_mpec:
+        if is_mpec:
+            run = _solve_mpec(model, opts, mpec_tol, polish, tee, clock)
+        else:
             with clock("extract"):
                 nlp = PyomoNLP(model)
             with clock("ipopt"):
                 u, info = solve_nlp(nlp, nlp.start(), opts, tee)
-            target, comp_res = model, None
-        else:
-            with clock("transform"):
-                memo = {}
-                tmodel = model.clone(memo)
-                back = {id(memo[id(v)]): v for v in model.component_data_objects(pyo.Var, descend_into=True)
-                        if id(v) in memo}
-                pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(tmodel)
-            bound = tmodel.component("mpec_bound")
-            # adaptive barrier update (25% faster on random SPD LCPs); the relaxed stages only need to find the
-            # active set, the polish makes the answer exact (tol 1e-8 here: 15% faster, no failure in 120 LCPs)
-            nlp_opts = {"bound_relax_factor": 0.0, "tol": 1e-8, "mu_strategy": "adaptive", **opts}
-            popts = {**nlp_opts, "tol": 1e-13, "constr_viol_tol": 1e-13}
-            nlp, good, plan, comp_res = None, None, None, None
-            for eps in RELAXATION:
-                bound.set_value(eps)
-                with clock("extract"):
-                    if nlp is None:
-                        nlp = PyomoNLP(tmodel)
-                        plan = _polish_plan(nlp, tmodel)
-                    else:
-                        nlp.refresh_bounds()
-                with clock("ipopt"):
-                    u, info = solve_nlp(nlp, nlp.start(), nlp_opts, tee)
-                stages.append((eps, int(info["status"])))
-                if info["status"] not in (0, 1):
-                    break  # a tighter relaxation failed: polish from the last one that solved
-                good = u
-                nlp.load(u)
-                if polish and plan is not None:
-                    # polish already from this stage; keep it if it solves and is complementary, else go on
-                    saved = _polish_in_place(nlp, plan, good)
-                    pu = _linear_polish(nlp, plan, good, 1e-12)
-                    if pu is not None:   # a linear active-set system, solved directly
-                        pinfo = {"status": 0, "status_msg": b"active-set polish: linear system solved",
-                                 "mult_g": np.zeros(nlp.m)}
-                    elif eps == RELAXATION[-1] or _separated(nlp, plan, good):
-                        with clock("ipopt"):
-                            pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), popts, tee)
-                    else:
-                        _restore(nlp, saved)
-                        continue
-                    res = _pair_residual(*_factors(nlp, plan, pu))
-                    stages.append(("polish", int(pinfo["status"])))
-                    if pinfo["status"] in (0, 1) and res <= mpec_tol:
-                        u, info, comp_res, good = pu, pinfo, res, None
-                        nlp.load(u)
-                        break
-                    _restore(nlp, saved)
-            if polish and good is not None and plan is None:
-                nlp.load(good)
-                nlp, u, info = _polish(tmodel, popts, tee, clock)
-                nlp.load(u)
-                stages.append(("polish", int(info["status"])))
-            elif good is not None:
-                u = good
-                nlp.load(u)
-            if comp_res is None:
-                comp_res = _complementarity_residual(tmodel)
-            target = tmodel
-        wall = time.perf_counter() - t0
+            run = _Run(nlp, u, info)
+        results = self._results(model, run, mpec_tol, clock, time.perf_counter() - t0)
+        if load_solutions:
+            with clock("load"):
+                run.load()
+        clock.times["total"] = time.perf_counter() - t0
+        return results
+
+    def _results(self, model, run, mpec_tol, clock, wall):
+        """Pyomo's ``SolverResults`` of a run; an MPEC is optimal only if its complementarity verifies."""
+        info = run.info
         results = SolverResults()
         results.problem.name = model.name
-        results.problem.number_of_variables = nlp.n
-        results.problem.number_of_constraints = nlp.m
+        results.problem.number_of_variables = run.nlp.n
+        results.problem.number_of_constraints = run.nlp.m
         results.solver.name = self.name
         status, term = _IPOPT_STATUS.get(int(info["status"]), (SolverStatus.error, TerminationCondition.error))
         msg = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
-        if comp_res is not None and term in (TerminationCondition.optimal, TerminationCondition.locallyOptimal) \
-                and comp_res > mpec_tol:
+        ok = (TerminationCondition.optimal, TerminationCondition.locallyOptimal)
+        if run.complementarity is not None and term in ok and run.complementarity > mpec_tol:
             status, term = SolverStatus.warning, TerminationCondition.other
-            msg += f"; complementarity residual {comp_res:.2e} exceeds mpec_tol {mpec_tol:g}"
-        if comp_res is not None and term not in (TerminationCondition.optimal, TerminationCondition.locallyOptimal):
-            # a failed relaxation or polish proves nothing about the MPEC itself
+            msg += f"; complementarity residual {run.complementarity:.2e} exceeds mpec_tol {mpec_tol:g}"
+        if run.complementarity is not None and term not in ok and not run.nlp.violated:
+            # a failed relaxation or polish proves nothing about the MPEC itself (violated constant rows do)
             status, term = SolverStatus.warning, TerminationCondition.other
-            msg = f"MPEC not solved (stages {stages}): {msg}"
+            msg = f"MPEC not solved (stages {run.stages}): {msg}"
         results.solver.status, results.solver.termination_condition = status, term
         results.solver.message = results.solver.termination_message = msg
         results.solver.wallclock_time = wall
-        results.pympc = Bunch(stages=stages, complementarity=comp_res, multipliers=info.get("mult_g"),
+        results.pympc = Bunch(stages=run.stages, complementarity=run.complementarity, multipliers=info.get("mult_g"),
                               timing=clock.times)
-        if load_solutions and target is model:
-            nlp.load(u)
-        elif load_solutions:
-            for v in nlp.variables:
-                orig = back.get(id(v))
-                if orig is not None:
-                    orig.set_value(v.value, skip_validation=True)
-            for v in target.component_data_objects(pyo.Var, descend_into=True):
-                if v.fixed:  # fixed by the polish
-                    orig = back.get(id(v))
-                    if orig is not None and not orig.fixed:
-                        orig.set_value(v.value, skip_validation=True)
-        clock.times["total"] = time.perf_counter() - t0
         return results
+
+
+class _Run:
+    """The outcome of one solve: the NLP solved last, its point and IPOPT's info, and how to load it back.
+
+    For an MPEC the NLP belongs to the transformed clone: ``back`` maps the
+    clone's variables (by id) to the caller's, and ``model_polish`` says the
+    general polish fixed some of the clone's variables on the model itself.
+    """
+
+    def __init__(self, nlp, u, info, stages=(), complementarity=None, tmodel=None, back=None, model_polish=False):
+        self.nlp, self.u, self.info, self.stages = nlp, u, info, list(stages)
+        self.complementarity, self.tmodel, self.back, self.model_polish = complementarity, tmodel, back, model_polish
+
+    def load(self):
+        """Write the point into the caller's variables."""
+        if self.tmodel is None:
+            self.nlp.load(self.u)
+            return
+        back = self.back
+        for v, val in zip(self.nlp.variables, self.u):
+            orig = back.get(id(v))
+            if orig is not None:
+                orig.set_value(float(val), skip_validation=True)
+        if self.model_polish:
+            for v in self.tmodel.component_data_objects(pyo.Var, descend_into=True):
+                orig = back.get(id(v)) if v.fixed else None
+                if orig is not None and not orig.fixed:
+                    orig.set_value(v.value, skip_validation=True)
+
+
+def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
+    """Clone, ``mpec.simple_nonlinear``, continuation on ``mpec_bound`` with the polish after each stage."""
+    with clock("transform"):
+        memo = {}
+        tmodel = model.clone(memo)
+        back = {id(memo[id(v)]): v for v in model.component_data_objects(pyo.Var, descend_into=True) if id(v) in memo}
+        pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(tmodel)
+    bound = tmodel.component("mpec_bound")
+    # adaptive barrier update (25% faster on random SPD LCPs); the relaxed stages only need to find the
+    # active set, the polish makes the answer exact (tol 1e-8 here: 15% faster, no failure in 120 LCPs)
+    nlp_opts = {"bound_relax_factor": 0.0, "tol": 1e-8, "mu_strategy": "adaptive", **opts}
+    popts = {**nlp_opts, "tol": 1e-13, "constr_viol_tol": 1e-13}
+    stages = []
+    nlp, good, plan = None, None, None
+    for eps in RELAXATION:
+        bound.set_value(eps)
+        with clock("extract"):
+            if nlp is None:
+                nlp = PyomoNLP(tmodel)
+                plan = _polish_plan(nlp, tmodel)
+            else:
+                nlp.refresh_bounds()
+        with clock("ipopt"):
+            u, info = solve_nlp(nlp, nlp.start() if good is None else np.clip(good, nlp.lb, nlp.ub), nlp_opts, tee)
+        stages.append((eps, int(info["status"])))
+        if info["status"] not in (0, 1):
+            break  # a tighter relaxation failed: polish from the last one that solved
+        good = u
+        if not (polish and plan is not None):
+            continue
+        # polish already from this stage; keep it if it solves and is complementary, else go on
+        with clock("polish"):
+            saved = _polish_in_place(nlp, plan, good)
+            pu = _linear_polish(nlp, plan, good, 1e-12)
+        if pu is not None:   # a linear active-set system, solved directly
+            pinfo = {"status": 0, "status_msg": b"active-set polish: linear system solved", "mult_g": np.zeros(nlp.m)}
+        elif eps == RELAXATION[-1] or _separated(nlp, plan, good):
+            with clock("ipopt"):
+                pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), popts, tee)
+        else:
+            _restore(nlp, saved)
+            continue
+        res = _pair_residual(*_factors(nlp, plan, pu))
+        stages.append(("polish", int(pinfo["status"])))
+        if pinfo["status"] in (0, 1) and res <= mpec_tol:
+            return _Run(nlp, pu, pinfo, stages, res, tmodel, back)
+        _restore(nlp, saved)
+    if good is None:   # the first stage failed: report its point
+        nlp.load(u)
+        return _Run(nlp, u, info, stages, _complementarity_residual(tmodel), tmodel, back)
+    nlp.load(good)
+    if polish and plan is None:
+        nlp, u, info = _polish(tmodel, popts, tee, clock)
+        nlp.load(u)
+        stages.append(("polish", int(info["status"])))
+        return _Run(nlp, u, info, stages, _complementarity_residual(tmodel), tmodel, back, model_polish=True)
+    return _Run(nlp, good, info, stages, _complementarity_residual(tmodel), tmodel, back)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.core.expr.numeric_expr import LinearExpression
 from pyomo.core.expr.relational_expr import EqualityExpression, InequalityExpression, RangedExpression
 from pyomo.mpec import Complementarity, complements
 from pyomo.repn import generate_standard_repn
@@ -26,6 +27,7 @@ def to_pyomo(problem):
 
     LCP(M, q): variables ``z[i]``, conditions
     ``compl[i] = complements(z[i] >= 0, sum_j M[i,j] z[j] + q[i] >= 0)``.
+    A zero row of M gets a variable ``w[i]`` with ``w[i] == q[i]`` as its side.
     HLCP(A, B, c): variables ``x[i]``, ``y[i]``, equalities
     ``eq[i]: sum_j A[i,j] x[j] + B[i,j] y[j] == c[i]`` and
     ``compl[i] = complements(x[i] >= 0, y[i] >= 0)``.  The model has no
@@ -45,9 +47,13 @@ def to_pyomo(problem):
     if isinstance(problem, LCP):
         M, q = problem.M, problem.q
         m.z = pyo.Var(m.pairs, initialize=0.0, doc="z of w = M z + q")
+        zero = [i for i in range(n) if not M[i].any()]
+        if zero:  # w_i = q_i is a constant: Pyomo cannot take it as a complementarity side, a variable can
+            m.w = pyo.Var(zero, initialize=0.0, doc="w of the rows of M that are zero")
+            m.w_def = pyo.Constraint(zero, rule=lambda m, i: m.w[i] == float(q[i]), doc="w = q on the zero rows of M")
         m.compl = Complementarity(
             m.pairs,
-            rule=lambda m, i: complements(m.z[i] >= 0, sum(M[i, j] * m.z[j] for j in range(n) if M[i, j] != 0) + q[i] >= 0),
+            rule=lambda m, i: complements(m.z[i] >= 0, (_row(q[i], (M, m.z), i) if M[i].any() else m.w[i]) >= 0),
             doc="0 <= z ⊥ M z + q >= 0",
         )
         return m
@@ -56,14 +62,26 @@ def to_pyomo(problem):
     A, B, c = problem.A, problem.B, problem.c
     m.x = pyo.Var(m.pairs, initialize=0.0)
     m.y = pyo.Var(m.pairs, initialize=0.0)
-    m.eq = pyo.Constraint(
-        m.pairs,
-        rule=lambda m, i: sum(A[i, j] * m.x[j] for j in range(n) if A[i, j] != 0)
-        + sum(B[i, j] * m.y[j] for j in range(n) if B[i, j] != 0) == c[i],
-        doc="A x + B y == c",
-    )
+    m.eq = pyo.Constraint(m.pairs, rule=lambda m, i: _row(0.0, (A, m.x), i, (B, m.y)) == c[i], doc="A x + B y == c")
     m.compl = Complementarity(m.pairs, rule=lambda m, i: complements(m.x[i] >= 0, m.y[i] >= 0), doc="0 <= x ⊥ y >= 0")
     return m
+
+
+def _row(const, first, i, *more):
+    """Row ``i`` of ``const + Σ matrix @ variables`` over ``(matrix, variables)`` blocks, as one LinearExpression.
+
+    Only the nonzero coefficients appear; a row with none keeps ``0*v[i]`` of
+    the first block, so that ``row == c`` stays a constraint (a constant would
+    make it a plain bool); solvers see it as the constant row it is.
+    """
+    coefs, variables = [], []
+    for M, v in (first, *more):
+        nz = np.flatnonzero(M[i])
+        coefs.extend(M[i, nz].tolist())
+        variables.extend(v[j] for j in nz)
+    if not coefs:
+        coefs, variables = [0.0], [first[1][i]]
+    return LinearExpression(constant=float(const), linear_coefs=coefs, linear_vars=variables)
 
 
 @dataclass

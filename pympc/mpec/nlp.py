@@ -166,6 +166,15 @@ class PyomoNLP:
     model : pyomo Block
         Read, never modified.  Complementarity conditions must already have
         been transformed (``mpec.simple_nonlinear``).
+
+    Attributes
+    ----------
+    variables : list of pyomo VarData
+        The columns of ``u``.
+    violated : list of pyomo ConstraintData
+        Constraints with no free variable left (constant bodies) that break
+        their bounds: the NLP is infeasible whatever ``u`` is.  Constant
+        constraints that hold are dropped.
     """
 
     def __init__(self, model):
@@ -191,13 +200,17 @@ class PyomoNLP:
         if objs:
             self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
             self.obj = _Part(objs[0].expr, index, objs[0], memo)
-        self.cons, self._con_datas = [], []
+        self.cons, self._con_datas, self._con_bounds, self.violated = [], [], [], []
         for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
-            part = _Part(con.body, index, con, memo)
-            if part.constant:
-                continue  # a constant constraint: nothing for the solver to do
+            lower, body, upper = con.to_bounded_expression()
+            part = _Part(body, index, con, memo)
+            if part.constant:  # nothing for the solver to do, but it may be violated
+                if _violated(part.const, pyo.value(lower), pyo.value(upper)):
+                    self.violated.append(con)
+                continue
             self.cons.append(part)
             self._con_datas.append(con)
+            self._con_bounds.append((lower, upper))
         self.n, self.m = len(self.variables), len(self.cons)
         self.refresh_bounds()
         self.lb = np.array([_bound(v.lb, -_INF) for v in self.variables])
@@ -247,8 +260,7 @@ class PyomoNLP:
     def _build(self):
         n = self.n
         # Jacobian entries: (row, col) of every linear, quadratic and nonlinear term
-        rows = lambda key: np.concatenate([np.full(getattr(p, key).size, i) for i, p in enumerate(self.cons)]  # noqa: E731
-                                          + [np.zeros(0, int)]).astype(int)
+        rows = lambda key: np.repeat(np.arange(self.m), [getattr(p, key).size for p in self.cons])  # noqa: E731
         cat = lambda key, dtype: np.concatenate([getattr(p, key) for p in self.cons] + [np.zeros(0, dtype)])  # noqa: E731
         self._lin = (rows("lin_idx"), cat("lin_idx", int).astype(int), cat("lin_coef", float))
         self._q = (rows("qc"), cat("qa", int).astype(int), cat("qb", int).astype(int), cat("qc", float))
@@ -346,8 +358,9 @@ class PyomoNLP:
     # -- helpers ------------------------------------------------------------------
     def refresh_bounds(self):
         """Re-read the constraint bounds (they may hold mutable Params, e.g. ``mpec_bound``)."""
-        self.cl = np.array([_bound(pyo.value(c.lower), -_INF) - p.const for c, p in zip(self._con_datas, self.cons)])
-        self.cu = np.array([_bound(pyo.value(c.upper), _INF) - p.const for c, p in zip(self._con_datas, self.cons)])
+        const = np.array([p.const for p in self.cons])
+        self.cl = np.array([_bound(pyo.value(lo), -_INF) for lo, _ in self._con_bounds]) - const
+        self.cu = np.array([_bound(pyo.value(up), _INF) for _, up in self._con_bounds]) - const
 
     def start(self):
         """The model's current values (0 where none), clipped into the bounds."""
@@ -358,6 +371,12 @@ class PyomoNLP:
         """Write ``u`` into the model's variables."""
         for v, val in zip(self.variables, u):
             v.set_value(float(val), skip_validation=True)
+
+
+def _violated(value, lower, upper, rtol=1e-9):
+    """Does a constant constraint body ``value`` break its bounds (beyond ``rtol`` of their size)?"""
+    return ((lower is not None and value < lower - rtol * (1 + abs(lower)))
+            or (upper is not None and value > upper + rtol * (1 + abs(upper))))
 
 
 def _unique_pairs(rows, cols, n):
