@@ -115,13 +115,16 @@ class _Part:
         if expr.__class__ is ProductExpression:
             f, g = (_linear(a, index, where, memo) for a in expr.args)
             if f.nonlinear is None and g.nonlinear is None:
+                # (f0 + f·u)(g0 + g·u) = f0 g0 + g0 f·u + f0 g·u + Σ f_i g_j u_i u_j
                 self.const = f.const * g.const
-                self.lin_idx = np.concatenate([f.idx, g.idx])
-                self.lin_coef = np.concatenate([g.const * f.coef, f.const * g.coef])
-                keep = self.lin_coef != 0
-                self.lin_idx, self.lin_coef = self.lin_idx[keep], self.lin_coef[keep]
-                self.qa, self.qb = np.repeat(f.idx, g.idx.size), np.tile(g.idx, f.idx.size)
-                self.qc = np.outer(f.coef, g.coef).ravel()
+                lin = [(x.idx, y.const * x.coef) for x, y in ((f, g), (g, f)) if y.const != 0]
+                self.lin_idx = np.concatenate([i for i, _ in lin]) if lin else f.idx[:0]
+                self.lin_coef = np.concatenate([c for _, c in lin]) if lin else f.coef[:0]
+                if g.idx.size == 1:   # the usual case: an expression times one variable
+                    self.qa, self.qb, self.qc = f.idx, np.full(f.idx.size, g.idx[0]), f.coef * g.coef[0]
+                else:
+                    self.qa, self.qb = np.repeat(f.idx, g.idx.size), np.tile(g.idx, f.idx.size)
+                    self.qc = np.outer(f.coef, g.coef).ravel()
                 return
         lin = _linear(expr, index, where, memo)
         repn = lin.nonlinear
@@ -295,6 +298,16 @@ class PyomoNLP:
         # constant Hessian weights of quadratic terms: c u_a u_b -> c at (a,b), 2c at (a,a)
         self._qh = np.where(qa == qb, 2.0, 1.0) * self._q[3]
         self._oqh = np.where(oa == obb, 2.0, 1.0) * self._oq[2]
+        # for the callbacks: the linear rows as a dense matrix when small; the Jacobian entries of the
+        # quadratic terms (entry (r, a) of c u_a u_b is c u_b); the objective's constant Hessian
+        nlin, nq, noq = self._lin[0].size, qa.size, oa.size
+        self._A = None
+        if self.m * n <= 10_000:
+            self._A = np.bincount(self._lin[0] * n + self._lin[1], self._lin[2], minlength=self.m * n).reshape(self.m, n)
+        self._jq = (self._jslot[nlin: nlin + 2 * nq], np.concatenate([qb, qa]), np.concatenate([self._q[3]] * 2))
+        self._jnl_slot = self._jslot[nlin + 2 * nq:]
+        self._Ho = np.bincount(self._hslot[nq: nq + noq], self._oqh, minlength=self._hrow.size)
+        self._hnl_slot = self._hslot[nq + noq:]
 
     # -- the cyipopt interface ----------------------------------------------------
     def objective(self, u):
@@ -319,8 +332,11 @@ class PyomoNLP:
 
     def constraints(self, u):
         """Constraint bodies without their constants (the bounds absorbed them)."""
-        r, c, v = self._lin
-        g = np.bincount(r, v * u[c], minlength=self.m).astype(float)
+        if self._A is not None:
+            g = self._A @ u
+        else:
+            r, c, v = self._lin
+            g = np.bincount(r, v * u[c], minlength=self.m).astype(float)
         qr, qa, qb, qc = self._q
         if qr.size:
             g += np.bincount(qr, qc * u[qa] * u[qb], minlength=self.m)
@@ -333,27 +349,28 @@ class PyomoNLP:
 
     def jacobian(self, u):
         """Values of the sparse Jacobian, in the order of :meth:`jacobianstructure`."""
-        qr, qa, qb, qc = self._q
-        entry_vals = [qc * u[qb], qc * u[qa]] + [np.array(g(u), float) for _, _, _, g, _, _ in self._nl_cons]
-        extra = np.concatenate(entry_vals)
-        if extra.size == 0:
-            return self._jlin.copy()
-        return self._jlin + np.bincount(self._jslot[self._lin[0].size:], extra, minlength=self._jlin.size)
+        slots, cols, coefs = self._jq
+        vals = self._jlin + np.bincount(slots, coefs * u[cols], minlength=self._jlin.size)
+        if self._nl_cons:
+            vals += np.bincount(self._jnl_slot, np.concatenate([np.array(g(u), float) for _, _, _, g, _, _ in self._nl_cons]),
+                                minlength=vals.size)
+        return vals
 
     def hessianstructure(self):
         return self._hrow, self._hcol
 
     def hessian(self, u, lagrange, obj_factor):
         """Lower triangle of ``obj_factor ∇²f + Σ λ_i ∇²g_i``."""
-        parts = [lagrange[self._q[0]] * self._qh, obj_factor * self.sense * self._oqh]
-        for i, _idx, _f, _g, h, _hs in self._nl_cons:
-            parts.append(lagrange[i] * np.array(h(u), float))
+        qr = self._q[0]
+        vals = np.bincount(self._hslot[: qr.size], lagrange[qr] * self._qh, minlength=self._Ho.size)
+        if self._oqh.size:
+            vals += (obj_factor * self.sense) * self._Ho
+        parts = [lagrange[i] * np.array(h(u), float) for i, _idx, _f, _g, h, _hs in self._nl_cons]
         if self._onl is not None:
             parts.append(obj_factor * self.sense * np.array(self._onl[3](u), float))
-        vals = np.concatenate(parts)
-        if vals.size == 0:
-            return np.zeros(len(self._hrow))
-        return np.bincount(self._hslot, vals, minlength=len(self._hrow))
+        if parts:
+            vals += np.bincount(self._hnl_slot, np.concatenate(parts), minlength=vals.size)
+        return vals
 
     # -- helpers ------------------------------------------------------------------
     def refresh_bounds(self):
