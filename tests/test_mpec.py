@@ -351,3 +351,30 @@ def test_crosscheck_explains_disagreement_on_problem_with_several_solutions():
 def test_crosscheck_unknown_solver():
     with pytest.raises(pympc.SolverNotFound):
         pympc.crosscheck(LCP([[1.0]], [-1.0]), solvers=("cplex",))
+
+
+def test_milp_big_m_is_proved_for_positive_definite_problems(rng):
+    """An LCP with positive definite (non-symmetric) M, and an HLCP whose B⁻¹A is: the LP relaxation is unbounded,
+    but the monotone bound makes the MILP exact, and every solution lies inside the bounds."""
+    n = 6
+    for _ in range(5):
+        S = random_p_matrix(rng, n, "spd")
+        K = rng.standard_normal((n, n))
+        M = S + (K - K.T)                        # positive definite symmetric part
+        p = LCP(M, rng.uniform(-2, 2, n))
+        r = milp(p)
+        assert r.success and r.info["exact"]
+        s = pympc.solve(p)
+        Ux, Uy = r.info["big_m"]                 # the HLCP of an LCP is (x, y) = (w, z)
+        assert np.all(s.w <= Ux) and np.all(s.z <= Uy)
+        np.testing.assert_allclose(r.z, s.z, atol=1e-8)
+        # the same problem as an HLCP with the roles exchanged and a dense invertible mixing: B x + A y = c
+        T = rng.standard_normal((n, n)) + 3 * np.eye(n)
+        h = HLCP(T @ M, -T, T @ p.q)             # T(M x - y) = -T q  <=>  y = M x + q: x is z, y is w
+        rh = milp(h)
+        assert rh.success and rh.info["exact"]
+        Ux, Uy = rh.info["big_m"]
+        assert np.all(s.z <= Ux) and np.all(s.w <= Uy)
+    # unbounded relaxation and not monotone either way: no finite bound is proved, and the flag says so
+    r = milp(LCP([[0.0, 1.0], [1.0, 0.0]], [-1.0, -1.0]))
+    assert r.success and not r.info["exact"]

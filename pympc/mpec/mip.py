@@ -1,14 +1,25 @@
 """The exact cross-check: an HLCP as a big-M MILP solved by HiGHS.
 
-``A x + B y = c``, ``0 <= x <= U b``, ``0 <= y <= U (1 - b)``, ``b`` binary.
+``A x + B y = c``, ``0 <= x <= U_x b``, ``0 <= y <= U_y (1 - b)``, ``b`` binary.
 
-How big-M is chosen: ``U`` is the LP maximum of ``sum(x + y)`` over the
-polyhedron ``{A x + B y = c, x, y >= 0}``, which bounds every member of every
-solution, so the MILP is then *exact*: infeasible iff the HLCP has no
-solution.  When that LP is unbounded no finite ``U`` is valid for all
-solutions; ``big_m`` (or ``10 (1 + |c|)`` scaled by the data) is used and the
-answer is marked ``exact=False`` (an infeasible MILP then proves nothing).
+How big-M is chosen (the first rule that applies):
 
+1. the LP maximum of ``sum(x + y)`` over the polyhedron
+   ``{A x + B y = c, x, y >= 0}`` when that LP is bounded: it bounds every
+   member of every solution;
+2. a monotone bound: if ``A`` is invertible and ``M = -A⁻¹B`` has a positive
+   definite symmetric part (smallest eigenvalue ``μ``), then every solution
+   has ``x = M y + q`` (``q = A⁻¹c``) and ``yᵀx = 0``, so
+   ``μ |y|² <= yᵀ M y = -yᵀq`` gives ``|y|₂ <= |q|₂/μ`` and
+   ``x_i <= |M_i|₂ |q|₂/μ + |q_i|``; the same with the roles of ``x`` and
+   ``y`` exchanged when ``B`` is invertible.  This covers LCPs with positive
+   definite (not necessarily symmetric) M;
+3. otherwise no finite bound is proved: ``big_m`` (or ``1e3 (1 + |c|)``) is
+   used and the answer is marked ``exact=False`` (an infeasible MILP then
+   proves nothing).
+
+Under rules 1 and 2 the MILP is *exact*: infeasible iff the HLCP has no
+solution (the bounds carry a relative margin of 1e-6 for round-off).
 HiGHS's ``mip_feasibility_tolerance`` is tightened to 1e-9 and every MILP
 point is re-solved on its support (``x_i`` or ``y_i`` forced to zero by the
 binary) and verified on the original problem before it is reported.
@@ -36,14 +47,37 @@ MILP_OPTIONS = {
 
 
 def _bound(hlcp):
-    """A valid big-M: max sum(x + y) over the LP relaxation; None if unbounded."""
+    """Valid big-Ms ``(U_x, U_y)`` for every solution (see the module), or None; and whether the LP is infeasible."""
     n = hlcp.n
     res = linprog(-np.ones(2 * n), A_eq=np.hstack([hlcp.A, hlcp.B]), b_eq=hlcp.c, bounds=(0, None), method="highs")
     if res.status == 2:
-        return 0.0, True  # the relaxation is infeasible: so is the HLCP
-    if res.status != 0:
-        return None, False
-    return max(1.0, -res.fun) * (1.0 + 1e-6) + 1e-6, False
+        return None, True  # the relaxation is infeasible: so is the HLCP
+    if res.status == 0:
+        U = np.full(n, max(1.0, -res.fun) * (1.0 + 1e-6) + 1e-6)
+        return (U, U), False
+    for P, Q, x_first in ((hlcp.A, hlcp.B, True), (hlcp.B, hlcp.A, False)):
+        bound = _monotone_bound(P, Q, hlcp.c)
+        if bound is not None:
+            U_out, U_in = bound          # the side solved for (P's), the other side
+            return ((U_out, U_in) if x_first else (U_in, U_out)), False
+    return None, False
+
+
+def _monotone_bound(P, Q, c):
+    """Bounds on ``u = M v + q`` and ``v`` over the solutions of ``P u + Q v = c``, ``u ⊥ v``, when ``M = -P⁻¹Q``
+    has a positive definite symmetric part; None otherwise."""
+    try:
+        if np.linalg.cond(P) > 1e12:
+            return None
+        M, q = -np.linalg.solve(P, Q), np.linalg.solve(P, c)
+    except np.linalg.LinAlgError:
+        return None
+    mu = float(np.linalg.eigvalsh(0.5 * (M + M.T)).min())
+    if mu <= 1e-9 * max(1.0, float(np.abs(M).max())):
+        return None
+    r = float(np.linalg.norm(q)) / mu
+    margin = lambda u: u * (1.0 + 1e-6) + 1e-9  # noqa: E731
+    return margin(np.linalg.norm(M, axis=1) * r + np.abs(q)), margin(np.full(len(q), r))
 
 
 def _polish(hlcp, b, tol):
@@ -72,7 +106,8 @@ def milp(problem, **options):
     -------
     LCPResult or HLCPResult
         ``method="milp"``; ``info["exact"]`` says whether big-M was proved
-        valid; with ``all_solutions=True``, ``info["solutions"]`` lists one
+        valid, ``info["big_m"]`` is ``(U_x, U_y)`` (None when the LP relaxation
+        is infeasible); with ``all_solutions=True``, ``info["solutions"]`` lists one
         verified point per support found.
 
     Examples
@@ -110,7 +145,8 @@ def milp(problem, **options):
                       zeros, zeros, {"exact": True, "big_m": None, "solutions": [], "supports": 0})
     exact = U is not None
     if not exact:
-        U = float(options.get("big_m") or 1e3 * (1.0 + np.abs(hlcp.c).max()))
+        U = (np.full(n, float(options.get("big_m") or 1e3 * (1.0 + np.abs(hlcp.c).max()))),) * 2
+    Ux, Uy = U
     verbose = bool(options.get("verbose", False))
     with c_stdout_silenced(not verbose):
         h = highspy.Highs()
@@ -124,11 +160,11 @@ def milp(problem, **options):
     h.addVars(n, np.zeros(n), np.ones(n))
     h.changeColsIntegrality(n, np.arange(2 * n, 3 * n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger))
     AB = np.hstack([hlcp.A, hlcp.B, np.zeros((n, n))])
-    link_x = np.hstack([np.eye(n), np.zeros((n, n)), -U * np.eye(n)])  # x - U b <= 0
-    link_y = np.hstack([np.zeros((n, n)), np.eye(n), U * np.eye(n)])   # y + U b <= U
+    link_x = np.hstack([np.eye(n), np.zeros((n, n)), -np.diag(Ux)])  # x - U_x b <= 0
+    link_y = np.hstack([np.zeros((n, n)), np.eye(n), np.diag(Uy)])   # y + U_y b <= U_y
     rows = np.vstack([AB, link_x, link_y])
     lower = np.concatenate([hlcp.c, np.full(2 * n, -inf)])
-    upper = np.concatenate([hlcp.c, np.zeros(n), np.full(n, U)])
+    upper = np.concatenate([hlcp.c, np.zeros(n), Uy])
     _add_dense_rows(h, rows, lower, upper)
     want_all = bool(options.get("all_solutions", False))
     max_sol = int(options.get("max_solutions", 64))
@@ -154,7 +190,7 @@ def milp(problem, **options):
         cut = np.zeros(3 * n)
         cut[2 * n:] = np.where(b > 0.5, -1.0, 1.0)
         _add_dense_rows(h, cut[None, :], np.array([1.0 - b.sum()]), np.array([inf]))
-    info = {"exact": exact, "big_m": U, "solutions": list(found), "supports": supports,
+    info = {"exact": exact, "big_m": (Ux, Uy), "solutions": list(found), "supports": supports,
             "highs_status": h.modelStatusToString(status)}
     if found:
         x, y = found[0]
@@ -164,8 +200,8 @@ def milp(problem, **options):
         if exact:
             return result(Status.INFEASIBLE, "MILP infeasible with a valid big-M: the problem has no solution",
                           zeros, zeros, info)
-        return result(Status.UNDECIDED, f"MILP infeasible, but big-M = {U:g} is not proved valid (unbounded LP "
-                      "relaxation): no conclusion", zeros, zeros, info)
+        return result(Status.UNDECIDED, f"MILP infeasible, but big-M = {Ux[0]:g} is not proved valid (unbounded LP "
+                      "relaxation, no monotone bound): no conclusion", zeros, zeros, info)
     if supports:
         return result(Status.NUMERICAL_FAILURE, "HiGHS returned points that fail verification on their support",
                       zeros, zeros, info)
