@@ -263,10 +263,11 @@ class IpoptSolver(SolverBase):
 
     The results carry ``results.pympc``: ``stages`` (relaxation bound or
     ``"polish"``, IPOPT status), ``complementarity`` (the residual of the
-    answer), ``multipliers`` and ``timing`` (seconds: ``transform`` = clone and
-    ``mpec.simple_nonlinear``, ``extract`` = building the NLP, ``ipopt`` =
-    inside cyipopt's solve calls, including pympc's derivative callbacks,
-    ``total`` = the whole ``solve``).
+    answer), ``multipliers`` and ``timing`` (seconds: ``transform`` = Pyomo's
+    clone and ``mpec.simple_nonlinear``; ``extract`` = building the NLP;
+    ``ipopt`` = inside cyipopt's solve calls, including pympc's derivative
+    callbacks; ``polish`` = the direct active-set polish; ``load`` = mapping
+    and loading the answer back; ``total`` = the whole ``solve``).
     """
 
     name = "pympc.ipopt"

@@ -52,7 +52,7 @@ class _Linear:
 
     def __init__(self, expr, index, where, quadratic=False):
         self.nonlinear = None
-        if not quadratic and _read_linear(self, expr, index, where):
+        if _read_linear(self, expr, index, where):
             return
         repn = generate_standard_repn(expr, compute_values=True, quadratic=quadratic)
         self.const = float(pyo.value(repn.constant))
@@ -126,11 +126,8 @@ class _Part:
                     self.qa, self.qb = np.repeat(f.idx, g.idx.size), np.tile(g.idx, f.idx.size)
                     self.qc = np.outer(f.coef, g.coef).ravel()
                 return
-        lin = _linear(expr, index, where, memo)
+        lin = _linear(expr, index, where, memo, quadratic=True)   # quadratic or nonlinear: Pyomo's quadratic repn
         repn = lin.nonlinear
-        if repn is not None:   # quadratic or nonlinear: the whole expression through Pyomo's quadratic repn
-            lin = _Linear(expr, index, where, quadratic=True)
-            repn = lin.nonlinear
         self.const, self.lin_idx, self.lin_coef = lin.const, lin.idx, lin.coef
         if repn is None:
             return
@@ -150,11 +147,16 @@ class _Part:
         return not (self.lin_idx.size or self.qc.size or self.nl is not None)
 
 
-def _linear(expr, index, where, memo):
-    """:class:`_Linear` of ``expr``, once per expression object (``memo``: id -> (expr, repn))."""
+def _linear(expr, index, where, memo, quadratic=False):
+    """:class:`_Linear` of ``expr``, once per expression object (``memo``: id -> (expr, repn)).
+
+    ``quadratic`` asks Pyomo's repn (when the expression is not a linear node)
+    to split out quadratic terms; an expression seen first as a factor was read
+    without, and is read again if it turns out not to be linear.
+    """
     hit = memo.get(id(expr))
-    if hit is None:
-        hit = memo[id(expr)] = (expr, _Linear(expr, index, where))  # the expr is kept so that its id stays unique
+    if hit is None or (quadratic and hit[1].nonlinear is not None and not hit[2]):
+        hit = memo[id(expr)] = (expr, _Linear(expr, index, where, quadratic), quadratic)  # expr kept: ids stay unique
     return hit[1]
 
 
