@@ -110,10 +110,10 @@ def _polish_plan(nlp):
     return ic, jv, ip_, nlp.cl[ic].copy(), nlp.lb[jv].copy()
 
 
-def _factors(nlp, plan, u):
-    """The two factors of every pair at ``u``: the expression side and the variable side."""
+def _factors(nlp, plan, u, g=None):
+    """The two factors of every pair at ``u``: the expression side and the variable side (``g``: the rows at u)."""
     ic, jv, _, cl0, lb0 = plan
-    return nlp.constraints(u)[ic] - cl0, u[jv] - lb0
+    return (nlp.constraints(u) if g is None else g)[ic] - cl0, u[jv] - lb0
 
 
 def _polish_in_place(nlp, plan, u):
@@ -146,7 +146,8 @@ def _linear_polish(nlp, plan, u, tol):
     objective is constant and every remaining row is linear, the point is the
     solution of the equality rows with the fixed variables substituted; it is
     accepted only if it meets every bound and row within ``tol``.  Returns the
-    point or None (not linear, not determined, or infeasible: the guess was wrong).
+    point and its rows, or None (not linear, not determined, or infeasible:
+    the guess was wrong).
     """
     ob = nlp.obj
     if ob is not None and not ob.constant:
@@ -156,8 +157,10 @@ def _linear_polish(nlp, plan, u, tol):
     skip[product_rows] = True
     if nlp._nl_cons or np.any(~skip[nlp._q[0]]):
         return None                                   # a nonlinear row besides the products
-    r, c, v = nlp._lin
-    A = np.bincount(r * nlp.n + c, v, minlength=nlp.m * nlp.n).reshape(nlp.m, nlp.n)
+    A = nlp._A
+    if A is None:
+        r, c, v = nlp._lin
+        A = np.bincount(r * nlp.n + c, v, minlength=nlp.m * nlp.n).reshape(nlp.m, nlp.n)
     eq = (nlp.cl == nlp.cu) & ~skip
     fixed = nlp.lb == nlp.ub
     free = ~fixed
@@ -179,7 +182,10 @@ def _linear_polish(nlp, plan, u, tol):
     scale = 1.0 + float(np.abs(x).max(initial=0)) + float(np.abs(nlp.cl[eq]).max(initial=0))
     ok = (np.all(x >= nlp.lb - tol * scale) and np.all(x <= nlp.ub + tol * scale)
           and np.all(g[~skip] >= nlp.cl[~skip] - tol * scale) and np.all(g[~skip] <= nlp.cu[~skip] + tol * scale))
-    return np.clip(x, nlp.lb, nlp.ub) if ok else None
+    if not ok:
+        return None
+    x = np.clip(x, nlp.lb, nlp.ub)
+    return x, A @ x   # the linear rows at the point (the product rows' entries are not used)
 
 
 def _restore(nlp, saved):
@@ -400,7 +406,8 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
         # polish already from this stage; keep it if it solves and is complementary, else go on
         with clock("polish"):
             saved = _polish_in_place(nlp, plan, good)
-            pu = _linear_polish(nlp, plan, good, 1e-12)
+            linear = _linear_polish(nlp, plan, good, 1e-12)
+        pu, pg = linear if linear is not None else (None, None)
         if pu is not None:   # a linear active-set system, solved directly
             pinfo = {"status": 0, "status_msg": b"active-set polish: linear system solved", "mult_g": np.zeros(nlp.m)}
         elif eps == RELAXATION[-1] or _separated(nlp, plan, good):
@@ -409,7 +416,7 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
         else:
             _restore(nlp, saved)
             continue
-        res = _pair_residual(*_factors(nlp, plan, pu))
+        res = _pair_residual(*_factors(nlp, plan, pu, pg))
         stages.append(("polish", int(pinfo["status"])))
         if pinfo["status"] in (0, 1) and res <= mpec_tol:
             return _Run(nlp, pu, pinfo, stages, res, tmodel, back)

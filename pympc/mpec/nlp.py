@@ -197,16 +197,12 @@ class PyomoNLP:
             return k
 
         memo = {}
-        objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
-        if len(objs) > 1:
-            raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
-        self.sense = 1.0
-        self.obj = None
-        if objs:
-            self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
-            self.obj = _Part(objs[0].expr, index, objs[0], memo)
+        objs = []
         self.cons, self._con_datas, self._con_bounds, self.violated = [], [], [], []
-        for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
+        for con in model.component_data_objects((pyo.Constraint, pyo.Objective), active=True, descend_into=True):
+            if con.ctype is pyo.Objective:
+                objs.append(con)
+                continue
             lower, body, upper = con.to_bounded_expression()
             part = _Part(body, index, con, memo)
             if part.constant:  # nothing for the solver to do, but it may be violated
@@ -216,6 +212,13 @@ class PyomoNLP:
             self.cons.append(part)
             self._con_datas.append(con)
             self._con_bounds.append((lower, upper))
+        if len(objs) > 1:
+            raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
+        self.sense = 1.0
+        self.obj = None
+        if objs:
+            self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
+            self.obj = _Part(objs[0].expr, index, objs[0], memo)
         self.n, self.m = len(self.variables), len(self.cons)
         self.refresh_bounds()
         self.lb = np.array([_bound(v.lb, -_INF) for v in self.variables])
