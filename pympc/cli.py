@@ -60,7 +60,7 @@ def _cmd_crosscheck(args):
 
     p = read_problem(args.file)
     print(f"problem   {p!r}")
-    rep = crosscheck(p, solvers=tuple(args.solvers.split(",")))
+    rep = crosscheck(p, solvers=tuple(args.solvers.split(",")), time_limit=args.time_limit)
     print(rep.table())
     return 0 if rep.agree else 1
 
@@ -155,6 +155,8 @@ def build_parser():
     x = sub.add_parser("crosscheck", help="solve with lemke, ipopt and milp and compare the answers")
     x.add_argument("file")
     x.add_argument("--solvers", default="lemke,ipopt,milp", help="comma-separated subset of lemke,ipopt,milp")
+    x.add_argument("--time-limit", type=float, default=60.0,
+                   help="seconds for IPOPT and for the MILP each (default 60; a MILP out of time is UNDECIDED)")
     x.set_defaults(func=_cmd_crosscheck)
     m = sub.add_parser("simulate", help="simulate a model file event by event; print events, write trajectory and plots")
     m.add_argument("model", help="a TOML model file (see models/README.md)")

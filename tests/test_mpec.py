@@ -378,3 +378,17 @@ def test_milp_big_m_is_proved_for_positive_definite_problems(rng):
     # unbounded relaxation and not monotone either way: no finite bound is proved, and the flag says so
     r = milp(LCP([[0.0, 1.0], [1.0, 0.0]], [-1.0, -1.0]))
     assert r.success and not r.info["exact"]
+
+
+def test_crosscheck_time_limit_leaves_an_undecided_milp_out_and_says_so():
+    """A MILP that runs out of time is reported UNDECIDED and not counted as a disagreement; never a hang."""
+    rng = np.random.default_rng(1050)
+    n = 50
+    G = rng.standard_normal((n, n))
+    p = LCP(G @ G.T + 0.1 * n * np.eye(n), rng.uniform(-1, 1, n))   # the benchmark's n = 50: > 20 s for HiGHS
+    rep = pympc.crosscheck(p, solvers=("lemke", "milp"), time_limit=0.01)
+    status = {a.solver: a.status for a in rep.answers}
+    assert status == {"lemke": "SOLVED", "milp": "UNDECIDED"}
+    assert rep.agree and "milp undecided" in rep.explanation
+    only = pympc.crosscheck(p, solvers=("milp",), time_limit=0.01)
+    assert not only.agree and "no solver decided" in only.explanation

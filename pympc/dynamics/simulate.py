@@ -362,7 +362,9 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
         stick phase, where the motion is trivial but the forcing is not).
     crosscheck : {None, "ipopt", "milp", "all"}
         Build every event's Pyomo MPEC model afresh and solve it with these
-        solvers as well; the agreement is recorded per event.
+        solvers as well; the agreement is recorded per event (each solver gets
+        :func:`pympc.crosscheck`'s default time limit, 60 s; a MILP out of
+        time is recorded as ``UNDECIDED``).
     on_ambiguous : str
         What to do when an event HLCP has several solutions selecting different
         modes: one of :data:`AMBIGUITY_RULES` (default ``"stop"``).  The choice is

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
-from ..complementarity import LCP, enumerate_solutions, lemke
+from ..complementarity import LCP, Status, enumerate_solutions, lemke
 from ..errors import SolverNotFound
 from .ipopt import IpoptSolver
 from .mip import milp
@@ -67,9 +67,9 @@ def _hlcp_point(problem, r):
     return r.x, r.y
 
 
-def _run_ipopt(problem):
+def _run_ipopt(problem, time_limit):
     m = to_pyomo(problem)
-    res = IpoptSolver().solve(m)
+    res = IpoptSolver().solve(m, timelimit=time_limit)
     n = problem.n
     if isinstance(problem, LCP):
         z = np.array([m.z[i].value for i in range(n)], float)
@@ -81,7 +81,7 @@ def _run_ipopt(problem):
     return ok, x, y, f"{res.solver.termination_condition}: {res.solver.message}"
 
 
-def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False):
+def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False, time_limit=60.0):
     """Solve ``problem`` with several solvers and compare their answers.
 
     Parameters
@@ -92,6 +92,11 @@ def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False):
         Points closer than ``tol`` (relative to their size) are the same.
     verbose : bool
         Print the table.
+    time_limit : float or None
+        Seconds allowed to IPOPT and to the MILP each (the MILP is exponential
+        in the worst case).  A MILP that runs out of time is ``UNDECIDED``: it
+        is reported and left out of the comparison, which then rests on the
+        other answers.
 
     Returns
     -------
@@ -112,22 +117,27 @@ def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False):
     for name in solvers:
         t0 = time.perf_counter()
         if name == "ipopt":
-            ok, x, y, msg = _run_ipopt(problem)
+            ok, x, y, msg = _run_ipopt(problem, time_limit)
             ok = ok and h.is_solution(x, y, 1e-8)
             status = "SOLVED" if ok else "NOT_SOLVED"
         else:
-            r = lemke(problem) if name == "lemke" else milp(problem)
+            r = lemke(problem) if name == "lemke" else milp(problem, time_limit=time_limit)
             x, y = _hlcp_point(problem, r)
             ok, status, msg = r.success, r.status.name, r.message
         dt = time.perf_counter() - t0
         rep.answers.append(SolverAnswer(name, status, ok, x, y, tuple(h.residual(x, y)) if x is not None else None, dt, msg))
     good = [a for a in rep.answers if a.success]
-    failed = [a for a in rep.answers if not a.success]
+    undecided = [a for a in rep.answers if a.status == Status.UNDECIDED.name]
+    failed = [a for a in rep.answers if not a.success and a not in undecided]
+    aside = [f"{a.solver} undecided ({a.message}): not compared" for a in undecided]
     scale = lambda a: 1.0 + max(np.abs(a.x).max(), np.abs(a.y).max())  # noqa: E731
     same = all(np.abs(a.x - good[0].x).max() + np.abs(a.y - good[0].y).max() <= tol * scale(a) for a in good)
+    if not good and not failed:
+        rep.agree, rep.explanation = False, "no solver decided: nothing to compare"
+        return _finish(rep, verbose, aside)
     if good and same and not failed:
         rep.explanation = f"{len(good)} solver(s) found the same verified point"
-        return _finish(rep, verbose)
+        return _finish(rep, verbose, aside)
     # several answers or failures: let the complete solution set judge, where it can be had
     if h.n <= 12:
         sols = enumerate_solutions(h)
@@ -148,10 +158,11 @@ def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False):
         rep.agree = same and not failed
         rep.explanation = ("different points; problem too large to enumerate its solution set" if not same else
                            "failed: " + ", ".join(f"{a.solver} ({a.status})" for a in failed))
-    return _finish(rep, verbose)
+    return _finish(rep, verbose, aside)
 
 
-def _finish(rep, verbose):
+def _finish(rep, verbose, aside):
+    rep.explanation = "; ".join([rep.explanation] + aside)
     if verbose:
         print(rep.table())
     return rep
