@@ -40,7 +40,7 @@ _IPOPT_STATUS = {
 #: the continuation schedule of the complementarity relaxation bound.  After every stage the
 #: active-set polish is tried: directly (a linear solve) when the polished problem is a linear system,
 #: by IPOPT after a stage whose pairs are clearly separated (and after the last); it is kept only if it
-#: verifies.  On 180 random P-matrix LCPs (n = 2..30) and 40 HLCPs: no failure, 2.05 stages on average.
+#: verifies.  On 180 random P-matrix LCPs (n = 2..30) and 40 HLCPs: no failure, 1.04 relaxation stages on average.
 RELAXATION = (1e-6, 1e-10, 1e-12)
 
 
