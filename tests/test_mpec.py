@@ -392,3 +392,28 @@ def test_crosscheck_time_limit_leaves_an_undecided_milp_out_and_says_so():
     assert rep.agree and "milp undecided" in rep.explanation
     only = pympc.crosscheck(p, solvers=("milp",), time_limit=0.01)
     assert not only.agree and "no solver decided" in only.explanation
+
+
+def test_ipopt_is_exact_on_every_kind_of_p_matrix_problem(rng):
+    """SPD, PD-plus-skew and triangular P-matrix LCPs, and HLCPs behind a dense mixing: IPOPT's answer is the
+    unique solution (Lemke's), complementary to round-off."""
+    solver = pyo.SolverFactory("pympc.ipopt")
+    for k in range(30):
+        n = int(rng.integers(2, 26))
+        p = LCP(random_p_matrix(rng, n, ("spd", "pd_skew", "tri")[k % 3]), rng.uniform(-1, 1, n))
+        m = to_pyomo(p)
+        assert pyo.check_optimal_termination(solver.solve(m))
+        z = np.array([m.z[i].value for i in range(n)])
+        w = p.M @ z + p.q
+        ref = pympc.solve(p).z
+        np.testing.assert_allclose(z, ref, atol=1e-9 * (1 + np.abs(ref).max()))
+        assert np.abs(z * w).max() <= 1e-13 * (1 + np.abs(z).max()) * (1 + np.abs(w).max())
+    for _ in range(8):
+        n = int(rng.integers(2, 12))
+        M, q = random_p_matrix(rng, n, "pd_skew"), rng.uniform(-1, 1, n)
+        T = rng.standard_normal((n, n)) + 3 * np.eye(n)
+        h = HLCP(T @ M, -T, T @ q)
+        m = to_pyomo(h)
+        assert pyo.check_optimal_termination(solver.solve(m))
+        x, y = (np.array([v[i].value for i in range(n)]) for v in (m.x, m.y))
+        assert h.is_solution(x, y) and np.abs(x * y).max() <= 1e-13 * (1 + np.abs(x).max()) * (1 + np.abs(y).max())
