@@ -417,3 +417,32 @@ def test_ipopt_is_exact_on_every_kind_of_p_matrix_problem(rng):
         assert pyo.check_optimal_termination(solver.solve(m))
         x, y = (np.array([v[i].value for i in range(n)]) for v in (m.x, m.y))
         assert h.is_solution(x, y) and np.abs(x * y).max() <= 1e-13 * (1 + np.abs(x).max()) * (1 + np.abs(y).max())
+
+
+@pytest.mark.parametrize("M, q", [([[0.01]], [1e-10]),
+                                  ([[0.01, 0.0, 0.0], [0.5, 2.0, 0.3], [0.0, -0.3, 1.0]], [1e-10, -1.0, 0.5])])
+def test_ipopt_polish_mends_a_wrong_guess_on_a_nearly_degenerate_pair(M, q):
+    """z_0 = 0, w_0 = 1e-10: the relaxed point cannot tell which side is zero and the smaller factor is the wrong
+    one; the polish flips that pair instead of returning z_0 = -1e-8 as 'locally optimal'."""
+    p = LCP(M, q)
+    m = to_pyomo(p)
+    res = pyo.SolverFactory("pympc.ipopt").solve(m)
+    assert pyo.check_optimal_termination(res)
+    z = np.array([m.z[i].value for i in range(p.n)])
+    assert p.residual(z).negativity <= 1e-15 and p.residual(z).complementarity <= 1e-15
+    np.testing.assert_allclose(z, pympc.solve(p).z, atol=1e-14)
+
+
+def test_ipopt_mpec_answer_that_breaks_a_link_is_not_optimal(monkeypatch):
+    """Without the direct polish, IPOPT's polish of that pair ends 'acceptable' with v == z broken by 1e-8: that
+    point is refused whatever the products say; the relaxed point is reported, optimal only within mpec_tol."""
+    from pympc.mpec import ipopt as bridge
+
+    monkeypatch.setattr(bridge, "_linear_polish", lambda *args, **kw: None)
+    m = to_pyomo(LCP([[0.01]], [1e-10]))
+    res = pyo.SolverFactory("pympc.ipopt").solve(m)
+    assert res.pympc.stages[-1] == ("polish", 1)            # IPOPT's polish: 'acceptable' only
+    assert m.z[0].value >= 0 and res.pympc.infeasibility <= 1e-12
+    assert pyo.check_optimal_termination(res) and res.pympc.complementarity <= 1e-9
+    strict = pyo.SolverFactory("pympc.ipopt").solve(to_pyomo(LCP([[0.01]], [1e-10])), options={"mpec_tol": 1e-14})
+    assert not pyo.check_optimal_termination(strict) and "complementarity residual" in strict.solver.message

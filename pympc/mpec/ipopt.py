@@ -116,21 +116,24 @@ def _factors(nlp, plan, u, g=None):
     return (nlp.constraints(u) if g is None else g)[ic] - cl0, u[jv] - lb0
 
 
-def _polish_in_place(nlp, plan, u):
+def _choice(nlp, plan, u):
+    """The active-set guess at ``u``: True where the expression side ``c`` is the smaller factor (it goes to zero)."""
+    f, g = _factors(nlp, plan, u)
+    return np.abs(f) <= np.abs(g)
+
+
+def _polish_in_place(nlp, plan, fix_c, saved):
     """The active-set polish on the extracted NLP itself (no re-extraction).
 
-    The smaller side of each pair becomes an equality (``c``) or a fixed
-    variable (``v``); the product row gets infinite bounds.  Returns the bounds
-    to restore with :func:`_restore`.
+    From the relaxed bounds ``saved``: the side of each pair that ``fix_c``
+    names becomes an equality (``c``) or a fixed variable (``v``), and the
+    product rows get infinite bounds.  :func:`_restore` puts ``saved`` back.
     """
-    ic, jv, ip_, _, _ = plan
-    saved = (nlp.cl.copy(), nlp.cu.copy(), nlp.lb.copy(), nlp.ub.copy())
-    f, g = _factors(nlp, plan, u)
-    fix_c = np.abs(f) <= np.abs(g)
+    ic, jv, ip_, _, lb0 = plan
+    _restore(nlp, saved)
     nlp.cu[ic[fix_c]] = nlp.cl[ic[fix_c]]
-    nlp.lb[jv[~fix_c]] = nlp.ub[jv[~fix_c]] = 0.0
+    nlp.lb[jv[~fix_c]] = nlp.ub[jv[~fix_c]] = lb0[~fix_c]
     nlp.cl[ip_], nlp.cu[ip_] = -1e20, 1e20
-    return saved
 
 
 def _separated(nlp, plan, u, ratio=1e-2):
@@ -139,20 +142,25 @@ def _separated(nlp, plan, u, ratio=1e-2):
     return bool(np.all(np.minimum(f, g) <= ratio * np.maximum(f, g)))
 
 
-def _linear_polish(nlp, plan, u, tol):
+def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None):
     """The polish without IPOPT when the polished problem is a linear system (an LCP/HLCP model).
 
-    After :func:`_polish_in_place` every pair has one side fixed at zero.  If the
+    With every pair's chosen side at zero (:func:`_polish_in_place`), if the
     objective is constant and every remaining row is linear, the point is the
-    solution of the equality rows with the fixed variables substituted; it is
+    solution of the equality rows with the fixed variables substituted.  When
+    the only rows or bounds it breaks are the free sides of some pairs (a
+    guess that was wrong on nearly degenerate pairs), those pairs' choices are
+    flipped and it is solved again: all of them at first, then the
+    lowest-numbered one only (Murty's rule, which terminates for P-matrix
+    problems), at most ``max_flips`` times (default ``2 n + 4``).  A point is
     accepted only if it meets every bound and row within ``tol``.  Returns the
-    point and its rows, or None (not linear, not determined, or infeasible:
-    the guess was wrong).
+    point and its rows, or None (not linear, not determined, or no verified
+    point); the bounds of the last choice tried are left on ``nlp``.
     """
     ob = nlp.obj
     if ob is not None and not ob.constant:
         return None
-    _, _, product_rows, _, _ = plan
+    ic, jv, product_rows, cl0, lb0 = plan
     skip = np.zeros(nlp.m, bool)
     skip[product_rows] = True
     if nlp._nl_cons or np.any(~skip[nlp._q[0]]):
@@ -161,6 +169,36 @@ def _linear_polish(nlp, plan, u, tol):
     if A is None:
         r, c, v = nlp._lin
         A = np.bincount(r * nlp.n + c, v, minlength=nlp.m * nlp.n).reshape(nlp.m, nlp.n)
+    fix_c = fix_c.copy()
+    pair_row, pair_col = np.zeros(nlp.m, bool), np.zeros(nlp.n, bool)
+    pair_row[ic], pair_col[jv] = True, True
+    max_flips = 2 * len(ic) + 4 if max_flips is None else max_flips
+    for flips in range(max_flips + 1):
+        _polish_in_place(nlp, plan, fix_c, saved)
+        x = _solve_active_set(nlp, A, skip)
+        if x is None:
+            return None
+        g = A @ x
+        scale = 1.0 + float(np.abs(x).max(initial=0)) + float(np.abs(nlp.cl[~skip & (nlp.cl > -1e19)]).max(initial=0))
+        t = tol * scale
+        bad_col = (x < nlp.lb - t) | (x > nlp.ub + t)
+        bad_row = ((g < nlp.cl - t) | (g > nlp.cu + t)) & ~skip
+        if not (bad_col.any() or bad_row.any()):
+            x = np.clip(x, nlp.lb, nlp.ub)
+            return x, A @ x   # the linear rows at the point (the product rows' entries are not used)
+        if (bad_col & ~pair_col).any() or (bad_row & ~pair_row).any() or flips == max_flips:
+            return None       # a row or bound outside the pairs: no choice of sides mends it
+        wrong = (fix_c & bad_col[jv]) | (~fix_c & bad_row[ic])   # the free side of these pairs went negative
+        if not wrong.any():
+            return None
+        if flips >= 3:        # block flips may cycle: from here on, the least index only
+            wrong[np.argmax(wrong) + 1:] = False
+        fix_c ^= wrong
+    return None
+
+
+def _solve_active_set(nlp, A, skip):
+    """The point that the equality rows determine once the fixed variables are substituted, or None."""
     eq = (nlp.cl == nlp.cu) & ~skip
     fixed = nlp.lb == nlp.ub
     free = ~fixed
@@ -169,7 +207,7 @@ def _linear_polish(nlp, plan, u, tol):
     Af = A[np.ix_(eq, free)]
     if Af.shape[0] < Af.shape[1]:
         return None                                   # not determined by the active set
-    if Af.shape[0] == Af.shape[1]:                    # the usual case: LU (the check below verifies the point)
+    if Af.shape[0] == Af.shape[1]:                    # the usual case: LU (the caller verifies the point)
         try:
             x[free] = np.linalg.solve(Af, rhs)
         except np.linalg.LinAlgError:
@@ -178,14 +216,7 @@ def _linear_polish(nlp, plan, u, tol):
         x[free], _, rank, _ = np.linalg.lstsq(Af, rhs, rcond=None)
         if rank < Af.shape[1]:
             return None
-    g = A @ x
-    scale = 1.0 + float(np.abs(x).max(initial=0)) + float(np.abs(nlp.cl[eq]).max(initial=0))
-    ok = (np.all(x >= nlp.lb - tol * scale) and np.all(x <= nlp.ub + tol * scale)
-          and np.all(g[~skip] >= nlp.cl[~skip] - tol * scale) and np.all(g[~skip] <= nlp.cu[~skip] + tol * scale))
-    if not ok:
-        return None
-    x = np.clip(x, nlp.lb, nlp.ub)
-    return x, A @ x   # the linear rows at the point (the product rows' entries are not used)
+    return x
 
 
 def _restore(nlp, saved):
@@ -269,7 +300,9 @@ class IpoptSolver(SolverBase):
 
     The results carry ``results.pympc``: ``stages`` (relaxation bound or
     ``"polish"``, IPOPT status), ``complementarity`` (the residual of the
-    answer), ``multipliers`` and ``timing`` (seconds: ``transform`` = Pyomo's
+    answer), ``infeasibility`` (the largest row or bound violation of the
+    transformed model's NLP at the answer; an MPEC is optimal only if both are
+    within ``mpec_tol``), ``multipliers`` and ``timing`` (seconds: ``transform`` = Pyomo's
     clone and ``mpec.simple_nonlinear``; ``extract`` = building the NLP;
     ``ipopt`` = inside cyipopt's solve calls, including pympc's derivative
     callbacks; ``polish`` = the direct active-set polish; ``load`` = mapping
@@ -331,6 +364,9 @@ class IpoptSolver(SolverBase):
         if run.complementarity is not None and term in ok and run.complementarity > mpec_tol:
             status, term = SolverStatus.warning, TerminationCondition.other
             msg += f"; complementarity residual {run.complementarity:.2e} exceeds mpec_tol {mpec_tol:g}"
+        if term in ok and not run.feasible(mpec_tol):
+            status, term = SolverStatus.warning, TerminationCondition.other
+            msg += f"; a row or bound is violated by {run.infeasibility:.2e} (more than mpec_tol {mpec_tol:g})"
         if run.complementarity is not None and term not in ok and not run.nlp.violated:
             # a failed relaxation or polish proves nothing about the MPEC itself (violated constant rows do)
             status, term = SolverStatus.warning, TerminationCondition.other
@@ -338,8 +374,8 @@ class IpoptSolver(SolverBase):
         results.solver.status, results.solver.termination_condition = status, term
         results.solver.message = results.solver.termination_message = msg
         results.solver.wallclock_time = wall
-        results.pympc = Bunch(stages=run.stages, complementarity=run.complementarity, multipliers=info.get("mult_g"),
-                              timing=clock.times)
+        results.pympc = Bunch(stages=run.stages, complementarity=run.complementarity, infeasibility=run.infeasibility,
+                              multipliers=info.get("mult_g"), timing=clock.times)
         return results
 
 
@@ -354,6 +390,12 @@ class _Run:
     def __init__(self, nlp, u, info, stages=(), complementarity=None, tmodel=None, back=None, model_polish=False):
         self.nlp, self.u, self.info, self.stages = nlp, u, info, list(stages)
         self.complementarity, self.tmodel, self.back, self.model_polish = complementarity, tmodel, back, model_polish
+        # for an MPEC: the largest row or bound violation of the NLP solved last (links v == side included)
+        self.infeasibility = None if tmodel is None else nlp.violation(u)
+
+    def feasible(self, tol):
+        """Rows and bounds hold within ``tol`` (relative to the point's size); True for a plain NLP."""
+        return self.infeasibility is None or self.infeasibility <= tol * (1.0 + float(np.abs(self.u).max(initial=0)))
 
     def load(self):
         """Write the point into the caller's variables."""
@@ -405,12 +447,14 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
             continue
         # polish already from this stage; keep it if it solves and is complementary, else go on
         with clock("polish"):
-            saved = _polish_in_place(nlp, plan, good)
-            linear = _linear_polish(nlp, plan, good, 1e-12)
+            saved = (nlp.cl.copy(), nlp.cu.copy(), nlp.lb.copy(), nlp.ub.copy())
+            fix_c = _choice(nlp, plan, good)
+            linear = _linear_polish(nlp, plan, fix_c, saved, 1e-12)
         pu, pg = linear if linear is not None else (None, None)
         if pu is not None:   # a linear active-set system, solved directly
             pinfo = {"status": 0, "status_msg": b"active-set polish: linear system solved", "mult_g": np.zeros(nlp.m)}
         elif eps == RELAXATION[-1] or _separated(nlp, plan, good):
+            _polish_in_place(nlp, plan, fix_c, saved)
             with clock("ipopt"):
                 pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), popts, tee)
         else:
@@ -418,8 +462,9 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
             continue
         res = _pair_residual(*_factors(nlp, plan, pu, pg))
         stages.append(("polish", int(pinfo["status"])))
-        if pinfo["status"] in (0, 1) and res <= mpec_tol:
-            return _Run(nlp, pu, pinfo, stages, res, tmodel, back)
+        run = _Run(nlp, pu, pinfo, stages, res, tmodel, back)
+        if pinfo["status"] in (0, 1) and res <= mpec_tol and run.feasible(mpec_tol):
+            return run
         _restore(nlp, saved)
     if good is None:   # the first stage failed: report its point
         nlp.load(u)

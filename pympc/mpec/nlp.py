@@ -384,6 +384,12 @@ class PyomoNLP:
         self.cl = np.array([_bound(pyo.value(lo), -_INF) for lo, _ in self._con_bounds]) - const
         self.cu = np.array([_bound(pyo.value(up), _INF) for _, up in self._con_bounds]) - const
 
+    def violation(self, u):
+        """The largest violation of a row or variable bound at ``u`` (0 when ``u`` is feasible)."""
+        g = self.constraints(u)
+        return float(max((self.cl - g).max(initial=0), (g - self.cu).max(initial=0),
+                         (self.lb - u).max(initial=0), (u - self.ub).max(initial=0), 0.0))
+
     def start(self):
         """The model's current values (0 where none), clipped into the bounds."""
         u = np.array([0.0 if v.value is None else float(v.value) for v in self.variables])
