@@ -237,6 +237,9 @@ def test_cli_simulate_writes_trajectory_and_plots(tmp_path, capsys):
     chain = pympc.load_model(tmp_path / "chain.toml")
     assert len(chain.slots) == 3 and all(sl.mu == 0.2 for sl in chain.slots)
     assert main(["chain", "0"]) == 2
+    # the generated file runs as it is (its [simulation] table carries t_end)
+    assert main(["simulate", str(tmp_path / "chain.toml"), "--no-plots", "--out", str(tmp_path / "c")]) == 0
+    assert Trajectory.load(tmp_path / "c" / "trajectory.npz").t[-1] == pytest.approx(chain.simulation["t_end"])
 
 
 def test_an_interrupted_run_keeps_what_it_computed():

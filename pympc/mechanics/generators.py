@@ -10,7 +10,7 @@ from .system import Gravity, Particle, PointForce, Slot, Spring, System
 __all__ = ["slider_chain"]
 
 
-def slider_chain(n, mu=0.3, mu_s=None, mass=1.0, k=20.0, g=9.81, force=15.0, omega=3.0, v0=0.5):
+def slider_chain(n, mu=0.3, mu_s=None, mass=1.0, k=20.0, g=9.81, force=15.0, omega=3.0, v0=0.5, t_end=1.0):
     """A chain of ``n`` sliders: slider k moves in a slot carried by slider k−1.
 
     Slider 1 runs in a fixed slot; the slot of slider k is turned by ``0.9 k`` rad,
@@ -26,6 +26,8 @@ def slider_chain(n, mu=0.3, mu_s=None, mass=1.0, k=20.0, g=9.81, force=15.0, ome
         Number of sliders (= degrees of freedom = friction slots).
     mu, mu_s : float
         Friction coefficients of every slot.
+    t_end : float
+        The model's default end time (its ``[simulation]`` table).
 
     Returns
     -------
@@ -41,7 +43,8 @@ def slider_chain(n, mu=0.3, mu_s=None, mass=1.0, k=20.0, g=9.81, force=15.0, ome
     if n < 1:
         raise ModelError(f"slider_chain: n must be at least 1, got {n}")
     s = System(f"slider_chain_{n}", parameters={"n": n, "mu": mu, "k": k, "force": force},
-               description=f"chain of {n} sliders, each in a slot carried by the previous one")
+               description=f"chain of {n} sliders, each in a slot carried by the previous one",
+               simulation={"t_end": float(t_end)})
     vel = [0.0, 0.0]
     for i in range(1, n + 1):
         th = 0.9 * (i - 1)
