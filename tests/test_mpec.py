@@ -174,6 +174,31 @@ def test_ipopt_maximisation_and_bad_options():
         IpoptSolver(bogus=1)
     with pytest.raises(pympc.OptionError, match="no_such_option"):
         pyo.SolverFactory("pympc.ipopt").solve(m, options={"no_such_option": 1})
+    for bad in (0, -1.0, "soon"):
+        with pytest.raises(pympc.OptionError, match="timelimit"):
+            pyo.SolverFactory("pympc.ipopt").solve(m, timelimit=bad)
+
+
+def test_ipopt_time_limit_is_the_budget_of_the_whole_mpec_solve(rng, monkeypatch):
+    """Every IPOPT call of the continuation gets what is left of timelimit, not timelimit again."""
+    from pympc.mpec import ipopt as bridge
+
+    given, real = [], bridge.solve_nlp
+
+    def recording(nlp, u0, options, tee=False):
+        given.append(options["max_wall_time"])
+        return real(nlp, u0, options, tee)
+
+    monkeypatch.setattr(bridge, "solve_nlp", recording)
+    monkeypatch.setattr(bridge, "_linear_polish", lambda *args, **kw: None)   # the polish goes through IPOPT too
+    p = LCP(random_p_matrix(rng, 6, "spd"), rng.uniform(-1, 1, 6))
+    res = pyo.SolverFactory("pympc.ipopt").solve(to_pyomo(p), timelimit=50.0)
+    assert pyo.check_optimal_termination(res) and len(given) >= 2
+    assert given[0] < 50.0 and all(b < a for a, b in zip(given, given[1:]))
+    out = pyo.SolverFactory("pympc.ipopt").solve(to_pyomo(p), timelimit=1e-9)
+    assert out.solver.termination_condition == TerminationCondition.maxTimeLimit
+    assert "wall time" in out.solver.message
+    assert not pyo.check_optimal_termination(out)
 
 
 def test_nlp_derivatives_match_finite_differences(rng):

@@ -34,7 +34,8 @@ _IPOPT_STATUS = {
     1: (SolverStatus.warning, TerminationCondition.locallyOptimal),  # solved to acceptable level
     2: (SolverStatus.warning, TerminationCondition.infeasible),
     -1: (SolverStatus.aborted, TerminationCondition.maxIterations),
-    -4: (SolverStatus.aborted, TerminationCondition.maxTimeLimit),
+    -4: (SolverStatus.aborted, TerminationCondition.maxTimeLimit),   # max_cpu_time
+    -5: (SolverStatus.aborted, TerminationCondition.maxTimeLimit),   # max_wall_time (timelimit)
 }
 
 #: the continuation schedule of the complementarity relaxation bound.  After every stage the
@@ -296,7 +297,10 @@ class IpoptSolver(SolverBase):
     """IPOPT for Pyomo NLPs and MPECs; IPOPT options pass through ``options={...}``.
 
     Extra options (not IPOPT's): ``mpec_tol`` (complementarity accepted after
-    the polish, default 1e-9), ``polish`` (default True).
+    the polish, default 1e-9), ``polish`` (default True).  ``timelimit``
+    (seconds) sets IPOPT's ``max_wall_time``; for an MPEC it is the budget of
+    the whole solve (every stage gets what is left), and running out of it
+    ends with ``TerminationCondition.maxTimeLimit``.
 
     The results carry ``results.pympc``: ``stages`` (relaxation bound or
     ``"polish"``, IPOPT status), ``complementarity`` (the residual of the
@@ -331,7 +335,15 @@ class IpoptSolver(SolverBase):
         mpec_tol = float(opts.pop("mpec_tol", 1e-9))
         polish = bool(opts.pop("polish", True))
         if timelimit is not None:
-            opts["max_wall_time"] = float(timelimit)
+            opts["max_wall_time"] = timelimit
+        if "max_wall_time" in opts:
+            raw = opts["max_wall_time"]
+            try:
+                opts["max_wall_time"] = float(raw)
+            except (TypeError, ValueError):
+                opts["max_wall_time"] = float("nan")
+            if not opts["max_wall_time"] > 0:
+                raise OptionError(f"timelimit (IPOPT's max_wall_time) must be a positive number of seconds, got {raw!r}")
         t0 = time.perf_counter()
         clock = _Clock()
         is_mpec = next(model.component_data_objects(Complementarity, active=True, descend_into=True), None) is not None
@@ -360,6 +372,8 @@ class IpoptSolver(SolverBase):
         results.solver.name = self.name
         status, term = _IPOPT_STATUS.get(int(info["status"]), (SolverStatus.error, TerminationCondition.error))
         msg = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
+        if int(info["status"]) == -5:   # cyipopt has no text for this newer Ipopt status
+            msg = "maximum wall time (timelimit) exceeded"
         ok = (TerminationCondition.optimal, TerminationCondition.locallyOptimal)
         if run.complementarity is not None and term in ok and run.complementarity > mpec_tol:
             status, term = SolverStatus.warning, TerminationCondition.other
@@ -368,8 +382,10 @@ class IpoptSolver(SolverBase):
             status, term = SolverStatus.warning, TerminationCondition.other
             msg += f"; a row or bound is violated by {run.infeasibility:.2e} (more than mpec_tol {mpec_tol:g})"
         if run.complementarity is not None and term not in ok and not run.nlp.violated:
-            # a failed relaxation or polish proves nothing about the MPEC itself (violated constant rows do)
-            status, term = SolverStatus.warning, TerminationCondition.other
+            # a failed relaxation or polish proves nothing about the MPEC itself (violated constant rows do);
+            # running out of time or iterations stays what it is
+            if term not in (TerminationCondition.maxTimeLimit, TerminationCondition.maxIterations):
+                status, term = SolverStatus.warning, TerminationCondition.other
             msg = f"MPEC not solved (stages {run.stages}): {msg}"
         results.solver.status, results.solver.termination_condition = status, term
         results.solver.message = results.solver.termination_message = msg
@@ -416,6 +432,12 @@ class _Run:
 
 def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
     """Clone, ``mpec.simple_nonlinear``, continuation on ``mpec_bound`` with the polish after each stage."""
+    # a time limit (max_wall_time) is the budget of the whole solve: each IPOPT call gets what is left
+    deadline = None if "max_wall_time" not in opts else time.perf_counter() + opts["max_wall_time"]
+
+    def left(o):
+        return o if deadline is None else {**o, "max_wall_time": max(deadline - time.perf_counter(), 1e-9)}
+
     with clock("transform"):
         memo = {}
         tmodel = model.clone(memo)
@@ -438,7 +460,7 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
             else:
                 nlp.refresh_bounds()
         with clock("ipopt"):
-            u, info = solve_nlp(nlp, nlp.start() if good is None else np.clip(good, nlp.lb, nlp.ub), nlp_opts, tee)
+            u, info = solve_nlp(nlp, nlp.start() if good is None else np.clip(good, nlp.lb, nlp.ub), left(nlp_opts), tee)
         stages.append((eps, int(info["status"])))
         if info["status"] not in (0, 1):
             break  # a tighter relaxation failed: polish from the last one that solved
@@ -456,7 +478,7 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
         elif eps == RELAXATION[-1] or _separated(nlp, plan, good):
             _polish_in_place(nlp, plan, fix_c, saved)
             with clock("ipopt"):
-                pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), popts, tee)
+                pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), left(popts), tee)
         else:
             _restore(nlp, saved)
             continue
@@ -471,7 +493,7 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
         return _Run(nlp, u, info, stages, _complementarity_residual(tmodel), tmodel, back)
     nlp.load(good)
     if polish and plan is None:
-        nlp, u, info = _polish(tmodel, popts, tee, clock)
+        nlp, u, info = _polish(tmodel, left(popts), tee, clock)
         nlp.load(u)
         stages.append(("polish", int(info["status"])))
         return _Run(nlp, u, info, stages, _complementarity_residual(tmodel), tmodel, back, model_polish=True)
