@@ -55,6 +55,7 @@ class CrossCheckReport:
             r = a.residual or (float("nan"),) * 3
             lines.append(f"{a.solver:8s} {a.status:18s} {r[0]:10.2e} {r[1]:10.2e} {r[2]:10.2e} {a.seconds * 1e3:7.1f}ms")
         lines.append(("AGREE: " if self.agree else "DISAGREE: ") + self.explanation)
+        lines.append("(time: this call's wall time; a solver's first call in a process includes loading its compiled code)")
         return "\n".join(lines)
 
     def __str__(self):
