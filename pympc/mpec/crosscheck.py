@@ -50,10 +50,10 @@ class CrossCheckReport:
 
     def table(self):
         """The report as a printable table."""
-        lines = [f"{'solver':8s} {'status':18s} {'equation':>10s} {'negativity':>10s} {'compl.':>10s} {'time':>9s}"]
+        lines = [f"{'solver':8s} {'status':18s} {'equation':>10s} {'negativity':>10s} {'compl.':>10s} {'time':>11s}"]
         for a in self.answers:
             r = a.residual or (float("nan"),) * 3
-            lines.append(f"{a.solver:8s} {a.status:18s} {r[0]:10.2e} {r[1]:10.2e} {r[2]:10.2e} {a.seconds * 1e3:7.1f}ms")
+            lines.append(f"{a.solver:8s} {a.status:18s} {r[0]:10.2e} {r[1]:10.2e} {r[2]:10.2e} {a.seconds * 1e3:9.3f}ms")
         lines.append(("AGREE: " if self.agree else "DISAGREE: ") + self.explanation)
         lines.append("(time: wall time of the call; Lemke's of a second call, as the first compiles its kernels)")
         return "\n".join(lines)
