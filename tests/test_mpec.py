@@ -494,3 +494,17 @@ def test_ipopt_mpec_answer_that_breaks_a_link_is_not_optimal(monkeypatch):
     assert res.solver.termination_condition == TerminationCondition.locallyOptimal   # IPOPT's 'acceptable'
     assert abs(loose.z[0].value) <= 1e-6
     assert res.pympc.complementarity <= 1e-6 and res.pympc.infeasibility <= 1e-6
+
+
+def test_ipopt_solves_a_degenerate_event_hlcp_exactly():
+    """The start of models/rotating_rod_bead.toml: x1 = y1 = 0 and x3 = y3 = 0 at the solution (a continuum of
+    solutions around it).  Fixing one side of each pair leaves a singular system; the polish fixes both sides of
+    the pairs that are both near zero and finds the exact point, where the relaxed one is 7e-7 off."""
+    h = HLCP([[1, 0, 0], [0, 0.2, 1], [-0.4, 0, 1]], [[-1, 0, 0], [0, -1, -0.2], [-0.4, 1, 0]], [0, 0.4, 0])
+    m = to_pyomo(h)
+    res = pyo.SolverFactory("pympc.ipopt").solve(m)
+    assert pyo.check_optimal_termination(res) and res.pympc.complementarity <= 1e-15
+    x, y = (np.array([v[i].value for i in range(3)]) for v in (m.x, m.y))
+    np.testing.assert_allclose(x, [0, 2, 0], atol=1e-14)
+    np.testing.assert_allclose(y, 0, atol=1e-14)
+    assert pympc.crosscheck(h).agree

@@ -131,18 +131,26 @@ def _choice(nlp, plan, u):
     return np.abs(f) <= np.abs(g)
 
 
-def _polish_in_place(nlp, plan, fix_c, saved):
+def _polish_in_place(nlp, plan, fix_c, saved, both=None):
     """The active-set polish on the extracted NLP itself (no re-extraction).
 
     From the relaxed bounds ``saved``: the side of each pair that ``fix_c``
-    names becomes an equality (``c``) or a fixed variable (``v``), and the
-    product rows get infinite bounds.  :func:`_restore` puts ``saved`` back.
+    names becomes an equality (``c``) or a fixed variable (``v``); both sides
+    where ``both`` (degenerate pairs); the product rows get infinite bounds.
+    :func:`_restore` puts ``saved`` back.
     """
     ic, jv, ip_, _, lb0 = plan
     _restore(nlp, saved)
-    nlp.cu[ic[fix_c]] = nlp.cl[ic[fix_c]]
-    nlp.lb[jv[~fix_c]] = nlp.ub[jv[~fix_c]] = lb0[~fix_c]
+    on_c, on_v = (fix_c, ~fix_c) if both is None else (fix_c | both, ~fix_c | both)
+    nlp.cu[ic[on_c]] = nlp.cl[ic[on_c]]
+    nlp.lb[jv[on_v]] = nlp.ub[jv[on_v]] = lb0[on_v]
     nlp.cl[ip_], nlp.cu[ip_] = -1e20, 1e20
+
+
+def _degenerate(nlp, plan, u, bound):
+    """Pairs whose two factors are both within ``10 sqrt(bound)`` of zero: candidates for a degenerate solution."""
+    f, g = _factors(nlp, plan, u)
+    return np.maximum(np.abs(f), np.abs(g)) <= 10.0 * np.sqrt(bound)
 
 
 def _separated(nlp, plan, u, ratio=1e-2):
@@ -151,7 +159,7 @@ def _separated(nlp, plan, u, ratio=1e-2):
     return bool(np.all(np.minimum(f, g) <= ratio * np.maximum(f, g)))
 
 
-def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None):
+def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None, both=None):
     """The polish without IPOPT when the polished problem is a linear system (an LCP/HLCP model).
 
     With every pair's chosen side at zero (:func:`_polish_in_place`), if the
@@ -161,7 +169,9 @@ def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None):
     guess that was wrong on nearly degenerate pairs), those pairs' choices are
     flipped and it is solved again: all of them at first, then the
     lowest-numbered one only (Murty's rule, which terminates for P-matrix
-    problems), at most ``max_flips`` times (default ``2 n + 4``).  A point is
+    problems), at most ``max_flips`` times (default ``2 n + 4``).  Pairs in
+    ``both`` have both sides at zero (a degenerate solution: the rows are then
+    solved in the least-squares sense and must hold exactly).  A point is
     accepted only if it meets every bound and row within ``tol``.  Returns the
     point and its rows, or None (not linear, not determined, or no verified
     point); the bounds of the last choice tried are left on ``nlp``.
@@ -183,7 +193,7 @@ def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None):
     pair_row[ic], pair_col[jv] = True, True
     max_flips = 2 * len(ic) + 4 if max_flips is None else max_flips
     for flips in range(max_flips + 1):
-        _polish_in_place(nlp, plan, fix_c, saved)
+        _polish_in_place(nlp, plan, fix_c, saved, both)
         x = _solve_active_set(nlp, A, skip)
         if x is None:
             return None
@@ -198,6 +208,8 @@ def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None):
         if (bad_col & ~pair_col).any() or (bad_row & ~pair_row).any() or flips == max_flips:
             return None       # a row or bound outside the pairs: no choice of sides mends it
         wrong = (fix_c & bad_col[jv]) | (~fix_c & bad_row[ic])   # the free side of these pairs went negative
+        if both is not None:
+            wrong &= ~both
         if not wrong.any():
             return None
         if flips >= 3:        # block flips may cycle: from here on, the least index only
@@ -511,6 +523,10 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
             saved = (nlp.cl.copy(), nlp.cu.copy(), nlp.lb.copy(), nlp.ub.copy())
             fix_c = _choice(nlp, plan, good)
             linear = _linear_polish(nlp, plan, fix_c, saved, 1e-12)
+            if linear is None:   # perhaps a degenerate solution (both sides of some pairs zero)
+                both = _degenerate(nlp, plan, good, eps * scale2)
+                if both.any():
+                    linear = _linear_polish(nlp, plan, fix_c, saved, 1e-12, both=both)
         pu, pg = linear if linear is not None else (None, None)
         if pu is not None:   # a linear active-set system, solved directly
             pinfo = {"status": 0, "status_msg": b"active-set polish: linear system solved", "mult_g": np.zeros(nlp.m)}
