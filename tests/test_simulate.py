@@ -164,6 +164,16 @@ def test_per_event_crosscheck_agrees_along_a_simulation():
     assert len(list(m.component_data_objects(pyo.Var))) == 2 * tr.events[2].hlcp.n
 
 
+@pytest.mark.parametrize("model, t_end", [("cross_slide", 0.5), ("rotating_rod_bead", 0.2), ("slider_crank", 0.6)])
+def test_every_event_of_the_friction_models_crosschecks(model, t_end):
+    """The event HLCPs of the bundled friction models (degenerate and continuum sets included) by IPOPT and
+    the MILP: each answer verified and in the solution set."""
+    tr = pympc.simulate(MODELS / f"{model}.toml", (0.0, t_end), crosscheck="all")
+    assert tr.success and tr.events
+    for e in tr.events:
+        assert all(v["agree"] for v in e.crosscheck.values()), (e, e.crosscheck)
+
+
 def test_general_and_tree_simulations_agree():
     a = pympc.simulate(MODELS / "slider_crank.toml", (0.0, 2.0), formulation="general")
     b = pympc.simulate(MODELS / "slider_crank.toml", (0.0, 2.0), formulation="tree")
