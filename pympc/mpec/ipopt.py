@@ -125,9 +125,9 @@ def _factors(nlp, plan, u, g=None):
     return (nlp.constraints(u) if g is None else g)[ic] - cl0, u[jv] - lb0
 
 
-def _choice(nlp, plan, u):
-    """The active-set guess at ``u``: True where the expression side ``c`` is the smaller factor (it goes to zero)."""
-    f, g = _factors(nlp, plan, u)
+def _choice(f, g):
+    """The active-set guess from a point's factors (:func:`_factors`): True where the expression side ``c`` is
+    the smaller one (it goes to zero)."""
     return np.abs(f) <= np.abs(g)
 
 
@@ -147,15 +147,14 @@ def _polish_in_place(nlp, plan, fix_c, saved, both=None):
     nlp.cl[ip_], nlp.cu[ip_] = -1e20, 1e20
 
 
-def _degenerate(nlp, plan, u, bound):
+def _degenerate(f, g, bound):
     """Pairs whose two factors are both within ``10 sqrt(bound)`` of zero: candidates for a degenerate solution."""
-    f, g = _factors(nlp, plan, u)
     return np.maximum(np.abs(f), np.abs(g)) <= 10.0 * np.sqrt(bound)
 
 
-def _separated(nlp, plan, u, ratio=1e-2):
+def _separated(f, g, ratio=1e-2):
     """Does every pair have one factor much smaller than the other (a clear active set to polish on)?"""
-    f, g = (np.abs(a) for a in _factors(nlp, plan, u))
+    f, g = np.abs(f), np.abs(g)
     return bool(np.all(np.minimum(f, g) <= ratio * np.maximum(f, g)))
 
 
@@ -179,7 +178,7 @@ def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None, both=None):
     ob = nlp.obj
     if ob is not None and not ob.constant:
         return None
-    ic, jv, product_rows, cl0, lb0 = plan
+    ic, jv, product_rows, _, _ = plan
     skip = np.zeros(nlp.m, bool)
     skip[product_rows] = True
     if nlp._nl_cons or np.any(~skip[nlp._q[0]]):
@@ -521,16 +520,17 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
         # polish already from this stage; keep it if it solves and is complementary, else go on
         with clock("polish"):
             saved = (nlp.cl.copy(), nlp.cu.copy(), nlp.lb.copy(), nlp.ub.copy())
-            fix_c = _choice(nlp, plan, good)
+            f, g = _factors(nlp, plan, good)
+            fix_c = _choice(f, g)
             linear = _linear_polish(nlp, plan, fix_c, saved, 1e-12)
             if linear is None:   # perhaps a degenerate solution (both sides of some pairs zero)
-                both = _degenerate(nlp, plan, good, eps * scale2)
+                both = _degenerate(f, g, eps * scale2)
                 if both.any():
                     linear = _linear_polish(nlp, plan, fix_c, saved, 1e-12, both=both)
         pu, pg = linear if linear is not None else (None, None)
         if pu is not None:   # a linear active-set system, solved directly
             pinfo = {"status": 0, "status_msg": b"active-set polish: linear system solved", "mult_g": np.zeros(nlp.m)}
-        elif eps == RELAXATION[-1] or _separated(nlp, plan, good):
+        elif eps == RELAXATION[-1] or _separated(f, g):
             _polish_in_place(nlp, plan, fix_c, saved)
             with clock("ipopt"):
                 pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), left(popts), tee, scaling)
