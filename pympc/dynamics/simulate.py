@@ -340,7 +340,7 @@ def _options(system, t_span, explicit):
     return o
 
 
-def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, atol=None, crosscheck=None,
+def simulate(system, t_span=None, *, params=None, formulation=None, method=None, rtol=None, atol=None, crosscheck=None,
              on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20, max_step=None,
              baumgarte=None, samples=None, t_eval=None, enumerate_pairs=8, velocity_tol=1e-8, probe_delta=1e-6,
              progress=None, overrides=None):
@@ -350,9 +350,13 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     ----------
     system : System or path
         A :class:`~pympc.mechanics.System` or a model file (read with
-        :func:`~pympc.mechanics.load_model`, ``overrides`` applied).
+        :func:`~pympc.mechanics.load_model`).
     t_span : (float, float), optional
         Default: ``t_start``/``t_end`` of the model's ``[simulation]`` table.
+    params : dict, optional
+        Parameter values to bind (``{"mu": 0.4}``): :meth:`System.bind`, no
+        re-parsing; unknown names, values outside the bounds and parameters that
+        nothing uses are errors.  Recorded in ``Trajectory.parameters``.
     formulation : {"general", "tree"} or formulation object, optional
         Default: the system's.
     method, rtol, atol, max_step
@@ -389,7 +393,7 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     progress : callable, optional
         Called as ``progress(t, t0, t1)`` after every phase.
     overrides : dict, optional
-        Parameter overrides when ``system`` is a path.
+        The same as ``params`` (the model-file spelling of ``--set``).
 
     Returns
     -------
@@ -408,11 +412,12 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     >>> tr.status.name, round(float(tr.qd[-1, 0]), 9), str(tr.events[0].mode_after)
     ('SUCCESS', 1.0, '[+ fwd]')
     """
+    values = {**(overrides or {}), **(params or {})}
     if isinstance(system, (str, Path)):
-        system = load_model(system, **(overrides or {}))
-    elif overrides:
-        raise OptionError("overrides apply to model files; change the System itself instead")
-    if not isinstance(system, System):
+        system = load_model(system, **values)
+    elif isinstance(system, System):
+        system = system.bind(values)
+    else:
         raise OptionError(f"system must be a pympc System or a model file path, got {type(system).__name__}")
     if on_ambiguous not in AMBIGUITY_RULES:
         raise OptionError(f"on_ambiguous must be one of {sorted(AMBIGUITY_RULES)}, got {on_ambiguous!r}")
@@ -522,6 +527,7 @@ def _trajectory(run, phases, events, status, message):
     cols = list(zip(*rows))
     arr = lambda i, shape=None: np.array(cols[i], dtype=float).reshape(len(rows), *(shape or ()))  # noqa: E731
     info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1}
+    system = form.system
     checked = [e for e in events if e.crosscheck]
     if checked:
         agree = sum(all(v["agree"] for v in e.crosscheck.values()) for e in checked)
@@ -532,4 +538,5 @@ def _trajectory(run, phases, events, status, message):
         walls=np.array(cols[6], dtype=int).reshape(len(rows), s), motions=np.array(cols[7], dtype=int).reshape(len(rows), s),
         kinetic=arr(8), potential=arr(9), dissipated=arr(10), work=arr(11), drift=arr(12), events=events,
         status=status, message=message, coordinate_names=list(form.absolute_names),
-        slot_names=[sl.name for sl in form.slots], info=info)
+        slot_names=[sl.name for sl in form.slots], info=info,
+        parameters=dict(system.parameters), model_hash=system.fingerprint())

@@ -173,6 +173,10 @@ class Trajectory:
     events : list of Event
     status : SimulationStatus
     message : str
+    parameters : dict
+        The parameter values the run used (name → float).
+    model_hash : str
+        :meth:`System.fingerprint` of the simulated model.
     """
 
     t: np.ndarray
@@ -194,6 +198,8 @@ class Trajectory:
     coordinate_names: list
     slot_names: list
     info: dict = field(default_factory=dict)
+    parameters: dict = field(default_factory=dict)
+    model_hash: str = ""
 
     @property
     def success(self):
@@ -250,7 +256,8 @@ class Trajectory:
         """Write ``path`` (.npz): arrays, plus events and metadata as JSON, without loss."""
         meta = {"status": self.status.name, "message": self.message, "coordinate_names": self.coordinate_names,
                 "slot_names": self.slot_names, "events": [e._json() for e in self.events],
-                "info": {k: v for k, v in self.info.items() if _jsonable(v)}}
+                "info": {k: v for k, v in self.info.items() if _jsonable(v)},
+                "parameters": {k: float(v) for k, v in self.parameters.items()}, "model_hash": self.model_hash}
         np.savez_compressed(path, meta=np.array(json.dumps(meta)), **{k: getattr(self, k) for k in _ARRAYS})
 
     @classmethod
@@ -265,7 +272,8 @@ class Trajectory:
             raise SimulationError(f"{path}: not a pympc trajectory file ({exc})") from None
         return cls(**arrays, events=[Event._from_json(e) for e in meta["events"]],
                    status=SimulationStatus[meta["status"]], message=meta["message"],
-                   coordinate_names=meta["coordinate_names"], slot_names=meta["slot_names"], info=meta["info"])
+                   coordinate_names=meta["coordinate_names"], slot_names=meta["slot_names"], info=meta["info"],
+                   parameters=meta.get("parameters", {}), model_hash=meta.get("model_hash", ""))
 
     def to_dataframe(self):
         """A pandas DataFrame of the sampled arrays (needs pandas)."""

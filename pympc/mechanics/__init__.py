@@ -12,13 +12,13 @@ from .general import GeneralMethod
 from .generators import slider_chain
 from .modelfile import dump_model, load_model, save_model
 from .system import (
-    GROUND, Body, Damper, Distance, Gear, Gravity, Particle, PointForce, Prescribed, Revolute, RigidBody,
+    GROUND, Body, Damper, Distance, Gear, Gravity, Parameter, Particle, PointForce, Prescribed, Revolute, RigidBody,
     Rolling, Slot, Spring, System, Torque,
 )
 from .tree import TreeMethod
 
 __all__ = [
-    "System", "Body", "RigidBody", "Particle", "Revolute", "Slot", "Rolling", "Gear", "Distance",
+    "System", "Parameter", "Body", "RigidBody", "Particle", "Revolute", "Slot", "Rolling", "Gear", "Distance",
     "Prescribed", "Gravity", "PointForce", "Torque", "Spring", "Damper", "GROUND",
     "GeneralMethod", "TreeMethod", "Assembly", "Expression", "parse", "load_model", "save_model", "dump_model", "slider_chain",
 ]

@@ -146,6 +146,7 @@ class AbsoluteModel:
     def __init__(self, system, exclude=()):
         system.validate()
         self.system = system
+        system = self._resolved = system.resolved()    # numbers: the parameters as bound now
         names = list(system.bodies)
         self.body_index = {n: i for i, n in enumerate(names)}
         self.rigid = [isinstance(b, RigidBody) for b in system.bodies.values()]
@@ -249,7 +250,7 @@ class AbsoluteModel:
     def initial_state(self):
         """Absolute (q, q̇) from the bodies' initial positions and velocities."""
         q, qd = np.zeros(self.n), np.zeros(self.n)
-        for i, b in enumerate(self.system.bodies.values()):
+        for i, b in enumerate(self._resolved.bodies.values()):
             o = self.offset[i]
             q[o:o + 2], qd[o:o + 2] = np.asarray(b.position, float), np.asarray(b.velocity, float)
             if self.rigid[i]:

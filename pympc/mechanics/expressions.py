@@ -4,8 +4,13 @@ Model files write quantities such as ``"F0*sin(omega*t)"``.  They are parsed
 with :mod:`ast` and checked against a whitelist (numbers, names, ``+ - * / **``,
 unary minus and a fixed set of functions); nothing is ever passed to ``eval``.
 An :class:`Expression` evaluates itself by walking that tree and can
-differentiate itself with respect to any of its variables, which is what
-prescribed (rheonomic) motions need for their velocity and acceleration terms.
+differentiate itself with respect to any of its names (time for the velocity
+and acceleration terms of prescribed motions; parameters for sensitivities).
+
+Parameters stay *symbolic* in an Expression (``expr.parameters``) until they
+are bound (:meth:`Expression.bind`), which folds their values in without
+parsing again.  Expressions pickle with the standard library (the checked tree
+travels, the evaluation closures are rebuilt on arrival).
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ import operator
 
 from ..errors import ModelError
 
-__all__ = ["Expression", "constant", "parse"]
+__all__ = ["Expression", "constant", "parse", "MAX_DEPTH"]
+
+MAX_DEPTH = 200
+"""Deepest expression tree accepted (deeper ones are refused with a ModelError, never a RecursionError)."""
 
 _FUNCS = {
     "sin": math.sin, "cos": math.cos, "tan": math.tan, "exp": math.exp, "log": math.log,
@@ -29,10 +37,10 @@ _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 
 
 class Expression:
-    """A parsed expression: callable with keyword variables, differentiable.
+    """A parsed expression: callable with keyword names, bindable, differentiable.
 
-    Parameters are folded in at parse time, so what is left depends only on
-    the variables (e.g. ``t``).
+    ``variables`` (e.g. ``t`` and state) are given at call time; ``parameters``
+    are the parameter names it refers to, folded in by :meth:`bind`.
 
     Examples
     --------
@@ -41,21 +49,54 @@ class Expression:
     True
     >>> f.diff("t").diff("t")(t=0.5) == -18 * math.sin(1.5)
     True
+    >>> g = parse("A*sin(w*t)", ("A", "w"))
+    >>> sorted(g.parameters), g.bind({"A": 2.0, "w": 3.0})(t=0.5) == f(t=0.5)
+    (['A', 'w'], True)
+    >>> g.diff("A").bind({"A": 2.0, "w": 3.0})(t=0.5) == math.sin(1.5)
+    True
     """
 
-    __slots__ = ("node", "text", "_fn")
+    __slots__ = ("node", "text", "where", "parameters", "_fn")
 
-    def __init__(self, node, text=None):
+    def __init__(self, node, text=None, where="expression", parameters=None):
         self.node = node
         self.text = text if text is not None else ast.unparse(node)
+        self.where = where
+        self.parameters = frozenset(_names(node) if parameters is None else parameters)
         self._fn = _closure(node)
 
+    def __reduce__(self):
+        return (Expression, (self.node, self.text, self.where, self.parameters))
+
     def __call__(self, **variables):
-        return self._fn(variables)
+        try:
+            v = self._fn(variables)
+            if math.isfinite(v):
+                return v
+            exc = f"the value is {v}"
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError) as e:
+            exc = str(e)
+        raise ModelError(f"{self.where}: {self.text!r} cannot be evaluated at "
+                         f"{_show(variables)} ({exc}); check the expression and its parameters")
+
+    def bind(self, values):
+        """This expression with the parameters in ``values`` replaced by their numbers (no re-parsing)."""
+        if not self.parameters:
+            return self
+        missing = sorted(self.parameters - set(values))
+        if missing:
+            raise ModelError(f"{self.where}: {self.text!r} needs the parameter(s) {missing}")
+        node = _fold(_substitute(self.node, values), self.where, self.text)
+        return Expression(node, self.text, self.where, ())
 
     def diff(self, var):
-        """The derivative with respect to the variable ``var`` (an Expression)."""
-        return Expression(_fold(_diff(self.node, var)))
+        """The derivative with respect to the variable or parameter ``var`` (an Expression)."""
+        node = _fold(_diff(self.node, var), self.where, self.text)
+        return Expression(node, None, f"{self.where} (d/d{var})", None)
+
+    def depends_on(self, name):
+        """Does the expression contain the name (a variable or a parameter)?"""
+        return name in _names(self.node, variables=True)
 
     @property
     def is_constant(self):
@@ -65,16 +106,50 @@ class Expression:
     def value(self):
         """The number, for a constant expression."""
         if not self.is_constant:
-            raise ModelError(f"expression {self.text!r} is not constant")
+            raise ModelError(f"{self.where}: expression {self.text!r} is not constant")
         return float(self.node.value)
 
     def __repr__(self):
         return f"Expression({self.text!r})"
 
 
-def constant(value):
+def _show(env):
+    return ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in env.items()) or "no variables"
+
+
+def _names(node, variables=False):
+    """The parameter names of a checked tree (ast.Name nodes marked as parameters), or every name."""
+    out = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Name) and (variables or getattr(n, "param", False)):
+            out.add(n.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _substitute(node, values):
+    if isinstance(node, ast.Name) and getattr(node, "param", False):
+        return ast.Constant(float(values[node.id]))
+    if isinstance(node, ast.BinOp):
+        return ast.BinOp(_substitute(node.left, values), node.op, _substitute(node.right, values))
+    if isinstance(node, ast.UnaryOp):
+        return ast.UnaryOp(node.op, _substitute(node.operand, values))
+    if isinstance(node, ast.Call):
+        return ast.Call(node.func, [_substitute(node.args[0], values)], [])
+    return node
+
+
+def _param(name):
+    n = ast.Name(name)
+    n.param = True
+    return n
+
+
+def constant(value, where="expression"):
     """A constant Expression."""
-    return Expression(ast.Constant(float(value)))
+    return Expression(ast.Constant(float(value)), None, where, ())
 
 
 def parse(text, parameters=None, variables=("t",), where="expression"):
@@ -83,8 +158,12 @@ def parse(text, parameters=None, variables=("t",), where="expression"):
     Parameters
     ----------
     text : str or float
-    parameters : dict of str to float
-        Names replaced by their values.
+    parameters : None, collection of str, or dict of str to float
+        A dict: names replaced by their values (folded now).  A collection of
+        names (a set, list, tuple): parameter names kept symbolic (see
+        :meth:`Expression.bind`); other names are refused.  None: every name
+        that is not a variable, a constant or a function is a symbolic
+        parameter (checked later, e.g. by :meth:`System.validate`).
     variables : sequence of str
         Names left free (evaluated at call time).
     where : str
@@ -93,12 +172,16 @@ def parse(text, parameters=None, variables=("t",), where="expression"):
     Raises
     ------
     ModelError
-        For syntax errors, unknown names or functions, or disallowed syntax.
+        For syntax errors, unknown names or functions, disallowed syntax,
+        trees deeper than :data:`MAX_DEPTH`, and constants that are not finite
+        (``1/0``, ``sqrt(-1)``, ``10**10**10``).
     """
     if isinstance(text, bool):
         raise ModelError(f"{where}: expected a number or an expression string, got {text!r}")
     if isinstance(text, (int, float)):
-        return constant(text)
+        if not math.isfinite(text):
+            raise ModelError(f"{where}: must be finite, got {text}")
+        return constant(text, where)
     if isinstance(text, Expression):
         return text
     if not isinstance(text, str):
@@ -107,27 +190,63 @@ def parse(text, parameters=None, variables=("t",), where="expression"):
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         raise ModelError(f"{where}: cannot parse {text!r}: {exc.msg}") from None
-    params = dict(parameters or {})
-    clash = sorted(set(params) & set(variables))
+    except (RecursionError, MemoryError):
+        raise ModelError(f"{where}: the expression ({len(text)} characters) is too deeply nested to parse; "
+                         "split it using parameters") from None
+    depth = _depth(tree)
+    if depth > MAX_DEPTH:
+        raise ModelError(f"{where}: the expression ({len(text)} characters) is nested {depth} levels deep, more than "
+                         f"{MAX_DEPTH}; split it into parameters (derived parameters may be expressions)")
+    if parameters is None:
+        values, names = {}, None
+    elif isinstance(parameters, dict) or hasattr(parameters, "items"):
+        values, names = dict(parameters), set()
+    else:
+        values, names = {}, set(parameters)
+    clash = sorted((set(values) | (names or set())) & set(variables))
     if clash:
         raise ModelError(f"{where}: {', '.join(map(repr, clash))} is both a parameter and a variable of this "
                          f"expression ({', '.join(variables)}); rename the parameter")
-    node = _check(tree, params, set(variables), where, text)
-    return Expression(_fold(node), text)
+    node = _check(tree, values, names, set(variables), where, text)
+    node = _fold(node, where, text)
+    if isinstance(node, ast.Constant) and not math.isfinite(node.value):
+        raise ModelError(f"{where}: {text!r} is not a finite number")
+    return Expression(node, text, where)
 
 
-def _check(node, params, variables, where, text):
-    rec = lambda n: _check(n, params, variables, where, text)  # noqa: E731
+def _depth(tree):
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        if d > MAX_DEPTH:
+            break
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return deepest
+
+
+def _check(node, values, names, variables, where, text):
+    rec = lambda n: _check(n, values, names, variables, where, text)  # noqa: E731
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return ast.Constant(float(node.value))
+        try:
+            return ast.Constant(float(node.value))
+        except OverflowError:
+            raise ModelError(f"{where}: the number {node.value!r} in {text!r} is too large") from None
     if isinstance(node, ast.Name):
         if node.id in variables:
             return ast.Name(node.id)
-        if node.id in params:
-            return ast.Constant(float(params[node.id]))
+        if node.id in values:
+            v = float(values[node.id])
+            if not math.isfinite(v):
+                raise ModelError(f"{where}: parameter {node.id!r} = {v} is not finite (in {text!r})")
+            return ast.Constant(v)
         if node.id in _CONSTS:
             return ast.Constant(_CONSTS[node.id])
-        known = sorted(set(params) | variables)
+        if names is None or node.id in names:
+            if node.id in _FUNCS:
+                raise ModelError(f"{where}: {node.id!r} is a function; call it as {node.id}(...) in {text!r}")
+            return _param(node.id)
+        known = sorted(set(values) | names | variables)
         raise ModelError(f"{where}: unknown name {node.id!r} in {text!r} (known: {', '.join(known) or 'none'})")
     if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
         return ast.BinOp(rec(node.left), node.op, rec(node.right))
@@ -196,8 +315,8 @@ def _diff(node, var):
             num = _bin(_bin(da, ast.Mult(), b), ast.Sub(), _bin(a, ast.Mult(), db))
             return _bin(num, ast.Div(), _bin(b, ast.Pow(), _c(2)))
         # power: constant exponent, else the general a**b (log a * db + b*da/a)
-        if isinstance(b, ast.Constant):
-            return _bin(_bin(b, ast.Mult(), _bin(a, ast.Pow(), _c(b.value - 1))), ast.Mult(), da)
+        if var not in _names(b, variables=True):
+            return _bin(_bin(b, ast.Mult(), _bin(a, ast.Pow(), _bin(b, ast.Sub(), _c(1)))), ast.Mult(), da)
         log_a = ast.Call(ast.Name("log"), [a], [])
         inner = _bin(_bin(db, ast.Mult(), log_a), ast.Add(), _bin(_bin(b, ast.Mult(), da), ast.Div(), a))
         return _bin(node, ast.Mult(), inner)
@@ -222,23 +341,34 @@ def _diff(node, var):
     return _bin(outer, ast.Mult(), du)
 
 
-def _fold(node):
-    """Constant folding and the obvious 0/1 simplifications."""
+def _fold(node, where="expression", text=""):
+    """Constant folding and the obvious 0/1 simplifications; a constant part that is not finite is an error."""
+    rec = lambda n: _fold(n, where, text)  # noqa: E731
+
+    def bad(what, exc=None):
+        why = f" ({exc})" if exc else ""
+        return ModelError(f"{where}: {text or ast.unparse(node)!r}: {what} is not a finite number{why}")
+
     if isinstance(node, ast.BinOp):
-        a, b = _fold(node.left), _fold(node.right)
+        a, b = rec(node.left), rec(node.right)
         ca, cb = isinstance(a, ast.Constant), isinstance(b, ast.Constant)
         op = type(node.op)
         if ca and cb:
             try:
-                return _c(_BIN[op](a.value, b.value))
-            except (ZeroDivisionError, OverflowError, ValueError):
-                return ast.BinOp(a, node.op, b)
+                v = _BIN[op](a.value, b.value)
+            except (ZeroDivisionError, OverflowError, ValueError) as exc:
+                raise bad(ast.unparse(ast.BinOp(a, node.op, b)), exc) from None
+            if isinstance(v, complex) or not math.isfinite(v):
+                raise bad(ast.unparse(ast.BinOp(a, node.op, b)))
+            return _c(v)
         if op is ast.Mult and ((ca and a.value == 0) or (cb and b.value == 0)):
             return _c(0)
         if op is ast.Mult and ca and a.value == 1:
             return b
         if op in (ast.Mult, ast.Div, ast.Pow) and cb and b.value == 1:
             return a
+        if op is ast.Pow and cb and b.value == 0:
+            return _c(1)
         if op is ast.Add and ca and a.value == 0:
             return b
         if op in (ast.Add, ast.Sub) and cb and b.value == 0:
@@ -249,16 +379,19 @@ def _fold(node):
             return _c(0)
         return ast.BinOp(a, node.op, b)
     if isinstance(node, ast.UnaryOp):
-        a = _fold(node.operand)
+        a = rec(node.operand)
         if isinstance(a, ast.Constant):
             return _c(-a.value)
         return ast.UnaryOp(ast.USub(), a)
     if isinstance(node, ast.Call):
-        a = _fold(node.args[0])
+        a = rec(node.args[0])
         if isinstance(a, ast.Constant):
             try:
-                return _c(_FUNCS[node.func.id](a.value))
-            except (ValueError, OverflowError):
-                pass
+                v = _FUNCS[node.func.id](a.value)
+            except (ValueError, OverflowError) as exc:
+                raise bad(f"{node.func.id}({a.value!r})", exc) from None
+            if not math.isfinite(v):
+                raise bad(f"{node.func.id}({a.value!r})")
+            return _c(v)
         return ast.Call(node.func, [a], [])
     return node

@@ -3,7 +3,8 @@
 The schema (documented with examples in ``models/README.md``)::
 
     [model]        name, description, formulation = "general" | "tree"
-    [parameters]   NAME = number or expression of earlier parameters
+    [parameters]   NAME = number or expression of earlier parameters, or
+                   NAME = {value = ..., bounds = [low, high], description = "..."}
     [[bodies]]     name, type = "rigid" | "particle", mass, inertia, position, angle,
                    velocity, angular_velocity
     [[joints]]     type = "revolute" | "slot" | "rolling" | "gear" | "distance" | "prescribed"
@@ -14,7 +15,10 @@ Every number may be an expression string of the parameters (``"m1*g"``); time
 functions (prescribed values, rod lengths) may use ``t``; forces and torques
 may use ``t, x, y, vx, vy, phi, phidot`` (the state of their point and body);
 a parameter may not have one of these names.  Expressions are parsed by
-:mod:`pympc.mechanics.expressions` (an ast whitelist; nothing is evaluated).
+:mod:`pympc.mechanics.expressions` (an ast whitelist; nothing is evaluated) and
+keep their parameters symbolic: overrides bind new values to the System
+(:meth:`~pympc.mechanics.System.bind`), the same path ``pympc.simulate(...,
+params=...)`` takes.
 """
 
 from __future__ import annotations
@@ -44,33 +48,14 @@ SIMULATION_KEYS = {"t_end", "t_start", "method", "rtol", "atol", "max_events", "
                    "max_step", "baumgarte", "samples"}
 """Keys allowed in a model file's ``[simulation]`` table (arguments of pympc.simulate)."""
 
-# per type: (class, {key: kind}); kinds: "num" constant, "vec" constant 2-vector, "name" body name,
-# "time" expression of t, "state" expression of t and state, "svec" 2-vector of state expressions,
-# "str", "bool"
-_BODY = {
-    "rigid": (RigidBody, {"mass": "num", "inertia": "num", "position": "vec", "angle": "num",
-                          "velocity": "vec", "angular_velocity": "num"}),
-    "particle": (Particle, {"mass": "num", "position": "vec", "velocity": "vec"}),
-}
-_JOINT = {
-    "revolute": (Revolute, {"body_a": "name", "body_b": "name", "point_a": "vec", "point_b": "vec"}),
-    "slot": (Slot, {"slider": "name", "guide": "name", "direction": "vec", "origin": "vec", "point": "vec",
-                    "mu": "num", "mu_s": "num"}),
-    "rolling": (Rolling, {"disc": "name", "radius": "num", "direction": "vec", "origin": "vec"}),
-    "gear": (Gear, {"body_a": "name", "radius_a": "num", "body_b": "name", "radius_b": "num",
-                    "center_a": "vec", "center_b": "vec", "internal": "bool"}),
-    "distance": (Distance, {"body_a": "name", "body_b": "name", "length": "time", "point_a": "vec",
-                            "point_b": "vec"}),
-    "prescribed": (Prescribed, {"body": "name", "coordinate": "str", "value": "time"}),
-}
-_FORCE = {
-    "gravity": (Gravity, {"g": "vec"}),
-    "force": (PointForce, {"body": "name", "value": "svec", "point": "vec"}),
-    "torque": (Torque, {"body": "name", "value": "state"}),
-    "spring": (Spring, {"body_a": "name", "body_b": "name", "k": "num", "length": "num", "point_a": "vec",
-                        "point_b": "vec"}),
-    "damper": (Damper, {"body_a": "name", "body_b": "name", "c": "num", "point_a": "vec", "point_b": "vec"}),
-}
+# per type: (class, {key: kind}); the kinds are the element classes' own FIELDS: "num" number, "vec"
+# 2-vector, "name" body name, "time" expression of t, "state" expression of t and state, "svec"
+# 2-vector of state expressions, "str", "bool" (every number may be an expression of the parameters)
+_BODY = {"rigid": (RigidBody, RigidBody.FIELDS), "particle": (Particle, Particle.FIELDS)}
+_JOINT = {name: (cls, cls.FIELDS) for name, cls in (("revolute", Revolute), ("slot", Slot), ("rolling", Rolling),
+                                                    ("gear", Gear), ("distance", Distance), ("prescribed", Prescribed))}
+_FORCE = {name: (cls, cls.FIELDS) for name, cls in (("gravity", Gravity), ("force", PointForce), ("torque", Torque),
+                                                    ("spring", Spring), ("damper", Damper))}
 _REQUIRED = {"mass", "slider", "guide", "disc", "radius", "body", "body_a", "body_b", "radius_a", "radius_b",
              "coordinate", "value", "k", "c", "length"}
 
@@ -83,7 +68,8 @@ def load_model(path, **overrides):
     path : str or Path
     **overrides : float
         New values of parameters named in the file's ``[parameters]`` table
-        (expressions that depend on them follow).
+        (expressions that depend on them follow); bound with
+        :meth:`System.bind`, so an unknown name or one that nothing uses is an error.
 
     Returns
     -------
@@ -109,6 +95,9 @@ def load_model(path, **overrides):
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ModelError(f"{path}: cannot read the model file ({exc.strerror}); check the path") from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{path}: not a text model file (byte {exc.start} is not UTF-8); "
+                         "a model file is TOML text in UTF-8") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -129,14 +118,16 @@ def build_model(data, source="<model>", **overrides):
     formulation = model.get("formulation", "general")
     if formulation not in ("general", "tree"):
         raise err(f"[model], key 'formulation': must be 'general' or 'tree', got {formulation!r}")
-    params = _parameters(_table(data, "parameters", source), overrides, source)
+    system = System(str(model.get("name", Path(source).stem)), description=str(model.get("description", "")),
+                    formulation=formulation)
+    _parameters(system, _table(data, "parameters", source), source)
+    params = tuple(system.parameter_definitions)
     sim = _table(data, "simulation", source)
     bad = set(sim) - SIMULATION_KEYS
     if bad:
         raise err(f"[simulation]: unknown key(s) {sorted(bad)}; allowed: {sorted(SIMULATION_KEYS)}")
-    sim = {k: _simulation_value(k, v, params, f"{source}: [simulation], key {k!r}") for k, v in sim.items()}
-    system = System(str(model.get("name", Path(source).stem)), parameters=params,
-                    description=str(model.get("description", "")), formulation=formulation, simulation=sim)
+    for k, v in sim.items():
+        system._simulation[k] = _simulation_value(k, v, params, f"{source}: [simulation], key {k!r}")
     where_of = {}
     for table, kinds in (("bodies", _BODY), ("joints", _JOINT), ("forces", _FORCE)):
         entries = data.get(table, [])
@@ -182,6 +173,11 @@ def build_model(data, source="<model>", **overrides):
             else:
                 out.append(line.strip().lstrip("- "))
         raise err("invalid model:\n  - " + "\n  - ".join(out)) from None
+    if overrides:
+        try:
+            system = system.bind(overrides)
+        except ModelError as exc:
+            raise err(f"overrides: {exc}") from None
     return system
 
 
@@ -193,8 +189,8 @@ def _simulation_value(key, v, params, where):
     if key == "baumgarte":
         if not isinstance(v, dict) or set(v) - {"alpha", "beta"}:
             raise ModelError(f"{where}: expected a table {{alpha = ..., beta = ...}}, got {v!r}")
-        return {k: _value(x, params, f"{where}.{k}") for k, x in v.items()}
-    return _value(v, params, where)
+        return {k: _convert(x, "num", params, f"{where}.{k}") for k, x in v.items()}
+    return _convert(v, "num", params, where)
 
 
 def _table(data, name, source):
@@ -204,31 +200,32 @@ def _table(data, name, source):
     return t
 
 
-def _parameters(table, overrides, source):
-    unknown = set(overrides) - set(table)
-    if unknown:
-        raise ModelError(f"{source}: cannot override unknown parameter(s) {sorted(unknown)}; "
-                         f"the file defines {sorted(table)}")
-    params = {}
+def _parameters(system, table, source):
     for k, v in table.items():
-        if k in overrides:
-            v = overrides[k]
-        params[k] = _value(v, params, f"{source}: [parameters], key {k!r}")
-    return params
-
-
-def _value(v, params, where):
-    e = parse(v, params, (), where)
-    return e.value
+        where = f"{source}: [parameters], key {k!r}"
+        bounds = description = None
+        if isinstance(v, dict):
+            bad = set(v) - {"value", "bounds", "description"}
+            if bad or "value" not in v:
+                raise ModelError(f"{where}: a parameter table has 'value' and optionally 'bounds' and 'description'"
+                                 f"{f'; unknown key(s) {sorted(bad)}' if bad else ''}")
+            bounds, description, v = v.get("bounds"), v.get("description", ""), v["value"]
+            if bounds is not None and (not isinstance(bounds, list) or len(bounds) != 2):
+                raise ModelError(f"{where}: bounds must be [low, high], got {bounds!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise ModelError(f"{where}: expected a number or an expression string, got {v!r}")
+        try:
+            system.add_parameter(k, v, bounds, description or "")
+        except ModelError as exc:
+            msg = str(exc).split(": ", 1)[-1] if str(exc).startswith("parameter ") else str(exc)
+            raise ModelError(f"{where}: {msg}") from None
 
 
 def _convert(v, kind, params, where):
-    if kind in ("vec", "svec"):  # two components, each a constant ("vec") or a state expression ("svec")
+    if kind in ("vec", "svec"):  # two components, each a number ("vec") or a state expression ("svec")
         if not isinstance(v, list) or len(v) != 2:
             raise ModelError(f"{where}: expected a list of two values, got {v!r}")
         return tuple(_convert(x, "num" if kind == "vec" else "state", params, f"{where}[{i}]") for i, x in enumerate(v))
-    if kind == "num":
-        return _value(v, params, where)
     if kind == "name" or kind == "str":
         if not isinstance(v, str):
             raise ModelError(f"{where}: expected a string, got {v!r}")
@@ -237,7 +234,8 @@ def _convert(v, kind, params, where):
         if not isinstance(v, bool):
             raise ModelError(f"{where}: expected true or false, got {v!r}")
         return v
-    return parse(v, params, ("t",) if kind == "time" else FORCE_VARIABLES, where)
+    e = parse(v, params, () if kind == "num" else ("t",) if kind == "time" else FORCE_VARIABLES, where)
+    return e.value if kind == "num" and e.is_constant else e
 
 
 def _toml_value(v):
@@ -247,6 +245,8 @@ def _toml_value(v):
         return "true" if v else "false"
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         v = float(v)
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
         if not math.isfinite(v):
             raise ModelError(f"cannot write the non-finite number {v} to a model file")
         return repr(v)
@@ -277,11 +277,19 @@ def dump_model(system):
     if system.description:
         out.append(f"description = {_toml_value(system.description)}")
     out.append(f"formulation = {_toml_value(system.formulation)}")
-    numeric = {k: v for k, v in system.parameters.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    if numeric:
-        out += ["", "[parameters]"] + [f"{k} = {_toml_value(v)}" for k, v in numeric.items()]
-    for table, elements, kinds in (("bodies", system.bodies, _BODY), ("joints", system.joints, _JOINT),
-                                   ("forces", system.forces, _FORCE)):
+    bound = system.parameters
+    if system.parameter_definitions:
+        out += ["", "[parameters]"]
+        for k, p in system.parameter_definitions.items():
+            v = bound[k] if k in system._overrides else p.value
+            if p.bounds is None and not p.description:
+                out.append(f"{k} = {_toml_value(v)}")
+            else:
+                extra = {"value": v, **({"bounds": list(p.bounds)} if p.bounds else {}),
+                         **({"description": p.description} if p.description else {})}
+                out.append(f"{k} = {_toml_value(extra)}")
+    for table, elements, kinds in (("bodies", system._bodies, _BODY), ("joints", system._joints, _JOINT),
+                                   ("forces", system._forces, _FORCE)):
         types = {cls: name for name, (cls, _) in kinds.items()}
         for e in elements.values():
             kind = types[type(e)]
@@ -290,8 +298,8 @@ def dump_model(system):
                 v = getattr(e, key)
                 if v is not None:
                     out.append(f"{key} = {_toml_value(v)}")
-    if system.simulation:
-        out += ["", "[simulation]"] + [f"{k} = {_toml_value(v)}" for k, v in system.simulation.items()]
+    if system._simulation:
+        out += ["", "[simulation]"] + [f"{k} = {_toml_value(v)}" for k, v in system._simulation.items()]
     return "\n".join(out) + "\n"
 
 

@@ -19,21 +19,35 @@ Conventions
   along ``direction``.
 * Time functions (prescribed motion, forces) are :class:`Expression` objects
   or anything :func:`~pympc.mechanics.expressions.parse` accepts.
+
+Parameters
+----------
+A System has named :class:`Parameter` s (from a model file's ``[parameters]``
+table, or :meth:`System.add_parameter`).  Every numeric field of a body, joint
+or force may be an expression of them (``Slot(..., mu="mu1")``,
+``Particle(..., mass="2*m")``), and time or state functions may use them too.
+:meth:`System.bind` returns the same mechanism with other parameter values,
+validated again, without parsing anything; the formulations compile the bound
+numbers (:meth:`System.resolved`).  Systems pickle with the standard library.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
+from typing import ClassVar
 
 import numpy as np
 
 from ..errors import ModelError
-from .expressions import Expression, parse
+from .expressions import _CONSTS, _FUNCS, Expression, parse
 
 __all__ = [
-    "Body", "RigidBody", "Particle", "Revolute", "Slot", "Rolling", "Gear", "Distance", "Prescribed",
+    "Parameter", "Body", "RigidBody", "Particle", "Revolute", "Slot", "Rolling", "Gear", "Distance", "Prescribed",
     "Gravity", "PointForce", "Torque", "Spring", "Damper", "System", "GROUND",
 ]
 
@@ -49,14 +63,78 @@ def _vec(v, where):
     return a
 
 
-def _expr(v, where, variables=("t",)):
-    return v if isinstance(v, Expression) else parse(v, {}, variables, where)
+_KIND_VARIABLES = {"num": (), "vec": (), "time": ("t",), "state": FORCE_VARIABLES, "svec": FORCE_VARIABLES}
+"""Field kinds that hold numbers or expressions, and the variables their expressions may use."""
+
+
+def _parse_field(v, kind, where):
+    """A field value as given (number, string, Expression) → numbers stay numbers, strings become Expressions."""
+    if kind in ("vec", "svec"):
+        if isinstance(v, str) or not hasattr(v, "__len__") or len(v) != 2:
+            raise ModelError(f"{where}: expected two values, got {v!r}")
+        sub = "num" if kind == "vec" else "state"
+        return tuple(_parse_field(x, sub, f"{where}[{i}]") for i, x in enumerate(v))
+    if v is None or isinstance(v, Expression):
+        return v
+    if isinstance(v, str):
+        return parse(v, None, _KIND_VARIABLES[kind], where)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v) if kind == "num" else parse(v, None, _KIND_VARIABLES[kind], where)
+    try:
+        return float(v) if kind == "num" else v    # numpy scalars
+    except (TypeError, ValueError):
+        return v                                   # left for validate() to report
+
+
+def _field_parameters(v):
+    if isinstance(v, Expression):
+        return v.parameters
+    if isinstance(v, tuple):
+        return frozenset().union(*(_field_parameters(x) for x in v))
+    return frozenset()
+
+
+def _resolve_field(v, kind, values):
+    """A field with the parameter values folded in: a float (num), floats (vec), bound Expressions."""
+    if v is None:
+        return None
+    if kind in ("vec", "svec"):
+        return tuple(_resolve_field(x, "num" if kind == "vec" else "state", values) for x in v)
+    if isinstance(v, Expression):
+        b = v.bind(values)
+        return b.value if kind == "num" and b.is_constant else b
+    return v
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A named parameter of a System: a number, or an expression of earlier parameters (derived).
+
+    Attributes
+    ----------
+    name : str
+    value : float or Expression
+        The default value, or the expression a derived parameter follows.
+    bounds : (float, float) or None
+        Admissible range (inclusive); binding a value outside it is an error.
+    description : str
+    """
+
+    name: str
+    value: object
+    bounds: tuple | None = None
+    description: str = ""
+
+    @property
+    def derived(self):
+        return isinstance(self.value, Expression)
 
 
 @dataclass
 class Body:
     """Common part of bodies: name, mass and initial state."""
 
+    FIELDS: ClassVar[dict] = {"mass": "num", "position": "vec", "velocity": "vec"}
     name: str
     mass: float
     position: tuple = (0.0, 0.0)
@@ -77,6 +155,8 @@ class RigidBody(Body):
     3
     """
 
+    FIELDS: ClassVar[dict] = {"mass": "num", "inertia": "num", "position": "vec", "angle": "num",
+                              "velocity": "vec", "angular_velocity": "num"}
     inertia: float = 0.0
     angle: float = 0.0
     angular_velocity: float = 0.0
@@ -101,6 +181,7 @@ class Particle(Body):
 class Revolute:
     """A pin joint: point ``point_a`` of ``body_a`` coincides with ``point_b`` of ``body_b``."""
 
+    FIELDS: ClassVar[dict] = {"body_a": "name", "body_b": "name", "point_a": "vec", "point_b": "vec"}
     name: str
     body_a: str
     body_b: str
@@ -115,6 +196,8 @@ class Slot:
     ``mu`` is the kinetic coefficient, ``mu_s`` the static one (default ``mu``).
     """
 
+    FIELDS: ClassVar[dict] = {"slider": "name", "guide": "name", "direction": "vec", "origin": "vec", "point": "vec",
+                              "mu": "num", "mu_s": "num"}
     name: str
     slider: str
     guide: str
@@ -136,6 +219,7 @@ class Rolling:
     The disc lies on the +n side of the line (``n`` = ``direction`` turned +90°).
     """
 
+    FIELDS: ClassVar[dict] = {"disc": "name", "radius": "num", "direction": "vec", "origin": "vec"}
     name: str
     disc: str
     radius: float
@@ -151,6 +235,8 @@ class Gear:
     distance is kept by other joints.
     """
 
+    FIELDS: ClassVar[dict] = {"body_a": "name", "radius_a": "num", "body_b": "name", "radius_b": "num",
+                              "center_a": "vec", "center_b": "vec", "internal": "bool"}
     name: str
     body_a: str
     radius_a: float
@@ -165,6 +251,7 @@ class Gear:
 class Distance:
     """A massless rod or taut string: ``|r_a − r_b| = length(t)``."""
 
+    FIELDS: ClassVar[dict] = {"body_a": "name", "body_b": "name", "length": "time", "point_a": "vec", "point_b": "vec"}
     name: str
     body_a: str
     body_b: str
@@ -180,6 +267,7 @@ class Prescribed:
     A constant ``phi`` fixes a body's rotation (a translating-only slider body).
     """
 
+    FIELDS: ClassVar[dict] = {"body": "name", "coordinate": "str", "value": "time"}
     name: str
     body: str
     coordinate: str
@@ -190,6 +278,7 @@ class Prescribed:
 class Gravity:
     """Uniform gravity ``g`` (a vector) on every body."""
 
+    FIELDS: ClassVar[dict] = {"g": "vec"}
     name: str
     g: tuple = (0.0, -9.81)
 
@@ -202,6 +291,7 @@ class PointForce:
     ``x, y, vx, vy`` and the body's ``phi, phidot``.
     """
 
+    FIELDS: ClassVar[dict] = {"body": "name", "value": "svec", "point": "vec"}
     name: str
     body: str
     value: tuple = (0.0, 0.0)
@@ -212,6 +302,7 @@ class PointForce:
 class Torque:
     """A torque on a rigid body, an expression of ``t`` and the body state."""
 
+    FIELDS: ClassVar[dict] = {"body": "name", "value": "state"}
     name: str
     body: str
     value: object = 0.0
@@ -221,6 +312,8 @@ class Torque:
 class Spring:
     """A linear spring between two points: force ``k (L − length)`` along the line."""
 
+    FIELDS: ClassVar[dict] = {"body_a": "name", "body_b": "name", "k": "num", "length": "num", "point_a": "vec",
+                              "point_b": "vec"}
     name: str
     body_a: str
     body_b: str
@@ -234,6 +327,7 @@ class Spring:
 class Damper:
     """A linear damper between two points: force ``c dL/dt`` along the line."""
 
+    FIELDS: ClassVar[dict] = {"body_a": "name", "body_b": "name", "c": "num", "point_a": "vec", "point_b": "vec"}
     name: str
     body_a: str
     body_b: str
@@ -246,46 +340,241 @@ _JOINTS = (Revolute, Slot, Rolling, Gear, Distance, Prescribed)
 _FORCES = (Gravity, PointForce, Torque, Spring, Damper)
 
 
-@dataclass
 class System:
-    """A planar mechanism: bodies, joints and forces, looked up by name.
+    """A planar mechanism: named parameters, bodies, joints and forces, looked up by name.
 
     Parameters
     ----------
     name : str
-    parameters : dict
-        Named parameters the system was built from (kept for reporting and
-        for model files' overrides).
+    parameters : dict, optional
+        Named parameters: ``name -> number``, ``name -> "expression of earlier
+        parameters"`` (derived), or ``name -> Parameter`` (with bounds).
     description : str
     formulation : {"general", "tree"}
         The formulation :func:`pympc.simulate` uses by default.
     simulation : dict
-        Default simulation settings (a model file's ``[simulation]`` table).
+        Default simulation settings (a model file's ``[simulation]`` table);
+        values may be expressions of the parameters.
 
     Examples
     --------
-    >>> s = System("block")
+    >>> s = System("block", parameters={"mu": 0.4})
     >>> _ = s.add(Particle("block", mass=1.0))
-    >>> _ = s.add(Slot("rail", slider="block", guide="ground", mu=0.4))
+    >>> _ = s.add(Slot("rail", slider="block", guide="ground", mu="mu"))
     >>> _ = s.add(Gravity("gravity", g=(0.0, -10.0)))
     >>> s.validate()
-    >>> [j.name for j in s.slots]
-    ['rail']
+    >>> [j.name for j in s.slots], s.bind(mu=0.2).resolved().slots[0].mu
+    (['rail'], 0.2)
     """
 
-    name: str = "system"
-    parameters: dict = field(default_factory=dict)
-    description: str = ""
-    formulation: str = "general"
-    simulation: dict = field(default_factory=dict)
+    def __init__(self, name="system", parameters=None, description="", formulation="general", simulation=None):
+        self.name = name
+        self.description = description
+        self.formulation = formulation
+        self._params = {}
+        self._overrides = {}
+        self._bodies, self._joints, self._forces = {}, {}, {}
+        self._simulation = {}
+        self._cache = {}
+        for k, v in (parameters or {}).items():
+            if isinstance(v, Parameter):
+                self.add_parameter(k, v.value, v.bounds, v.description)
+            else:
+                self.add_parameter(k, v)
+        for k, v in (simulation or {}).items():
+            self._simulation[k] = self._sim_value(k, v)
 
-    def __post_init__(self):
-        self._bodies = {}
-        self._joints = {}
-        self._forces = {}
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_cache"] = {}
+        return d
 
+    # ------------------------------------------------------------------ parameters
+    def add_parameter(self, name, value, bounds=None, description=""):
+        """Add a parameter (a number, or an expression string of earlier parameters) and return it.
+
+        ``bounds = (low, high)`` (either may be None or ±inf) is checked on every binding.
+        """
+        where = f"parameter {name!r}"
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ModelError(f"{where}: a parameter name must be an identifier")
+        if name in FORCE_VARIABLES or name in _FUNCS or name in _CONSTS:
+            raise ModelError(f"{where}: {name!r} is reserved (time, state variables, functions and constants "
+                             f"{sorted({*FORCE_VARIABLES, *_FUNCS, *_CONSTS})}); rename it")
+        if name in self._params:
+            raise ModelError(f"{where}: defined twice")
+        if isinstance(value, (str, Expression)):
+            value = parse(value, tuple(self._params), (), where)
+            if value.is_constant:
+                value = value.value
+        else:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ModelError(f"{where}: expected a number or an expression string, got {value!r}") from None
+            if not math.isfinite(value):
+                raise ModelError(f"{where}: must be finite, got {value}")
+        if bounds is not None:
+            try:
+                lo, hi = (-math.inf if b is None else float(b) for b in bounds)
+            except (TypeError, ValueError):
+                raise ModelError(f"{where}: bounds must be (low, high), got {bounds!r}") from None
+            if not lo <= hi:
+                raise ModelError(f"{where}: bounds ({lo}, {hi}) are empty")
+            bounds = (lo, hi)
+        p = self._params[name] = Parameter(name, value, bounds, description)
+        self._cache.clear()
+        if not p.derived:
+            self._check_bounds(name, value)
+        return p
+
+    @property
+    def parameter_definitions(self):
+        """Read-only mapping name → :class:`Parameter` (defaults, derived expressions, bounds)."""
+        return MappingProxyType(self._params)
+
+    @property
+    def parameters(self):
+        """Read-only mapping name → value (float) of every parameter as bound now."""
+        vals = self._cache.get("values")
+        if vals is None:
+            vals = {}
+            for k, p in self._params.items():
+                if k in self._overrides:
+                    vals[k] = self._overrides[k]
+                elif p.derived:
+                    vals[k] = p.value.bind(vals).value
+                else:
+                    vals[k] = p.value
+                self._check_bounds(k, vals[k])
+            vals = self._cache["values"] = MappingProxyType(vals)
+        return vals
+
+    def _check_bounds(self, name, v):
+        b = self._params[name].bounds
+        if b is not None and not b[0] <= v <= b[1]:
+            raise ModelError(f"parameter {name!r} = {v:g} is outside its bounds [{b[0]:g}, {b[1]:g}]")
+
+    def used_parameters(self):
+        """Names of the parameters that some element or simulation setting depends on (directly or not)."""
+        used = self._cache.get("used")
+        if used is None:
+            used = set()
+            for table in (self._bodies, self._joints, self._forces):
+                for e in table.values():
+                    for f in type(e).FIELDS:
+                        used |= _field_parameters(getattr(e, f))
+            for v in self._simulation.values():
+                used |= _field_parameters(tuple(v.values()) if isinstance(v, dict) else v)
+            for k in reversed(list(self._params)):      # derived parameters pass their use on
+                p = self._params[k]
+                if k in used and p.derived:
+                    used |= p.value.parameters
+            used = self._cache["used"] = frozenset(used)
+        return used
+
+    def bind(self, values=None, /, **kw):
+        """The same mechanism with other parameter values (validated; nothing is parsed again).
+
+        Parameters
+        ----------
+        values : dict, optional
+            ``name -> number``; keywords work too.  Derived parameters follow
+            the ones they depend on unless they are given themselves.
+
+        Raises
+        ------
+        ModelError
+            An unknown name (the known ones are listed), a value that is not a
+            finite number or is outside the parameter's bounds, a parameter
+            that nothing in the model uses (binding it would change nothing),
+            or a bound model that is invalid (mass ≤ 0, μ_s < μ, ...).
+        """
+        values = {**(values or {}), **kw}
+        if not values:
+            return self
+        unknown = sorted(set(values) - set(self._params))
+        if unknown:
+            raise ModelError(f"system {self.name!r}: unknown parameter(s) {unknown}; "
+                             f"known: {sorted(self._params) or 'none (add them with System.add_parameter)'}")
+        clean = {}
+        for k, v in values.items():
+            try:
+                fv = float(v)
+            except (TypeError, ValueError):
+                raise ModelError(f"parameter {k!r}: expected a number, got {v!r}") from None
+            if isinstance(v, bool) or not math.isfinite(fv):
+                raise ModelError(f"parameter {k!r}: expected a finite number, got {v!r}")
+            clean[k] = fv
+        unused = sorted(set(clean) - self.used_parameters())
+        if unused:
+            raise ModelError(f"system {self.name!r}: parameter(s) {unused} are not used by any body, joint, force "
+                             "or simulation setting, so setting them would change nothing; "
+                             f"parameters in use: {sorted(self.used_parameters())}")
+        new = copy.copy(self)
+        new._overrides = {**self._overrides, **clean}
+        new._bodies, new._joints, new._forces = dict(self._bodies), dict(self._joints), dict(self._forces)
+        new._cache = {"used": self.used_parameters()}
+        new.parameters          # noqa: B018  bounds of every (derived) value
+        new.validate()
+        return new
+
+    @property
+    def simulation(self):
+        """Default simulation settings with the parameter values folded in."""
+        vals = self.parameters
+        out = {}
+        for k, v in self._simulation.items():
+            if isinstance(v, dict):
+                out[k] = {kk: _resolve_field(x, "num", vals) for kk, x in v.items()}
+            else:
+                out[k] = _resolve_field(v, "num", vals)
+        return out
+
+    def _sim_value(self, key, v):
+        where = f"[simulation] {key}"
+        if isinstance(v, dict):
+            return {k: _parse_field(x, "num", f"{where}.{k}") for k, x in v.items()}
+        if isinstance(v, str) and key == "method":
+            return v
+        return _parse_field(v, "num", where) if isinstance(v, (str, Expression, int, float)) else v
+
+    def fingerprint(self):
+        """A short hash of the model (its elements and the parameter values as bound now)."""
+        fp = self._cache.get("fingerprint")
+        if fp is None:
+            from .modelfile import dump_model
+            fp = self._cache["fingerprint"] = hashlib.sha256(dump_model(self).encode()).hexdigest()[:16]
+        return fp
+
+    def resolved(self):
+        """A parameter-free copy with every numeric field a number and every function bound (cached).
+
+        This is what the formulations compile; it is rebuilt by :meth:`bind` without parsing.
+        """
+        if self._cache.get("is_resolved"):
+            return self
+        r = self._cache.get("resolved")
+        if r is None:
+            vals = self.parameters
+            r = System(self.name, description=self.description, formulation=self.formulation)
+            for table, out in ((self._bodies, r._bodies), (self._joints, r._joints), (self._forces, r._forces)):
+                for name, e in table.items():
+                    fields = {f: _resolve_field(getattr(e, f), k, vals) for f, k in type(e).FIELDS.items()
+                              if k in _KIND_VARIABLES}
+                    out[name] = dataclasses.replace(e, **fields)
+            r._cache["is_resolved"] = True
+            r._source = self
+            self._cache["resolved"] = r
+        return r
+
+    # ------------------------------------------------------------------ elements
     def add(self, element):
-        """Add a body, joint or force and return it; names are unique."""
+        """Add a body, joint or force and return it; names are unique.
+
+        String fields are parsed here (once): a numeric field may be an expression
+        of the parameters, a time function also of ``t``, a force also of the state.
+        """
         if isinstance(element, Body):
             table = self._bodies
         elif isinstance(element, _JOINTS):
@@ -300,40 +589,82 @@ class System:
             raise ModelError(f"System.add: invalid name {name!r} ({GROUND!r} is reserved)")
         if name in self._bodies or name in self._joints or name in self._forces:
             raise ModelError(f"System.add: the name {name!r} is already used")
+        for f, kind in type(element).FIELDS.items():
+            if kind in _KIND_VARIABLES:
+                setattr(element, f, _parse_field(getattr(element, f), kind, f"{name}.{f}"))
         table[name] = element
+        self._cache.clear()
         return element
 
+    def _view(self):
+        """The elements as numbers when the parameters resolve (else as defined, for validate to report)."""
+        if self._cache.get("is_resolved"):
+            return self
+        try:
+            return self.resolved()
+        except ModelError:
+            return self
+
     def get(self, name):
-        """The element called ``name``."""
-        for table in (self._bodies, self._joints, self._forces):
+        """The element called ``name`` (numeric fields as bound now; see :meth:`definition`)."""
+        view = self._view()
+        for table in (view._bodies, view._joints, view._forces):
             if name in table:
                 return table[name]
         raise ModelError(f"System.get: no element named {name!r}")
 
+    def definition(self, name):
+        """The element called ``name`` as it was added: fields may be expressions of the parameters."""
+        for table in (self._bodies, self._joints, self._forces):
+            if name in table:
+                return table[name]
+        raise ModelError(f"System.definition: no element named {name!r}")
+
     @property
     def bodies(self):
-        """Read-only mapping name → body, in insertion order."""
-        return MappingProxyType(self._bodies)
+        """Read-only mapping name → body, in insertion order (numeric fields as bound now)."""
+        return MappingProxyType(self._view()._bodies)
 
     @property
     def joints(self):
-        """Read-only mapping name → joint."""
-        return MappingProxyType(self._joints)
+        """Read-only mapping name → joint (numeric fields as bound now)."""
+        return MappingProxyType(self._view()._joints)
 
     @property
     def forces(self):
-        """Read-only mapping name → force."""
-        return MappingProxyType(self._forces)
+        """Read-only mapping name → force (numeric fields as bound now)."""
+        return MappingProxyType(self._view()._forces)
 
     @property
     def slots(self):
         """The friction slots, in order (their index is the slot index everywhere)."""
-        return tuple(j for j in self._joints.values() if isinstance(j, Slot))
+        return tuple(j for j in self._view()._joints.values() if isinstance(j, Slot))
+
+    def __repr__(self):
+        return (f"System({self.name!r}: {len(self._bodies)} bodies, {len(self._joints)} joints, "
+                f"{len(self._forces)} forces, {len(self.slots)} slots, parameters "
+                f"{', '.join(f'{k}={v:g}' for k, v in self.parameters.items()) or 'none'})")
 
     def validate(self):
-        """Check the whole system; raise one ModelError listing every problem found."""
+        """Check the whole system (as bound now); raise one ModelError listing every problem found."""
+        if self._cache.get("valid"):
+            return
         problems = []
-        bodies = self._bodies
+        known = set(self._params)
+        for table in (self._bodies, self._joints, self._forces):
+            for e in table.values():
+                for f in type(e).FIELDS:
+                    missing = sorted(_field_parameters(getattr(e, f)) - known)
+                    if missing:
+                        problems.append(f"{e.name}.{f}: unknown parameter(s) {missing} "
+                                        f"(parameters: {', '.join(sorted(known)) or 'none'})")
+        if problems:
+            raise ModelError(f"system {self.name!r} is invalid:\n  - " + "\n  - ".join(problems))
+        try:
+            r = self.resolved()
+        except ModelError as exc:
+            raise ModelError(f"system {self.name!r} is invalid:\n  - {exc}") from None
+        bodies = r._bodies
 
         def body(owner, attr, allow_ground=True, rigid=False):
             b = getattr(owner, attr)
@@ -378,7 +709,7 @@ class System:
                 finite(b, "inertia", nonneg=True)
                 finite(b, "angle")
                 finite(b, "angular_velocity")
-        for j in self._joints.values():
+        for j in r._joints.values():
             if isinstance(j, Revolute):
                 body(j, "body_a"), body(j, "body_b"), vector(j, "point_a"), vector(j, "point_b")
                 if j.body_a == j.body_b:
@@ -413,7 +744,7 @@ class System:
                     problems.append(f"{j.name}.coordinate: must be 'x', 'y' or 'phi', got {j.coordinate!r}")
                 elif j.coordinate == "phi" and j.body in bodies and not isinstance(bodies[j.body], RigidBody):
                     problems.append(f"{j.name}: a particle has no angle to prescribe")
-        for f in self._forces.values():
+        for f in r._forces.values():
             if isinstance(f, Gravity):
                 vector(f, "g")
             elif isinstance(f, PointForce):
@@ -428,3 +759,4 @@ class System:
             problems.append("the system has no bodies")
         if problems:
             raise ModelError(f"system {self.name!r} is invalid:\n  - " + "\n  - ".join(problems))
+        self._cache["valid"] = True

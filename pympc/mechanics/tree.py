@@ -65,6 +65,7 @@ class TreeMethod:
     def __init__(self, system, numbering=None):
         system.validate()
         self.system = system
+        system = system.resolved()          # numbers: the parameters as bound now
         bodies = list(system.bodies)
         parent, joint = self._spanning_tree(system, bodies)
         order = self._order(bodies, parent, numbering)
