@@ -25,6 +25,7 @@ from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from .events import event_problem, read_mode
 from .modes import Baumgarte, Mode, Motion, solve_mode
+from .sensitivity import Sensitivities
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
 
 __all__ = ["simulate", "AMBIGUITY_RULES", "make_formulation"]
@@ -340,7 +341,7 @@ def _options(system, t_span, explicit):
     return o
 
 
-def simulate(system, t_span=None, *, params=None, formulation=None, method=None, rtol=None, atol=None, crosscheck=None,
+def simulate(system, t_span=None, *, params=None, sensitivities=None, formulation=None, method=None, rtol=None, atol=None, crosscheck=None,
              on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20, max_step=None,
              baumgarte=None, samples=None, t_eval=None, enumerate_pairs=8, velocity_tol=1e-8, probe_delta=1e-6,
              progress=None, overrides=None):
@@ -357,6 +358,13 @@ def simulate(system, t_span=None, *, params=None, formulation=None, method=None,
         Parameter values to bind (``{"mu": 0.4}``): :meth:`System.bind`, no
         re-parsing; unknown names, values outside the bounds and parameters that
         nothing uses are errors.  Recorded in ``Trajectory.parameters``.
+    sensitivities : sequence of str, optional
+        Parameter names θ: the run also integrates the forward sensitivities
+        ∂q/∂θ, ∂q̇/∂θ (and gives ∂λ/∂θ, ∂F/∂θ) through every event (saltation
+        relation, :mod:`pympc.dynamics.sensitivity`); see
+        :meth:`Trajectory.sensitivity` and ``Event.dtime`` (dτ/dθ).  Where they
+        do not exist (grazing or degenerate events) they are NaN from that event
+        on, with the reason in ``Trajectory.sensitivity_note``.
     formulation : {"general", "tree"} or formulation object, optional
         Default: the system's.
     method, rtol, atol, max_step
@@ -433,6 +441,11 @@ def simulate(system, t_span=None, *, params=None, formulation=None, method=None,
              velocity_tol=float(velocity_tol), probe_delta=float(probe_delta))
     form = make_formulation(system, formulation)
     run = _Run(form, stab, o)
+    sens = None
+    if sensitivities is not None:
+        if getattr(form, "name", None) not in ("general", "tree"):
+            raise OptionError("sensitivities need formulation='general' or 'tree'")
+        sens = Sensitivities(run, system, sensitivities, lambda sy: _Run(make_formulation(sy, form.name), stab, o))
     t0, t1 = o["t_start"], o["t_end"]
     grid = np.asarray(t_eval, float) if t_eval is not None else np.linspace(t0, t1, int(o["samples"]))
     n = form.n
@@ -441,6 +454,8 @@ def simulate(system, t_span=None, *, params=None, formulation=None, method=None,
     events = [event]
     phases = []              # (t array, x array, mode)
     x = np.concatenate([q, qd, [0.0, 0.0]])
+    if sens is not None:
+        x = np.concatenate([x, sens.start(t0, x, event.mode_after.sticking, event).ravel()])
     t = t0
     close = 0
     mode = event.mode_after
@@ -461,7 +476,7 @@ def simulate(system, t_span=None, *, params=None, formulation=None, method=None,
                 phases.append((np.concatenate([[t], ins, [te]]), np.repeat(x[:, None], ins.size + 2, 1), mode))
             else:
                 step = o["stick_max_step"] if mode.sticking else o["max_step"]
-                sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
+                sol = solve_ivp(run.rhs if sens is None else sens.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
                                 t_eval=np.append(inside, t1), args=(mode,), max_step=step)
                 if sol.status == -1:
                     status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
@@ -482,6 +497,11 @@ def simulate(system, t_span=None, *, params=None, formulation=None, method=None,
             event, q, qd, status, message = run.transition(te, xe[:n], xe[n:2 * n], f.kind, f.slot, mode)
             events.append(event)
             x = np.concatenate([q, qd, xe[2 * n:]])
+            if sens is not None and status is None:
+                xm, Sm = sens.split(xe)
+                xp = x[:2 * n + 2]
+                S = sens.jump(te, xm, Sm, mode, f.kind, f.slot, xp, event.mode_after, event)
+                x = np.concatenate([xp, S.ravel()])
             t, mode = te, event.mode_after
             if status is None and close >= zeno_events:
                 status, message = SimulationStatus.ZENO, (
@@ -499,7 +519,7 @@ def simulate(system, t_span=None, *, params=None, formulation=None, method=None,
         progress(t, t0, t1)
     if not phases:
         phases.append((np.array([t]), x[:, None], mode))
-    return _trajectory(run, phases, events, status, message)
+    return _trajectory(run, phases, events, status, message, sens)
 
 
 def _phase(sol, ta, xa, tb, xb, mode):
@@ -512,13 +532,16 @@ def _phase(sol, ta, xa, tb, xb, mode):
     return ts, xs, mode
 
 
-def _trajectory(run, phases, events, status, message):
+def _trajectory(run, phases, events, status, message, sens=None):
     form = run.form
     n, s = form.n, len(run.mu)
-    rows = []
+    rows, dsens = [], []
     for ts, xs, mode in phases:
         for j, tj in enumerate(ts):
             xj = xs[:, j]
+            if sens is not None:
+                xj, Sj = sens.split(xj)
+                dsens.append(sens.outputs(tj, xj, Sj, mode))
             a, ms = run.evaluate(tj, xj, mode)
             qa, qda = form.absolute(xj[:n], xj[n:2 * n])
             drift = float(np.abs(np.concatenate([a.g[a.holonomic], a.gN])).max(initial=0))
@@ -539,4 +562,12 @@ def _trajectory(run, phases, events, status, message):
         kinetic=arr(8), potential=arr(9), dissipated=arr(10), work=arr(11), drift=arr(12), events=events,
         status=status, message=message, coordinate_names=list(form.absolute_names),
         slot_names=[sl.name for sl in form.slots], info=info,
-        parameters=dict(system.parameters), model_hash=system.fingerprint())
+        parameters=dict(system.parameters), model_hash=system.fingerprint(), **_sensitivity_fields(sens, dsens))
+
+
+def _sensitivity_fields(sens, dsens):
+    if sens is None:
+        return {}
+    dq, dqd, dlam, dF = (np.array(a) for a in zip(*dsens))
+    return {"sensitivity_names": list(sens.names), "dq": dq, "dqd": dqd, "dnormal_force": dlam,
+            "dfriction_force": dF, "sensitivity_note": sens.undefined or ""}

@@ -73,6 +73,11 @@ class Event:
         The new mode's forces and accelerations are consistent at the event.
     crosscheck : dict
         Solver name → agreement summary (when a cross-check was requested).
+    dtime : dict
+        With ``simulate(..., sensitivities=...)``: parameter → dτ/dθ of this
+        event's time (0 at the start; NaN where it does not exist).
+    sensitivity_note : str
+        Why ``dtime`` is NaN, if it is.
     """
 
     time: float
@@ -91,6 +96,8 @@ class Event:
     verified: bool = True
     crosscheck: dict = field(default_factory=dict)
     report: object = None
+    dtime: dict = field(default_factory=dict)
+    sensitivity_note: str = ""
 
     def pyomo_model(self):
         """A fresh Pyomo MPEC model of this event's HLCP (``pyomo.mpec.Complementarity``)."""
@@ -104,7 +111,8 @@ class Event:
              "mode_before": _mode_json(self.mode_before), "mode_after": _mode_json(self.mode_after),
              **_hlcp_json(self.hlcp, self.x, self.y), "candidates": list(self.candidates),
              "classification": self.classification, "solutions": self.solutions, "solver": self.solver,
-             "verified": self.verified, "crosscheck": self.crosscheck}
+             "verified": self.verified, "crosscheck": self.crosscheck, "dtime": self.dtime,
+             "sensitivity_note": self.sensitivity_note}
         if self.probe is not None:
             p = self.probe
             d["probe"] = {"delta": p["delta"], "parts": [list(x) for x in p["parts"]],
@@ -120,7 +128,8 @@ class Event:
         h = _hlcp_from(d)
         return cls(d["time"], EventKind[d["kind"]], d["slot"], _mode_from(d["mode_before"]), _mode_from(d["mode_after"]),
                    h["hlcp"], d["candidates"], h["x"], h["y"], d["classification"], d["solutions"], d["solver"], probe,
-                   d["verified"], d["crosscheck"])
+                   d["verified"], d["crosscheck"], dtime=d.get("dtime", {}),
+                   sensitivity_note=d.get("sensitivity_note", ""))
 
     def __repr__(self):
         slot = "" if self.slot is None else f" slot {self.slot}"
@@ -149,6 +158,7 @@ def _hlcp_from(d):
 
 _ARRAYS = ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions",
            "kinetic", "potential", "dissipated", "work", "drift")
+_SENSITIVITIES = ("dq", "dqd", "dnormal_force", "dfriction_force")
 
 
 @dataclass
@@ -177,6 +187,14 @@ class Trajectory:
         The parameter values the run used (name → float).
     model_hash : str
         :meth:`System.fingerprint` of the simulated model.
+    sensitivity_names : list of str
+        The parameters θ of ``simulate(..., sensitivities=...)`` (empty otherwise).
+    dq, dqd : ndarray, shape (N, n, p) or None
+        ∂q/∂θ and ∂q̇/∂θ at every sample (absolute coordinates, like ``q``).
+    dnormal_force, dfriction_force : ndarray, shape (N, s, p) or None
+        ∂λ/∂θ and ∂F/∂θ.
+    sensitivity_note : str
+        Why the sensitivities are NaN from some event on (grazing or degenerate event), if they are.
     """
 
     t: np.ndarray
@@ -200,6 +218,12 @@ class Trajectory:
     info: dict = field(default_factory=dict)
     parameters: dict = field(default_factory=dict)
     model_hash: str = ""
+    sensitivity_names: list = field(default_factory=list)
+    dq: np.ndarray | None = None
+    dqd: np.ndarray | None = None
+    dnormal_force: np.ndarray | None = None
+    dfriction_force: np.ndarray | None = None
+    sensitivity_note: str = ""
 
     @property
     def success(self):
@@ -224,6 +248,41 @@ class Trajectory:
             return self.q[:, self.coordinate_names.index(name)]
         except ValueError:
             raise SimulationError(f"no coordinate {name!r}; available: {self.coordinate_names}") from None
+
+    def _columns(self):
+        """name → (array, column) of every sampled output, named like :meth:`to_dataframe`'s columns."""
+        cols = {}
+        for i, n in enumerate(self.coordinate_names):
+            cols[n], cols[n + "_dot"] = ("q", i), ("qd", i)
+        for k, n in enumerate(self.slot_names):
+            cols[f"{n}.normal_force"], cols[f"{n}.friction_force"] = ("normal_force", k), ("friction_force", k)
+            cols[f"{n}.slip_velocity"] = ("slip_velocity", k)
+        return cols
+
+    def output(self, name):
+        """The samples of one output, named like a :meth:`to_dataframe` column (``"crosshead.x"``,
+        ``"crosshead.x_dot"``, ``"slot.normal_force"``, ...)."""
+        cols = self._columns()
+        if name not in cols:
+            raise SimulationError(f"no output {name!r}; available: {sorted(cols)}")
+        arr, i = cols[name]
+        return getattr(self, arr)[:, i]
+
+    def sensitivity(self, name):
+        """∂output/∂θ at every sample, shape (N, p), for θ in ``sensitivity_names`` (NaN where undefined).
+
+        Available for coordinates, velocities (``"x_dot"``), normal and friction
+        forces; needs ``simulate(..., sensitivities=[...])``.
+        """
+        if not self.sensitivity_names:
+            raise SimulationError("this trajectory has no sensitivities: simulate(..., sensitivities=['mu', ...])")
+        cols = self._columns()
+        if name not in cols or cols[name][0] == "slip_velocity":
+            ok = sorted(k for k, v in cols.items() if v[0] != "slip_velocity")
+            raise SimulationError(f"no sensitivity of {name!r}; available: {ok}")
+        arr, i = cols[name]
+        return {"q": self.dq, "qd": self.dqd, "normal_force": self.dnormal_force,
+                "friction_force": self.dfriction_force}[arr][:, i, :]
 
     def summary(self):
         """A few lines describing the run."""
@@ -257,8 +316,10 @@ class Trajectory:
         meta = {"status": self.status.name, "message": self.message, "coordinate_names": self.coordinate_names,
                 "slot_names": self.slot_names, "events": [e._json() for e in self.events],
                 "info": {k: v for k, v in self.info.items() if _jsonable(v)},
-                "parameters": {k: float(v) for k, v in self.parameters.items()}, "model_hash": self.model_hash}
-        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **{k: getattr(self, k) for k in _ARRAYS})
+                "parameters": {k: float(v) for k, v in self.parameters.items()}, "model_hash": self.model_hash,
+                "sensitivity_names": self.sensitivity_names, "sensitivity_note": self.sensitivity_note}
+        sens = {k: getattr(self, k) for k in _SENSITIVITIES if getattr(self, k) is not None}
+        np.savez_compressed(path, meta=np.array(json.dumps(meta)), **{k: getattr(self, k) for k in _ARRAYS}, **sens)
 
     @classmethod
     def load(cls, path):
@@ -267,13 +328,16 @@ class Trajectory:
         try:
             with np.load(path, allow_pickle=False) as f:
                 arrays = {k: f[k] for k in _ARRAYS}
+                arrays.update({k: f[k] for k in _SENSITIVITIES if k in f.files})
                 meta = json.loads(str(f["meta"]))
         except (OSError, KeyError, ValueError) as exc:
             raise SimulationError(f"{path}: not a pympc trajectory file ({exc})") from None
         return cls(**arrays, events=[Event._from_json(e) for e in meta["events"]],
                    status=SimulationStatus[meta["status"]], message=meta["message"],
                    coordinate_names=meta["coordinate_names"], slot_names=meta["slot_names"], info=meta["info"],
-                   parameters=meta.get("parameters", {}), model_hash=meta.get("model_hash", ""))
+                   parameters=meta.get("parameters", {}), model_hash=meta.get("model_hash", ""),
+                   sensitivity_names=meta.get("sensitivity_names", []),
+                   sensitivity_note=meta.get("sensitivity_note", ""))
 
     def to_dataframe(self):
         """A pandas DataFrame of the sampled arrays (needs pandas)."""

@@ -438,16 +438,20 @@ class System:
         """Read-only mapping name → value (float) of every parameter as bound now."""
         vals = self._cache.get("values")
         if vals is None:
-            vals = {}
-            for k, p in self._params.items():
-                if k in self._overrides:
-                    vals[k] = self._overrides[k]
-                elif p.derived:
-                    vals[k] = p.value.bind(vals).value
-                else:
-                    vals[k] = p.value
+            vals = self._cache["values"] = MappingProxyType(self._values(check=True))
+        return vals
+
+    def _values(self, check):
+        vals = {}
+        for k, p in self._params.items():
+            if k in self._overrides:
+                vals[k] = self._overrides[k]
+            elif p.derived:
+                vals[k] = p.value.bind(vals).value
+            else:
+                vals[k] = p.value
+            if check:
                 self._check_bounds(k, vals[k])
-            vals = self._cache["values"] = MappingProxyType(vals)
         return vals
 
     def _check_bounds(self, name, v):
@@ -490,7 +494,17 @@ class System:
             that nothing in the model uses (binding it would change nothing),
             or a bound model that is invalid (mass ≤ 0, μ_s < μ, ...).
         """
-        values = {**(values or {}), **kw}
+        return self._bind({**(values or {}), **kw}, check=True)
+
+    def perturbed(self, values):
+        """Bound to ``values`` without the admissibility checks (bounds, μ_s ≥ μ, ...).
+
+        For finite-difference steps of sensitivities, which may step just outside
+        an admissible region while the equations stay defined.
+        """
+        return self._bind(dict(values), check=False)
+
+    def _bind(self, values, check):
         if not values:
             return self
         unknown = sorted(set(values) - set(self._params))
@@ -507,7 +521,7 @@ class System:
                 raise ModelError(f"parameter {k!r}: expected a finite number, got {v!r}")
             clean[k] = fv
         unused = sorted(set(clean) - self.used_parameters())
-        if unused:
+        if unused and check:
             raise ModelError(f"system {self.name!r}: parameter(s) {unused} are not used by any body, joint, force "
                              "or simulation setting, so setting them would change nothing; "
                              f"parameters in use: {sorted(self.used_parameters())}")
@@ -515,8 +529,12 @@ class System:
         new._overrides = {**self._overrides, **clean}
         new._bodies, new._joints, new._forces = dict(self._bodies), dict(self._joints), dict(self._forces)
         new._cache = {"used": self.used_parameters()}
-        new.parameters          # noqa: B018  bounds of every (derived) value
-        new.validate()
+        if check:
+            new.parameters          # noqa: B018  bounds of every (derived) value
+            new.validate()
+        else:
+            new._cache["values"] = MappingProxyType(new._values(check=False))
+            new._cache["valid"] = True
         return new
 
     @property
