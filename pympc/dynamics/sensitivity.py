@@ -14,10 +14,15 @@ then velocity, with the new sticking slots) that the driver applies at every
 event.  The derivatives of ``f``, ``g`` and the constraint residuals along a
 column ``(S_j, e_j)`` are directional derivatives of the fixed-mode equations
 (smooth in x and θ once the mode is fixed), taken by central differences with a
-step of ``1e-6·max(|θ_j|, 1e-2)`` in θ_j together with the same multiple of
+step of ``1e-5·max(|θ_j|, 1e-2)`` in θ_j together with the same multiple of
 ``S_j`` in x; their truncation error is of the order of the step squared
-(≈1e-12 relative), far below the integration tolerance.  Nothing is
-differentiated across a mode change: the jumps are the saltation relation above.
+(≈1e-10 relative) and their rounding noise ≈ 1e-11 relative, below the
+integration tolerance, so the sensitivities stay in ``solve_ivp``'s error
+control with the state's ``rtol``/``atol``.  (Measured and rejected: one-sided
+differences, whose noise collapses the step size, and sensitivities left out of
+the error control, 100× less accurate on the long steps of nearly polynomial
+motions.)  Nothing is differentiated across a mode change: the jumps are the
+saltation relation above.
 
 Where the derivative does not exist the columns become NaN from that event on,
 with a reason: a grazing event (ġ ≈ 0), an event whose HLCP is degenerate (its
@@ -65,7 +70,7 @@ class Sensitivities:
         self.names, self.run = names, run
         self.n = run.n
         self.p = len(names)
-        self.h = np.array([1e-6 * max(abs(values[k]), 1e-2) for k in names])
+        self.h = np.array([1e-5 * max(abs(values[k]), 1e-2) for k in names])
         try:
             self.plus = [make_run(system.perturbed({k: values[k] + h})) for k, h in zip(names, self.h)]
             self.minus = [make_run(system.perturbed({k: values[k] - h})) for k, h in zip(names, self.h)]

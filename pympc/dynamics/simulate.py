@@ -476,7 +476,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
                 phases.append((np.concatenate([[t], ins, [te]]), np.repeat(x[:, None], ins.size + 2, 1), mode))
             else:
                 step = o["stick_max_step"] if mode.sticking else o["max_step"]
-                sol = solve_ivp(run.rhs if sens is None else sens.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
+                sol = solve_ivp(run.rhs if sens is None else sens.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"],
+                                atol=o["atol"], events=funcs,
                                 t_eval=np.append(inside, t1), args=(mode,), max_step=step)
                 if sol.status == -1:
                     status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
