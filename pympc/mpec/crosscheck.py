@@ -6,13 +6,12 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyomo.environ as pyo
+from pyomo.contrib.solver.common.results import SolutionStatus
 
-from ..complementarity import LCP, Status, enumerate_solutions, lemke
+from ..complementarity import LCP, Status, enumerate_solutions, lemke, milp
 from ..errors import SolverNotFound
-from .ipopt import IpoptSolver
-from .mip import milp
 from .models import to_pyomo
+from .solvers import IpoptSolver
 
 __all__ = ["crosscheck", "CrossCheckReport", "SolverAnswer", "SOLVERS"]
 
@@ -70,7 +69,10 @@ def _hlcp_point(problem, r):
 
 def _run_ipopt(problem, time_limit):
     m = to_pyomo(problem)
-    res = IpoptSolver().solve(m, timelimit=time_limit)
+    res = IpoptSolver().solve(m, time_limit=time_limit, load_solutions=False, raise_exception_on_nonoptimal_result=False)
+    ok = res.solution_status == SolutionStatus.optimal
+    if res.solution_status != SolutionStatus.noSolution:
+        res.solution_loader.load_vars()
     n = problem.n
     if isinstance(problem, LCP):
         z = np.array([m.z[i].value for i in range(n)], float)
@@ -78,8 +80,7 @@ def _run_ipopt(problem, time_limit):
     else:
         x = np.array([m.x[i].value for i in range(n)], float)
         y = np.array([m.y[i].value for i in range(n)], float)
-    ok = pyo.check_optimal_termination(res)
-    return ok, x, y, f"{res.solver.termination_condition}: {res.solver.message}"
+    return ok, x, y, f"{res.termination_condition.name}: {res.extra_info.message}"
 
 
 def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False, time_limit=60.0):

@@ -30,9 +30,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linprog
 
-from ..complementarity import HLCP, LCP, HLCPResult, LCPResult, Status
 from ..errors import OptionError, SolverNotFound
-from ._quiet import c_stdout_silenced
+from .problems import HLCP, LCP
+from .results import HLCPResult, LCPResult, Status
 
 __all__ = ["milp", "MILP_OPTIONS"]
 
@@ -113,7 +113,7 @@ def milp(problem, **options):
     Examples
     --------
     >>> import pympc
-    >>> from pympc.mpec import milp
+    >>> from pympc.complementarity import milp
     >>> r = milp(pympc.LCP([[-1.0]], [1.0]), all_solutions=True)   # z = 0 and z = 1
     >>> r.status.name, sorted(float(z[0]) for z, w in r.info["solutions"])
     ('SOLVED', [0.0, 1.0])
@@ -148,9 +148,7 @@ def milp(problem, **options):
         U = (np.full(n, float(options.get("big_m") or 1e3 * (1.0 + np.abs(hlcp.c).max()))),) * 2
     Ux, Uy = U
     verbose = bool(options.get("verbose", False))
-    with c_stdout_silenced(not verbose):
-        h = highspy.Highs()
-    h.setOptionValue("output_flag", verbose)
+    h = _highs(highspy, verbose)
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     if options.get("time_limit") is not None:
@@ -206,6 +204,20 @@ def milp(problem, **options):
         return result(Status.NUMERICAL_FAILURE, "HiGHS returned points that fail verification on their support",
                       zeros, zeros, info)
     return result(Status.UNDECIDED, f"HiGHS ended with status {h.modelStatusToString(status)}", zeros, zeros, info)
+
+
+def _highs(highspy, verbose):
+    """A HiGHS instance whose banner and log are governed by its own options (``output_flag``, ``log_to_console``).
+
+    ``highspy.Highs()`` calls a HiGHS method (enabling callbacks) before any
+    option can be set, which prints HiGHS's banner once per process; the
+    binding's own class ``highspy._core._Highs`` takes the options first.
+    """
+    core = getattr(getattr(highspy, "_core", None), "_Highs", None)
+    h = core() if core is not None else highspy.Highs()
+    h.setOptionValue("output_flag", bool(verbose))
+    h.setOptionValue("log_to_console", bool(verbose))
+    return h
 
 
 def _add_dense_rows(h, rows, lower, upper):
