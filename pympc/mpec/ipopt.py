@@ -449,7 +449,7 @@ def run(model, options, *, mpec_tol=1e-9, polish=True, relaxation=RELAXATION, kk
             out = _solve_mpec(model, opts, mpec_tol, polish, tee, clock, tuple(relaxation), deadline)
         else:
             with clock("extract"):
-                nlp = CompiledNLP(model, deadline)
+                nlp = CompiledNLP(model, deadline, drop_redundant=True)
             if deadline is not None:
                 opts["max_wall_time"] = max(deadline - time.perf_counter(), 1e-9)
             with clock("ipopt"):

@@ -194,6 +194,11 @@ class CompiledNLP:
         A ``time.perf_counter()`` instant: building past it (differentiating
         and compiling large expressions can take long) raises
         :class:`CompileTimeout`, so that a solve's time limit covers it.
+    drop_redundant : bool
+        Leave out linear equality rows that are combinations of the others
+        (listed in :attr:`redundant`); an inconsistent one goes to
+        :attr:`violated`.  IPOPT's step computation is rank-deficient with
+        them (HS055: a wrong point reported optimal).
 
     Attributes
     ----------
@@ -205,7 +210,7 @@ class CompiledNLP:
         constraints that hold are dropped.
     """
 
-    def __init__(self, model, deadline=None):
+    def __init__(self, model, deadline=None, drop_redundant=False):
         self._deadline = deadline
         self.variables = []
         self._col = {}
@@ -243,11 +248,45 @@ class CompiledNLP:
         if objs:
             self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
             self.obj = _Part(objs[0].expr, index, objs[0], memo)
+        self.redundant = []
+        if drop_redundant:
+            self._drop_redundant_equalities()
         self.n, self.m = len(self.variables), len(self.cons)
         self.refresh_bounds()
         self.lb = np.array([_bound(v.lb, -_INF) for v in self.variables])
         self.ub = np.array([_bound(v.ub, _INF) for v in self.variables])
         self._build()
+
+    def _drop_redundant_equalities(self):
+        """Find linear equality rows dependent on the others (pivoted QR of their coefficient matrix)."""
+        from scipy.linalg import qr
+
+        rows = [i for i, (p, (lo, up)) in enumerate(zip(self.cons, self._con_bounds))
+                if p.nl is None and not p.qc.size and lo is not None and up is not None
+                and pyo.value(lo) == pyo.value(up)]
+        n = len(self.variables)
+        if len(rows) < 2 or len(rows) * n > 4_000_000:
+            return
+        E = np.zeros((len(rows), n))
+        for r, i in enumerate(rows):
+            np.add.at(E[r], self.cons[i].lin_idx, self.cons[i].lin_coef)
+        rhs = np.array([pyo.value(self._con_bounds[i][0]) - self.cons[i].const for i in rows])
+        _, R, piv = qr(E.T, mode="economic", pivoting=True)
+        d = np.abs(np.diag(R))
+        rank = int((d > 1e-10 * max(1.0, d.max(initial=0))).sum())
+        if rank == len(rows):
+            return
+        keep, drop = piv[:rank], piv[rank:]
+        coef = np.linalg.lstsq(E[keep].T, E[drop].T, rcond=None)[0]      # E[drop] = coef.T @ E[keep]
+        gap = np.abs(coef.T @ rhs[keep] - rhs[drop])
+        out = set()
+        for k, g in zip(drop, gap):
+            i = rows[k]
+            (self.redundant if g <= 1e-9 * (1.0 + abs(rhs[k])) else self.violated).append(self._con_datas[i])
+            out.add(i)
+        self.cons = [p for i, p in enumerate(self.cons) if i not in out]
+        self._con_datas = [c for i, c in enumerate(self._con_datas) if i not in out]
+        self._con_bounds = [b for i, b in enumerate(self._con_bounds) if i not in out]
 
     @property
     def constraint_names(self):

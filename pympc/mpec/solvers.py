@@ -32,6 +32,8 @@ from __future__ import annotations
 import datetime
 import time
 
+import numpy as np
+
 from pyomo.common.collections import ComponentMap
 from pyomo.common.config import Bool, ConfigValue, PositiveFloat, PositiveInt
 from pyomo.contrib.solver.common.base import Availability, LegacySolverWrapper, SolverBase
@@ -382,7 +384,8 @@ class IpoptSolver(_PympcSolver):
             results.timing_info[part] = seconds
         objective = None
         if out.has_point and out.nlp.obj is not None and status != SolutionStatus.noSolution:
-            objective = float(out.nlp.sense * out.nlp.objective(out.u))
+            with np.errstate(all="ignore"):
+                objective = float(out.nlp.sense * out.nlp.objective(out.u))
         return values, objective
 
 
