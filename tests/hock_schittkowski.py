@@ -247,11 +247,8 @@ def hs077():
 
 @problem(-2.91970041)
 def hs078():
-    m, x = _model(5, [-2, 1.5, 2, -1, -1])
+    m, x = _hs080_feasible_set([-2, 1.5, 2, -1, -1])
     m.o = pyo.Objective(expr=x[1] * x[2] * x[3] * x[4] * x[5])
-    m.c1 = pyo.Constraint(expr=sum(x[i] ** 2 for i in range(1, 6)) - 10 == 0)
-    m.c2 = pyo.Constraint(expr=x[2] * x[3] - 5 * x[4] * x[5] == 0)
-    m.c3 = pyo.Constraint(expr=x[1] ** 3 + x[2] ** 3 + 1 == 0)
     return m
 
 
@@ -266,23 +263,29 @@ def hs079():
     return m
 
 
-@problem(0.0539498478)
-def hs080():
-    m, x = _model(5, [-2, 2, 2, -1, -1], {1: (-2.3, 2.3), 2: (-2.3, 2.3), 3: (-3.2, 3.2), 4: (-3.2, 3.2), 5: (-3.2, 3.2)})
-    m.o = pyo.Objective(expr=pyo.exp(x[1] * x[2] * x[3] * x[4] * x[5]))
+def _hs080_feasible_set(start, bounds=None):
+    """The constraints of HS078-HS081: |x|² = 10, x2 x3 = 5 x4 x5, x1³ + x2³ = -1."""
+    m, x = _model(5, start, bounds)
     m.c1 = pyo.Constraint(expr=sum(x[i] ** 2 for i in range(1, 6)) - 10 == 0)
     m.c2 = pyo.Constraint(expr=x[2] * x[3] - 5 * x[4] * x[5] == 0)
     m.c3 = pyo.Constraint(expr=x[1] ** 3 + x[2] ** 3 + 1 == 0)
+    return m, x
+
+
+_BOX80 = {1: (-2.3, 2.3), 2: (-2.3, 2.3), 3: (-3.2, 3.2), 4: (-3.2, 3.2), 5: (-3.2, 3.2)}
+
+
+@problem(0.0539498478)
+def hs080():
+    m, x = _hs080_feasible_set([-2, 2, 2, -1, -1], _BOX80)
+    m.o = pyo.Objective(expr=pyo.exp(x[1] * x[2] * x[3] * x[4] * x[5]))
     return m
 
 
 @problem(0.0539498478)
 def hs081():
-    m, x = _model(5, [-2, 2, 2, -1, -1], {1: (-2.3, 2.3), 2: (-2.3, 2.3), 3: (-3.2, 3.2), 4: (-3.2, 3.2), 5: (-3.2, 3.2)})
+    m, x = _hs080_feasible_set([-2, 2, 2, -1, -1], _BOX80)
     m.o = pyo.Objective(expr=pyo.exp(x[1] * x[2] * x[3] * x[4] * x[5]) - 0.5 * (x[1] ** 3 + x[2] ** 3 + 1) ** 2)
-    m.c1 = pyo.Constraint(expr=sum(x[i] ** 2 for i in range(1, 6)) - 10 == 0)
-    m.c2 = pyo.Constraint(expr=x[2] * x[3] - 5 * x[4] * x[5] == 0)
-    m.c3 = pyo.Constraint(expr=x[1] ** 3 + x[2] ** 3 + 1 == 0)
     return m
 
 

@@ -163,7 +163,7 @@ def random_expression(rng, m, depth):
     if op == 8:
         return pyo.log(1.5 + a ** 2)
     if op == 9:
-        return pyo.sin(a) * pyo.cos(b) + pyo.tanh(a) + pyo.atan(b)
+        return pyo.sin(a) * pyo.cos(b) + pyo.tan(0.2 * a) + pyo.atan(b) + pyo.log10(2 + b ** 2)
     if op == 10:
         return pyo.quicksum([a, 2 * b, m.x[0], 3.0])        # a LinearExpression / sum node
     if op == 11:
@@ -213,6 +213,14 @@ def test_derivatives_match_finite_differences_on_random_expressions(rng):
         r_j, c_j = nlp.jacobianstructure()
         Hfd = np.array([fd(lag_grad, k) for k in range(nlp.n)])
         np.testing.assert_allclose(H, Hfd, rtol=1e-4, atol=1e-5)
+
+
+def test_a_function_pyomo_cannot_differentiate_is_a_clear_error():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(initialize=0.1)
+    m.o = pyo.Objective(expr=pyo.tanh(m.x) + m.x ** 2)
+    with pytest.raises(pympc.ProblemError, match="objective.*cannot differentiate"):
+        solve(m)
 
 
 def test_hessian_of_a_model_without_quadratic_rows_is_float(rng):

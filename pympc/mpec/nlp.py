@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.core.expr.calculus.derivatives import Modes, differentiate
+from pyomo.core.expr.calculus.diff_with_pyomo import DifferentiationException
 from pyomo.common.numeric_types import native_numeric_types
 from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression
 from pyomo.repn import generate_standard_repn
@@ -312,7 +313,12 @@ class CompiledNLP:
         expr, nl_vars = part.nl
         loc = part.nl_idx
         self._check_deadline()
-        grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+        try:
+            grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+        except DifferentiationException as exc:
+            raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
+                               "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
+                               "acos, atan, sqrt, abs") from None
         hess = []  # (row var, col var) in global numbering, row >= col
         hess_exprs = []
         for i, gi in enumerate(grads):
