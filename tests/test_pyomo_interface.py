@@ -207,3 +207,27 @@ def test_pympc_options_are_typed_config_entries():
     assert NewFactory("pympc.milp").config.big_m is None
     res = NewFactory("pympc.lemke").solve(lcp_model(), max_pivots=50)
     assert res.extra_info.pivots <= 50
+
+
+def test_import_pympc_imports_no_pyomo_and_registration_follows_pyomo():
+    lazy = """
+import sys
+import pympc
+assert not any(k.startswith(("pyomo", "scipy", "numba")) for k in sys.modules), "heavy modules imported"
+p = pympc.LCP([[2.0]], [-4.0])
+assert pympc.solve(p).success and "pyomo.environ" not in sys.modules
+"""
+    use = """
+import pyomo.environ as pyo
+from pyomo.contrib.solver.common.factory import SolverFactory
+from pympc.mpec import to_pyomo
+for name in ("pympc.lemke", "pympc.milp", "pympc.ipopt"):
+    assert SolverFactory(name) is not None and pyo.SolverFactory(name) is not None, name
+m = to_pyomo(p)
+assert pyo.check_optimal_termination(pyo.SolverFactory("pympc.lemke").solve(m)) and abs(m.z[0].value - 2) < 1e-12
+print("ok")
+"""
+    pyomo_first = "import pyomo.environ\nimport pympc\np = pympc.LCP([[2.0]], [-4.0])\n"
+    for code in (lazy + use, pyomo_first + use):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

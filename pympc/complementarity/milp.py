@@ -28,7 +28,6 @@ binary) and verified on the original problem before it is reported.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
 
 from ..errors import OptionError, SolverNotFound
 from .problems import HLCP, LCP
@@ -48,6 +47,8 @@ MILP_OPTIONS = {
 
 def _bound(hlcp):
     """Valid big-Ms ``(U_x, U_y)`` for every solution (see the module), or None; and whether the LP is infeasible."""
+    from scipy.optimize import linprog
+
     n = hlcp.n
     res = linprog(-np.ones(2 * n), A_eq=np.hstack([hlcp.A, hlcp.B]), b_eq=hlcp.c, bounds=(0, None), method="highs")
     if res.status == 2:
@@ -82,6 +83,8 @@ def _monotone_bound(P, Q, c):
 
 def _polish(hlcp, b, tol):
     """Re-solve on the support of binary vector b; a verified (x, y) or None."""
+    from scipy.optimize import linprog
+
     n = hlcp.n
     choice = b > 0.5
     pt = hlcp.support_point(choice, rcond=1e-12)

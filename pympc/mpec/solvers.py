@@ -48,7 +48,6 @@ from pyomo.opt import TerminationCondition as LegacyTC
 
 from .. import __version__
 from ..complementarity import Status, lemke, milp
-from .models import from_pyomo
 
 __all__ = ["LemkeSolver", "MILPSolver", "IpoptSolver", "pyomo_status", "PympcSolverConfig"]
 
@@ -250,6 +249,8 @@ class _ComplementaritySolver(_PympcSolver):
         raise NotImplementedError
 
     def _solve(self, model, config, results):
+        from .models import from_pyomo   # (not at import: this module may be imported while models imports Pyomo)
+
         t = time.perf_counter()
         read = from_pyomo(model)
         results.timing_info.read = time.perf_counter() - t
