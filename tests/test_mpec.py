@@ -387,7 +387,7 @@ def test_milp_big_m_is_proved_for_positive_definite_problems(rng):
         K = rng.standard_normal((n, n))
         M = S + (K - K.T)                        # positive definite symmetric part
         p = LCP(M, rng.uniform(-2, 2, n))
-        r = milp(p)
+        r = milp(p, formulation="bigm")
         assert r.success and r.info["exact"]
         s = pympc.solve(p)
         Ux, Uy = r.info["big_m"]                 # the HLCP of an LCP is (x, y) = (w, z)
@@ -396,13 +396,15 @@ def test_milp_big_m_is_proved_for_positive_definite_problems(rng):
         # the same problem as an HLCP with the roles exchanged and a dense invertible mixing: B x + A y = c
         T = rng.standard_normal((n, n)) + 3 * np.eye(n)
         h = HLCP(T @ M, -T, T @ p.q)             # T(M x - y) = -T q  <=>  y = M x + q: x is z, y is w
-        rh = milp(h)
+        rh = milp(h, formulation="bigm")
         assert rh.success and rh.info["exact"]
         Ux, Uy = rh.info["big_m"]
         assert np.all(s.z <= Ux) and np.all(s.w <= Uy)
     # unbounded relaxation and not monotone either way: no finite bound is proved, and the flag says so
-    r = milp(LCP([[0.0, 1.0], [1.0, 0.0]], [-1.0, -1.0]))
+    r = milp(LCP([[0.0, 1.0], [1.0, 0.0]], [-1.0, -1.0]), formulation="bigm")
     assert r.success and not r.info["exact"]
+    r = milp(LCP([[0.0, 1.0], [1.0, 0.0]], [-1.0, -1.0]))      # the default search needs no big-M: exact
+    assert r.success and r.info["exact"] and r.info["formulation"] == "search"
 
 
 def test_crosscheck_time_limit_leaves_an_undecided_milp_out_and_says_so():
@@ -411,11 +413,11 @@ def test_crosscheck_time_limit_leaves_an_undecided_milp_out_and_says_so():
     n = 50
     G = rng.standard_normal((n, n))
     p = LCP(G @ G.T + 0.1 * n * np.eye(n), rng.uniform(-1, 1, n))   # the benchmark's n = 50: > 20 s for HiGHS
-    rep = pympc.crosscheck(p, solvers=("lemke", "milp"), time_limit=0.01)
+    rep = pympc.crosscheck(p, solvers=("lemke", "milp"), time_limit=1e-9)
     status = {a.solver: a.status for a in rep.answers}
     assert status == {"lemke": "SOLVED", "milp": "UNDECIDED"}
     assert rep.agree and "milp undecided" in rep.explanation
-    only = pympc.crosscheck(p, solvers=("milp",), time_limit=0.01)
+    only = pympc.crosscheck(p, solvers=("milp",), time_limit=1e-9)
     assert not only.agree and "no solver decided" in only.explanation
 
 
