@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import OptionError, SolverNotFound
 from .problems import HLCP, LCP
 from .results import HLCPResult, LCPResult, Status
+from .support import solve_on_support
 
 __all__ = ["milp", "MILP_OPTIONS"]
 
@@ -73,28 +74,6 @@ def _bound(hlcp):
     margin = lambda u: u * (1.0 + 1e-6) + 1e-9  # noqa: E731
     U_out, U_in = margin(np.linalg.norm(M, axis=1) * r + np.abs(q)), margin(np.full(len(q), r))  # u = M v + q, v
     return ((U_out, U_in) if x_first else (U_in, U_out)), False
-
-
-def _polish(hlcp, b, tol):
-    """Re-solve on the support of binary vector b; a verified (x, y) or None."""
-    from scipy.optimize import linprog
-
-    n = hlcp.n
-    choice = b > 0.5
-    pt = hlcp.support_point(choice, rcond=1e-12)
-    if pt is not None:
-        x, y = pt
-        small = tol * max(float(np.abs(x).max()), float(np.abs(y).max()))   # round-off, relative to the point
-        x[np.abs(x) <= small] = 0.0
-        y[np.abs(y) <= small] = 0.0
-    else:
-        fixed = np.concatenate([~choice, choice])
-        res = linprog(np.zeros(2 * n), A_eq=np.hstack([hlcp.A, hlcp.B]), b_eq=hlcp.c,
-                      bounds=[(0.0, 0.0) if f else (0.0, None) for f in fixed], method="highs")
-        if res.status != 0:
-            return None
-        x, y = res.x[:n], res.x[n:]
-    return (x, y) if hlcp.is_solution(x, y, tol) else None
 
 
 def milp(problem, **options):
@@ -163,7 +142,7 @@ def _exact_search(highspy, hlcp, tol, options, result):
     verbose = bool(options.get("verbose", False))
     n = hlcp.n
     zeros = np.zeros(n)
-    verify = lambda choice: _polish(hlcp, np.asarray(choice, float), tol)  # noqa: E731
+    verify = lambda choice: solve_on_support(hlcp, choice, tol)  # noqa: E731
     form = monotone_form(hlcp)
     if form is not None:
         M, q, x_first = form
@@ -236,9 +215,9 @@ def _bigm(highspy, hlcp, tol, options, result):
         b = np.round(sol[2 * n:])
         supports += 1
         # the support from the binaries, else from which member of each pair is larger
-        pt = _polish(hlcp, b, tol)
+        pt = solve_on_support(hlcp, b > 0.5, tol)
         if pt is None:
-            pt = _polish(hlcp, (sol[:n] > sol[n:2 * n]).astype(float), tol)
+            pt = solve_on_support(hlcp, sol[:n] > sol[n:2 * n], tol)
         if pt is not None and not any(np.allclose(pt[0], p[0], atol=1e3 * tol) and np.allclose(pt[1], p[1], atol=1e3 * tol)
                                       for p in found):
             found.append(pt)
