@@ -25,7 +25,9 @@ def _model(n, start, bounds=None):
     m = pyo.ConcreteModel()
     m.I = pyo.RangeSet(1, n)
     b = bounds or {}
-    m.x = pyo.Var(m.I, initialize=lambda m, i: start[i - 1], bounds=lambda m, i: b.get(i, (None, None)))
+    m.x = pyo.Var(m.I, bounds=lambda m, i: b.get(i, (None, None)))
+    for i in m.I:   # the book's start, even where it lies outside the bounds (HS065)
+        m.x[i].set_value(start[i - 1], skip_validation=True)
     return m, m.x
 
 
