@@ -231,3 +231,17 @@ print("ok")
     for code in (lazy + use, pyomo_first + use):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_fixed_variables_only_and_violated_constant_rows():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(initialize=1.0)
+    m.x.fix()
+    m.c = pyo.Constraint(expr=m.x >= 0)
+    m.o = pyo.Objective(expr=m.x)
+    res = NewFactory("pympc.ipopt").solve(m)
+    assert res.solution_status == SolutionStatus.optimal and res.incumbent_objective == 1.0
+    m.c2 = pyo.Constraint(expr=m.x >= 2)
+    res = NewFactory("pympc.ipopt").solve(m, raise_exception_on_nonoptimal_result=False, load_solutions=False)
+    assert res.termination_condition == TerminationCondition.provenInfeasible
+    assert res.solution_status == SolutionStatus.infeasible and "c2" in res.extra_info.message

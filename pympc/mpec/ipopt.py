@@ -111,6 +111,8 @@ def solve_nlp(nlp, u0, options, tee=False, scaling=None):
         names = ", ".join(c.name for c in nlp.violated[:5]) + (" ..." if len(nlp.violated) > 5 else "")
         return u0, {"status": 2, "status_msg": f"infeasible: constant constraint(s) {names} violated".encode(),
                     "mult_g": np.zeros(nlp.m)}
+    if nlp.n == 0:   # every variable fixed (cyipopt refuses n = 0): the rows were checked above
+        return np.zeros(0), {"status": 0, "status_msg": b"no free variables", "mult_g": np.zeros(nlp.m)}
     guard = _Guarded(nlp)
     prob = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=guard, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
     prob.add_option("print_level", 5 if tee else 0)
@@ -124,8 +126,6 @@ def solve_nlp(nlp, u0, options, tee=False, scaling=None):
             prob.add_option(key, val)
         except TypeError as exc:
             raise OptionError(f"IPOPT option {key}={val!r}: {exc}") from None
-    if nlp.n == 0:
-        return np.zeros(0), {"status": 0, "status_msg": b"no free variables", "mult_g": np.zeros(nlp.m)}
     with np.errstate(all="ignore"):   # overflow -> inf, log(-1) -> nan: IPOPT backtracks from such points
         u, info = prob.solve(u0)
     if guard.error is not None:

@@ -158,20 +158,21 @@ class IpoptConfig(PympcSolverConfig):
 class _Loader(SolutionLoader):
     """The one solution of a pympc solve: primal values (and duals where there are any)."""
 
-    def __init__(self, model, values, duals=None, solver="pympc"):
+    def __init__(self, model, values, duals=None, solver="pympc", has_solution=None):
         self._pyomo_model = model
         self._values = ComponentMap(values)
+        self._has = bool(self._values) if has_solution is None else has_solution
         self._duals = duals
         self._solver = solver
 
     def get_number_of_solutions(self):
-        return 1 if self._values else 0
+        return 1 if self._has else 0
 
     def get_solution_ids(self):
-        return [0] if self._values else []
+        return [0] if self._has else []
 
     def get_vars(self, vars_to_load=None):
-        if not self._values:
+        if not self._has:
             raise NoSolutionError()
         if vars_to_load is None:
             return ComponentMap(self._values)
@@ -365,6 +366,8 @@ class IpoptSolver(_PympcSolver):
             status = SolutionStatus.noSolution
         elif verified:
             status = SolutionStatus.optimal
+        elif out.nlp.violated:                     # constant rows that break their bounds: nothing is feasible
+            status = SolutionStatus.infeasible
         elif out.feasible(max(config.mpec_tol, 1e-6)):
             status = SolutionStatus.feasible
         else:
@@ -374,7 +377,8 @@ class IpoptSolver(_PympcSolver):
         if out.tmodel is None and out.has_point and "mult_g" in out.info:
             sense = out.nlp.sense
             duals = ComponentMap((c, -sense * float(lam)) for c, lam in zip(out.nlp.constraints_data, out.info["mult_g"]))
-        results.solution_loader = _Loader(model, values, duals, solver=self.name)
+        results.solution_loader = _Loader(model, values, duals, solver=self.name,
+                                          has_solution=status != SolutionStatus.noSolution)
         extra = results.extra_info
         extra.message, extra.status, extra.kind = msg, out.status, kind
         extra.stages, extra.complementarity, extra.infeasibility = out.stages, out.complementarity, out.infeasibility
