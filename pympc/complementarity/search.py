@@ -137,8 +137,20 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
         h.run()
         nodes += 1
         st = h.getModelStatus()
-        if st == highspy.HighsModelStatus.kInfeasible:
-            continue
+        if st not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
+            # HiGHS ended "Unknown" on nearly degenerate nodes of a chain event: that node afresh, without
+            # presolve, then by the interior point method
+            for option, value in (("presolve", "off"), ("solver", "ipm")):
+                h.setOptionValue(option, value)
+                h.clearSolver()
+                h.run()
+                st = h.getModelStatus()
+                if st in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
+                    break
+            h.setOptionValue("presolve", "choose")
+            h.setOptionValue("solver", "choose")
+        if st in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            continue           # (with a zero objective the LP cannot be unbounded)
         if st != highspy.HighsModelStatus.kOptimal:
             return None, "time", nodes   # time limit or numerical trouble: no proof either way
         u = np.array(h.getSolution().col_value)
