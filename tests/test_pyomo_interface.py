@@ -165,8 +165,10 @@ def test_time_limit():
     res = NewFactory("pympc.ipopt").solve(m, time_limit=1e-6, raise_exception_on_nonoptimal_result=False,
                                           load_solutions=False)
     assert res.termination_condition == TerminationCondition.maxTimeLimit
-    legacy = pyo.SolverFactory("pympc.ipopt").solve(m, timelimit=1e-6)
+    opt = pyo.SolverFactory("pympc.ipopt")
+    legacy = opt.solve(m, timelimit=1e-6)
     assert legacy.solver.termination_condition == pyo.TerminationCondition.maxTimeLimit
+    assert pyo.check_optimal_termination(opt.solve(m))      # the limit of one call does not outlive it
 
 
 def test_mpec_nlp_with_pympc_ipopt_underneath():

@@ -399,6 +399,19 @@ class _Legacy(LegacySolverWrapper):
 
     _legacy_api = True
 
+    def solve(self, model, *args, **kwds):
+        """Pyomo's legacy ``solve``; the keywords of one call do not outlive it.
+
+        Pyomo's wrapper writes them into ``self.config`` for good (a
+        ``timelimit`` given once limited every later solve of the same
+        solver object); the configuration is put back after the call.
+        """
+        saved = self.config.value()
+        try:
+            return super().solve(model, *args, **kwds)
+        finally:
+            self.config.set_value(saved)
+
     def _map_results(self, model, results):
         legacy, soln = super()._map_results(model, results)
         extra = results.extra_info
