@@ -23,6 +23,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
+import warnings
 
 __all__ = ["register_with_pyomo"]
 
@@ -44,7 +45,11 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        _register()
+        try:
+            _register()
+        except Exception as exc:  # noqa: BLE001 - never break the user's import of Pyomo
+            warnings.warn(f"pympc could not register its solvers with Pyomo ({type(exc).__name__}: {exc}); "
+                          "import pympc.mpec to see the error", RuntimeWarning, stacklevel=2)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
