@@ -3,20 +3,32 @@
 Complementarity problems (LCP/HLCP) and their native pivoting solver, Pyomo
 MPEC models and solver plugins (``pympc.mpec``), planar mechanisms
 (``pympc.mechanics``) and the event-driven simulator (``pympc.dynamics``).
+
+Importing pympc imports none of them: each name is imported when it is first
+used (PEP 562), so that ``import pympc`` costs next to nothing and a user who
+only simulates never imports Pyomo.  The solvers ``pympc.lemke``,
+``pympc.milp`` and ``pympc.ipopt`` are registered with Pyomo's
+``SolverFactory`` (legacy and ``pyomo.contrib.solver``) as soon as both pympc
+and ``pyomo.environ`` are imported, in either order (see :mod:`pympc._pyomo_hook`).
 """
 
-from .complementarity import (
-    HLCP, LCP, Classification, HLCPResult, LCPResult, Residual, SetKind, SolutionSet, Status,
-    classify, enumerate_solutions, is_p_matrix, lemke, load_problem, read_problem, read_siconos, solve,
-)
-from .errors import ModelError, OptionError, ProblemError, PympcError, SimulationError, SolverError, SolverNotFound
+import importlib
+
+from ._pyomo_hook import register_with_pyomo
 
 __version__ = "0.1.0"
 
-from . import mpec  # noqa: E402  registers pympc.lemke, pympc.milp, pympc.ipopt with Pyomo's SolverFactory
-from .mpec import crosscheck  # noqa: E402
-from .mechanics import GeneralMethod, System, TreeMethod, load_model  # noqa: E402
-from .dynamics import Event, SimulationStatus, Trajectory, simulate  # noqa: E402
+_WHERE = {
+    "complementarity": ("LCP", "HLCP", "Classification", "HLCPResult", "LCPResult", "Residual", "SetKind", "SolutionSet",
+                        "Status", "classify", "enumerate_solutions", "is_p_matrix", "lemke", "load_problem",
+                        "read_problem", "read_siconos", "solve"),
+    "errors": ("ModelError", "OptionError", "ProblemError", "PympcError", "SimulationError", "SolverError",
+               "SolverNotFound"),
+    "mpec": ("crosscheck",),
+    "mechanics": ("GeneralMethod", "System", "TreeMethod", "load_model"),
+    "dynamics": ("Event", "SimulationStatus", "Trajectory", "simulate"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "LCP", "HLCP", "solve", "crosscheck", "lemke", "enumerate_solutions", "classify", "is_p_matrix",
@@ -25,3 +37,21 @@ __all__ = [
     "System", "GeneralMethod", "TreeMethod", "load_model", "simulate", "Trajectory", "Event", "SimulationStatus",
     "PympcError", "ProblemError", "OptionError", "SolverError", "SolverNotFound", "ModelError", "SimulationError",
 ]
+
+
+def __getattr__(name):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        if name in ("complementarity", "mechanics", "dynamics", "mpec", "errors", "cli"):
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module 'pympc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value   # the next access is a plain attribute
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+register_with_pyomo()

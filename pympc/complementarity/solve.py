@@ -1,24 +1,119 @@
-"""``pympc.solve``: one entry point for every complementarity method."""
+"""``pympc.solve``: one entry point, one registry of complementarity methods.
+
+:data:`METHODS` maps a name to a function ``f(problem, **options)`` returning
+an :class:`~pympc.LCPResult` or :class:`~pympc.HLCPResult` whose ``SOLVED``
+status means a verified point: ``lemke`` (native pivoting), ``enumerate``
+(every support, small problems), ``milp`` (exact: convex QP or support search
+by HiGHS) and ``ipopt`` (IPOPT on the Pyomo MPEC model; Pyomo is imported
+only when this method is used).  :func:`pympc.crosscheck` loops over it.
+"""
 
 from __future__ import annotations
 
-from ..errors import SolverNotFound
+import numpy as np
+
+from ..errors import OptionError, SolverNotFound
+from .enumeration import enumerate_solutions
 from .lemke import lemke
+from .milp import milp
+from .problems import HLCP, LCP
+from .results import HLCPResult, LCPResult, Status
 
-__all__ = ["solve", "METHODS"]
+__all__ = ["solve", "METHODS", "ENUMERATION_LIMIT"]
 
-#: Methods of :func:`solve`; the Pyomo-based ones (``ipopt``, ``milp``) are in ``pympc.mpec``.
-METHODS = {"lemke": lemke}
+#: problems with at most this many pairs are enumerated when Lemke's method ends without an answer
+ENUMERATION_LIMIT = 12
 
 
-def solve(problem, method="lemke", **options):
+def _result(problem, status, message, first, second, method, info):
+    """A result of the problem's own class from a point in its own variables (``(z, w)`` or ``(x, y)``)."""
+    cls = LCPResult if isinstance(problem, LCP) else HLCPResult
+    return cls(problem, status, message, first, second, 0, method, info)
+
+
+def _enumerate(problem, max_pairs=16, tol=1e-9):
+    """Every solution by enumeration of the supports; the result carries the first (``info["solution_set"]``)."""
+    sols = enumerate_solutions(problem, max_pairs=max_pairs, tol=tol)
+    info = {"solution_set": sols}
+    if not sols.points:
+        zeros = np.zeros(problem.n)
+        return _result(problem, Status.INFEASIBLE, "enumeration of every complementary support: no solution",
+                       zeros, zeros, "enumerate", info)
+    first, second = sols.points[0]
+    return _result(problem, Status.SOLVED, f"enumeration: {sols.kind.name.lower()} solution set, "
+                   f"{len(sols.points)} point(s) listed; the first is returned", first, second, "enumerate", info)
+
+
+def _ipopt(problem, time_limit=None, tol=1e-8, **options):
+    """IPOPT on :func:`~pympc.mpec.to_pyomo`'s model (``options``: entries of ``pympc.ipopt``'s CONFIG)."""
+    from ..mpec import IpoptSolver, to_pyomo   # Pyomo, only now
+
+    m = to_pyomo(problem)
+    res = IpoptSolver().solve(m, time_limit=time_limit, load_solutions=True, raise_exception_on_nonoptimal_result=False,
+                              **options)
+    n = problem.n
+    get = lambda v: np.array([0.0 if v[i].value is None else v[i].value for i in range(n)], float)  # noqa: E731
+    if isinstance(problem, LCP):
+        z = get(m.z)
+        first, second = z, problem.M @ z + problem.q
+    else:
+        first, second = get(m.x), get(m.y)
+    ok = res.solution_status.name == "optimal" and problem.is_solution(first, second, tol)
+    status = Status.SOLVED if ok else (Status.UNDECIDED if res.termination_condition.name != "provenInfeasible"
+                                       else Status.INFEASIBLE)
+    info = {"termination_condition": res.termination_condition.name, **dict(res.extra_info.items())}
+    return _result(problem, status, f"{res.termination_condition.name}: {res.extra_info.message}", first, second,
+                   "ipopt", info)
+
+
+#: name -> function(problem, **options) of every complementarity method
+METHODS = {"lemke": lemke, "enumerate": _enumerate, "milp": milp, "ipopt": _ipopt}
+
+
+def _point(r):
+    return (r.z, r.w) if isinstance(r, LCPResult) else (r.x, r.y)
+
+
+def _after_lemke(problem, r, time_limit):
+    """Lemke ended without a point: decide exactly where that is affordable, and say which method did."""
+    sols = r.info.get("certificate")
+    if sols is not None and sols.points:
+        first, second = sols.points[0]
+        out = _result(problem, Status.SOLVED, r.message + "; the point returned is enumeration's", first, second,
+                      "enumerate", dict(r.info))
+    elif problem.n <= ENUMERATION_LIMIT:
+        out = _enumerate(problem)
+        out.message = f"Lemke: {r.status.name} ({r.message}); then {out.message}"
+    else:
+        out = milp(problem, time_limit=time_limit)
+        out.message = f"Lemke: {r.status.name} ({r.message}); then the exact method: {out.message}"
+    if out.status == Status.UNDECIDED:
+        r.message += (f"; the exact method did not decide within {time_limit:g} s: run pympc.solve(problem, "
+                      "method='milp', time_limit=...) with more time, or pympc.crosscheck(problem)")
+        return r
+    out.info["lemke"] = r
+    out.info["found_by"] = out.method
+    return out
+
+
+def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, **options):
     """Solve an LCP or HLCP.
 
     Parameters
     ----------
     problem : LCP or HLCP
-    method : str
-        ``"lemke"`` (the native lexicographic pivoting solver).
+    method : {"lemke", "enumerate", "milp", "ipopt"}
+        See :data:`METHODS`.
+    fallback : bool
+        With ``method="lemke"``: when Lemke's method ends on a secondary ray
+        (or finds no basis, or fails numerically), decide exactly — by
+        enumeration for up to :data:`ENUMERATION_LIMIT` pairs, else by the
+        exact ``milp`` method within ``fallback_time_limit`` seconds — and
+        return its verified point (``method`` and ``info["found_by"]`` say
+        which method found it; ``info["lemke"]`` is Lemke's own result) or its
+        proof that there is none.  Undecided: Lemke's result, whose message
+        says what to run.  ``certify=False`` (Lemke's option: no
+        enumeration on a ray) asks for Lemke's own answer: no fallback either.
     **options
         Passed to the method; unknown options raise :class:`~pympc.errors.OptionError`.
 
@@ -32,10 +127,17 @@ def solve(problem, method="lemke", **options):
     >>> r = pympc.solve(pympc.LCP([[2.0]], [-4.0]))
     >>> r.success, r.z
     (True, array([2.]))
+    >>> pympc.solve(pympc.LCP([[2.0]], [-4.0]), method="milp").z
+    array([2.])
     """
     try:
         fn = METHODS[method]
     except (KeyError, TypeError):
-        raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} "
-                             "(the Pyomo solvers are reached through pympc.crosscheck or SolverFactory)") from None
-    return fn(problem, **options)
+        raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)}") from None
+    if not isinstance(problem, (LCP, HLCP)):
+        raise OptionError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}.")
+    r = fn(problem, **options)
+    if (method == "lemke" and fallback and options.get("certify") is not False and not r.success
+            and r.status in (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)):
+        return _after_lemke(problem, r, float(fallback_time_limit))
+    return r

@@ -1,14 +1,15 @@
-"""Everything in pympc that imports Pyomo: MPEC models, SolverFactory plugins, cross-checks.
+"""Everything in pympc that imports Pyomo: MPEC models, Pyomo solver interfaces, cross-checks.
 
-Importing :mod:`pympc` imports this package, which registers the solvers
-``pympc.lemke``, ``pympc.milp`` and ``pympc.ipopt`` with Pyomo's ``SolverFactory``.
+Importing this package registers the solvers ``pympc.lemke``, ``pympc.milp``
+and ``pympc.ipopt`` with Pyomo's solver factories (``pyomo.contrib.solver``'s
+and the legacy ``pyomo.environ.SolverFactory``), see :mod:`pympc.mpec.solvers`.
 """
 
-from .mip import milp
 from .models import PyomoHLCP, from_pyomo, to_pyomo
+from .nlp import CompiledNLP
+from .solvers import IpoptSolver, LemkeSolver, MILPSolver, pyomo_status
 from .crosscheck import CrossCheckReport, SolverAnswer, crosscheck
-from .ipopt import IpoptSolver
-from .nlp import PyomoNLP
-from .plugins import LemkeSolver, MILPSolver, pyomo_status
+from ..complementarity.milp import milp
 
-__all__ = ["to_pyomo", "from_pyomo", "PyomoHLCP", "milp", "LemkeSolver", "MILPSolver", "pyomo_status", "IpoptSolver", "PyomoNLP", "crosscheck", "CrossCheckReport", "SolverAnswer"]
+__all__ = ["to_pyomo", "from_pyomo", "PyomoHLCP", "milp", "LemkeSolver", "MILPSolver", "IpoptSolver", "pyomo_status",
+           "CompiledNLP", "crosscheck", "CrossCheckReport", "SolverAnswer"]

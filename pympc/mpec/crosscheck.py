@@ -6,13 +6,10 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyomo.environ as pyo
 
-from ..complementarity import LCP, Status, enumerate_solutions, lemke
+from ..complementarity import LCP, Status, enumerate_solutions
+from ..complementarity.solve import METHODS
 from ..errors import SolverNotFound
-from .ipopt import IpoptSolver
-from .mip import milp
-from .models import to_pyomo
 
 __all__ = ["crosscheck", "CrossCheckReport", "SolverAnswer", "SOLVERS"]
 
@@ -68,27 +65,14 @@ def _hlcp_point(problem, r):
     return r.x, r.y
 
 
-def _run_ipopt(problem, time_limit):
-    m = to_pyomo(problem)
-    res = IpoptSolver().solve(m, timelimit=time_limit)
-    n = problem.n
-    if isinstance(problem, LCP):
-        z = np.array([m.z[i].value for i in range(n)], float)
-        x, y = problem.M @ z + problem.q, z
-    else:
-        x = np.array([m.x[i].value for i in range(n)], float)
-        y = np.array([m.y[i].value for i in range(n)], float)
-    ok = pyo.check_optimal_termination(res)
-    return ok, x, y, f"{res.solver.termination_condition}: {res.solver.message}"
-
-
 def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False, time_limit=60.0):
     """Solve ``problem`` with several solvers and compare their answers.
 
     Parameters
     ----------
     problem : LCP or HLCP
-    solvers : sequence of {"lemke", "ipopt", "milp"}
+    solvers : sequence of the names of :data:`pympc.complementarity.solve.METHODS`
+        (``"lemke"``, ``"ipopt"``, ``"milp"``, ``"enumerate"``); each is run on its own, without fallback.
     tol : float
         Points closer than ``tol`` (relative to their size) are the same.
     verbose : bool
@@ -110,26 +94,23 @@ def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False, time_limit=60.
     >>> rep.agree
     True
     """
-    unknown = set(solvers) - set(SOLVERS)
+    unknown = set(solvers) - set(METHODS)
     if unknown:
-        raise SolverNotFound(f"unknown cross-check solver(s) {sorted(unknown)}; choose from {SOLVERS}")
+        raise SolverNotFound(f"unknown cross-check solver(s) {sorted(unknown)}; choose from {sorted(METHODS)}")
     h = problem.to_hlcp() if isinstance(problem, LCP) else problem
     rep = CrossCheckReport(problem)
     for name in solvers:
+        options = {} if name in ("lemke", "enumerate") else {"time_limit": time_limit}
+        if name == "lemke":   # numba compiles the kernels on a first call: time a second one
+            METHODS[name](problem)
         t0 = time.perf_counter()
-        if name == "ipopt":
-            ok, x, y, msg = _run_ipopt(problem, time_limit)
-            ok = ok and h.is_solution(x, y, 1e-8)
-            status = "SOLVED" if ok else "NOT_SOLVED"
-        else:
-            if name == "lemke":   # numba compiles the kernels on a first call: time a second one
-                lemke(problem)
-                t0 = time.perf_counter()
-            r = lemke(problem) if name == "lemke" else milp(problem, time_limit=time_limit)
-            x, y = _hlcp_point(problem, r)
-            ok, status, msg = r.success, r.status.name, r.message
+        r = METHODS[name](problem, **options)   # each method on its own: no fallback from one to another
         dt = time.perf_counter() - t0
-        rep.answers.append(SolverAnswer(name, status, ok, x, y, tuple(h.residual(x, y)) if x is not None else None, dt, msg))
+        x, y = _hlcp_point(problem, r)
+        ok = r.success and h.is_solution(x, y, 1e-8)
+        status = r.status.name if name != "ipopt" else ("SOLVED" if ok else "NOT_SOLVED")
+        rep.answers.append(SolverAnswer(name, status, ok, x, y, tuple(h.residual(x, y)) if x is not None else None, dt,
+                                        r.message))
     good = [a for a in rep.answers if a.success]
     undecided = [a for a in rep.answers if a.status == Status.UNDECIDED.name]
     failed = [a for a in rep.answers if not a.success and a not in undecided]

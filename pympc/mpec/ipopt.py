@@ -1,14 +1,17 @@
 """IPOPT through cyipopt for any Pyomo NLP or MPEC, with no ASL and no ipopt executable.
 
-``SolverFactory('pympc.ipopt')`` extracts the NLP with :class:`~pympc.mpec.nlp.PyomoNLP`
-(exact gradients, sparse Jacobian and Hessian) and hands it to ``cyipopt.Problem``.
+:func:`run` extracts the NLP with :class:`~pympc.mpec.nlp.CompiledNLP` (exact
+gradients, sparse Jacobian and Hessian) and hands it to ``cyipopt.Problem``.
 A model with ``pyomo.mpec`` complementarity conditions is first cloned and
 transformed by ``mpec.simple_nonlinear``; the relaxation bound of the products
 (``mpec_bound``) is driven to zero by continuation; after each stage an
 active-set polish fixes the smaller member of each pair at zero and solves the
 rest (a linear solve when that is a linear system, IPOPT otherwise), so that
 complementarity holds exactly; a polish that does not verify sends the
-continuation on.  The caller's model is never transformed.
+continuation on.  The caller's model is never transformed.  A plain NLP's
+answer is called optimal only after its KKT conditions were checked
+(:func:`kkt_residual`).  The Pyomo solver interface is in
+:mod:`pympc.mpec.solvers`.
 """
 
 from __future__ import annotations
@@ -18,25 +21,16 @@ from contextlib import contextmanager
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.common.collections import Bunch
+from pyomo.common.collections import ComponentMap
 from pyomo.mpec import Complementarity
 from pyomo.mpec.complementarity import ComplementarityData
-from pyomo.opt import SolverFactory, SolverResults, SolverStatus, TerminationCondition
 
 from ..errors import OptionError, SolverNotFound
-from .nlp import PyomoNLP
-from .plugins import SolverBase
+from .nlp import CompiledNLP, CompileTimeout
+from .polish import (_box_residual, _choice, _degenerate, _factors, _linear_polish, _pair_residual,  # noqa: F401
+                     _polish_in_place, _polish_plan, _restore, _separated)
 
-__all__ = ["IpoptSolver", "solve_nlp"]
-
-_IPOPT_STATUS = {
-    0: (SolverStatus.ok, TerminationCondition.optimal),
-    1: (SolverStatus.warning, TerminationCondition.locallyOptimal),  # solved to acceptable level
-    2: (SolverStatus.warning, TerminationCondition.infeasible),
-    -1: (SolverStatus.aborted, TerminationCondition.maxIterations),
-    -4: (SolverStatus.aborted, TerminationCondition.maxTimeLimit),   # max_cpu_time
-    -5: (SolverStatus.aborted, TerminationCondition.maxTimeLimit),   # max_wall_time (timelimit)
-}
+__all__ = ["run", "solve_nlp", "kkt_residual", "RELAXATION", "CALLBACK_ERROR", "TIME_OUT"]
 
 #: the continuation schedule of the complementarity relaxation bound, relative to the square of the
 #: data's scale (:func:`_data_scale`).  After every stage the active-set polish is tried: directly (a
@@ -44,6 +38,10 @@ _IPOPT_STATUS = {
 #: clearly separated (and after the last); it is kept only if it verifies.  On 180 random P-matrix LCPs
 #: (n = 2..30) and 40 HLCPs, with |q| from 1e-6 to 1e6: no failure, 1.00 relaxation stages on average.
 RELAXATION = (1e-6, 1e-10, 1e-12)
+
+#: pseudo IPOPT statuses of pympc's own: an exception inside a callback ended the solve; the time limit ran out
+#: before IPOPT started (while the NLP was being built)
+CALLBACK_ERROR, TIME_OUT = -1000, -1001
 
 
 def _cyipopt():
@@ -54,14 +52,71 @@ def _cyipopt():
     return cyipopt
 
 
+class _Guarded:
+    """cyipopt's problem object around an NLP: an exception in any callback is never swallowed.
+
+    cyipopt catches exceptions raised in callbacks and lets IPOPT go on with
+    the values it had (an int64 Hessian accumulator once made IPOPT iterate
+    on unfilled Hessians).  Here the first exception is kept, the failing
+    callback and every later one answer NaN, and the next ``intermediate``
+    call stops IPOPT; :func:`solve_nlp` then reports it as
+    :data:`CALLBACK_ERROR`, naming the callback and the exception.
+    """
+
+    def __init__(self, nlp):
+        self.nlp, self.error = nlp, None
+
+    def _call(self, name, size, *args):
+        if self.error is None:
+            try:
+                return getattr(self.nlp, name)(*args)
+            except Exception as exc:  # noqa: BLE001 - ends the solve with an error status that names it
+                self.error = (name, exc)
+        return np.nan if size is None else np.full(size, np.nan)
+
+    def objective(self, u):
+        return self._call("objective", None, u)
+
+    def gradient(self, u):
+        return self._call("gradient", self.nlp.n, u)
+
+    def constraints(self, u):
+        return self._call("constraints", self.nlp.m, u)
+
+    def jacobian(self, u):
+        return self._call("jacobian", len(self.nlp.jacobianstructure()[0]), u)
+
+    def jacobianstructure(self):
+        return self.nlp.jacobianstructure()
+
+    def hessian(self, u, lagrange, obj_factor):
+        return self._call("hessian", len(self.nlp.hessianstructure()[0]), u, lagrange, obj_factor)
+
+    def hessianstructure(self):
+        return self.nlp.hessianstructure()
+
+    def intermediate(self, *args):
+        return self.error is None
+
+
 def solve_nlp(nlp, u0, options, tee=False, scaling=None):
-    """Solve a :class:`PyomoNLP` with IPOPT from ``u0``; returns ``(u, info)`` of cyipopt.
+    """Solve a :class:`CompiledNLP` with IPOPT from ``u0``; returns ``(u, info)`` of cyipopt.
 
     ``scaling``: optional ``(x_scaling, g_scaling)``, IPOPT's user scaling of
     the variables and rows (unless ``options`` choose ``nlp_scaling_method``).
+    An exception in a callback ends the solve with ``info["status"] ==
+    CALLBACK_ERROR`` and a message naming it.  IPOPT's banner and log are
+    silenced by its own options (``print_level=0``, ``sb=yes``) unless ``tee``.
     """
     cyipopt = _cyipopt()
-    prob = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=nlp, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
+    if nlp.violated:
+        names = ", ".join(c.name for c in nlp.violated[:5]) + (" ..." if len(nlp.violated) > 5 else "")
+        return u0, {"status": 2, "status_msg": f"infeasible: constant constraint(s) {names} violated".encode(),
+                    "mult_g": np.zeros(nlp.m)}
+    if nlp.n == 0:   # every variable fixed (cyipopt refuses n = 0): the rows were checked above
+        return np.zeros(0), {"status": 0, "status_msg": b"no free variables", "mult_g": np.zeros(nlp.m)}
+    guard = _Guarded(nlp)
+    prob = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=guard, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
     prob.add_option("print_level", 5 if tee else 0)
     if not tee:
         prob.add_option("sb", "yes")
@@ -73,13 +128,58 @@ def solve_nlp(nlp, u0, options, tee=False, scaling=None):
             prob.add_option(key, val)
         except TypeError as exc:
             raise OptionError(f"IPOPT option {key}={val!r}: {exc}") from None
-    if nlp.violated:
-        names = ", ".join(c.name for c in nlp.violated[:5]) + (" ..." if len(nlp.violated) > 5 else "")
-        return u0, {"status": 2, "status_msg": f"infeasible: constant constraint(s) {names} violated".encode(),
-                    "mult_g": np.zeros(nlp.m)}
+    with np.errstate(all="ignore"):   # overflow -> inf, log(-1) -> nan: IPOPT backtracks from such points
+        u, info = prob.solve(u0)
+    if guard.error is not None:
+        name, exc = guard.error
+        info = {**info, "status": CALLBACK_ERROR,
+                "status_msg": f"exception in the {name} callback: {type(exc).__name__}: {exc}".encode()}
+    return u, info
+
+
+def kkt_residual(nlp, u, info, tol=1e-6):
+    """The KKT (stationarity) residual of IPOPT's answer ``u`` of a plain NLP, relative to ``1 + |∇f|``.
+
+    ``∇f + Jᵀλ - z_L + z_U`` with IPOPT's multipliers; when that exceeds
+    ``tol``, the multipliers are re-estimated by bounded least squares on the
+    active set (equality rows free, active inequality rows and bounds with
+    their sign), as they are not unique when rows are redundant.  Returns the
+    smaller of the two residuals (0 for an empty problem).
+    """
     if nlp.n == 0:
-        return np.zeros(0), {"status": 0, "status_msg": b"no free variables", "mult_g": np.zeros(nlp.m)}
-    return prob.solve(u0)
+        return 0.0
+    with np.errstate(all="ignore"):
+        grad = nlp.gradient(u)
+        r, c = nlp.jacobianstructure()
+        vals = nlp.jacobian(u)
+        g = nlp.constraints(u)
+    scale = 1.0 + float(np.abs(grad).max(initial=0))
+    lam = np.asarray(info.get("mult_g", np.zeros(nlp.m)), float)
+    zl = np.asarray(info.get("mult_x_L", np.zeros(nlp.n)), float)
+    zu = np.asarray(info.get("mult_x_U", np.zeros(nlp.n)), float)
+    res = grad + np.bincount(c, vals * lam[r], minlength=nlp.n) - zl + zu
+    first = float(np.abs(res).max()) / scale
+    if not np.isfinite(first) or first <= tol or nlp.n * (nlp.m + 2 * nlp.n) > 4_000_000:
+        return first
+    from scipy.optimize import lsq_linear
+
+    J = np.zeros((nlp.m, nlp.n))
+    np.add.at(J, (r, c), vals)
+    near = lambda a, b: np.abs(a - b) <= 1e-6 * (1.0 + np.abs(b))  # noqa: E731
+    eq = nlp.cl == nlp.cu
+    at_lo, at_up = ~eq & near(g, nlp.cl), ~eq & near(g, nlp.cu)
+    rows = eq | at_lo | at_up
+    lo = np.where(eq[rows], -np.inf, np.where(at_up[rows], 0.0, -np.inf))
+    hi = np.where(eq[rows], np.inf, np.where(at_lo[rows], 0.0, np.inf))
+    blo, bup = near(u, nlp.lb), near(u, nlp.ub)
+    cols = [J[rows].T, -np.eye(nlp.n)[:, blo], np.eye(nlp.n)[:, bup]]
+    K = np.hstack(cols)
+    if K.shape[1] == 0:
+        return first
+    lb = np.concatenate([lo, np.zeros(blo.sum()), np.zeros(bup.sum())])
+    ub = np.concatenate([hi, np.full(blo.sum(), np.inf), np.full(bup.sum(), np.inf)])
+    sol = lsq_linear(K, -grad, bounds=(lb, ub), method="bvls")
+    return min(first, float(np.abs(K @ sol.x + grad).max()) / scale)
 
 
 def _pairs(tmodel):
@@ -98,152 +198,7 @@ def _pairs(tmodel):
     return out
 
 
-def _polish_plan(nlp):
-    """Rows and columns of every pair made by ``simple_nonlinear``, or None if some pair has another shape.
-
-    Each pair's block has ``c`` (the expression side ``>= 0``), ``v`` (the
-    variable side, bounded below) and ``ccon`` (their product ``<= mpec_bound``);
-    box pairs are left to the general polish.  The blocks are found from the
-    NLP's rows (every pair has its row ``ve`` there).
-    """
-    row = {id(con): i for i, con in enumerate(nlp.constraints_data)}
-    blocks = {id(b): b for b in (con.parent_block() for con in nlp.constraints_data)
-              if isinstance(b, ComplementarityData)}
-    plan = []
-    for block in blocks.values():
-        c, v, ccon = block.component("c"), block.component("v"), block.component("ccon")
-        if ccon is None or id(c) not in row or id(ccon) not in row or id(v) not in nlp._col:
-            return None
-        plan.append((row[id(c)], nlp._col[id(v)], row[id(ccon)]))
-    ic, jv, ip_ = (np.array(x, dtype=int) for x in zip(*plan)) if plan else (np.zeros(0, int),) * 3
-    return ic, jv, ip_, nlp.cl[ic].copy(), nlp.lb[jv].copy()
-
-
-def _factors(nlp, plan, u, g=None):
-    """The two factors of every pair at ``u``: the expression side and the variable side (``g``: the rows at u)."""
-    ic, jv, _, cl0, lb0 = plan
-    return (nlp.constraints(u) if g is None else g)[ic] - cl0, u[jv] - lb0
-
-
-def _choice(f, g):
-    """The active-set guess from a point's factors (:func:`_factors`): True where the expression side ``c`` is
-    the smaller one (it goes to zero)."""
-    return np.abs(f) <= np.abs(g)
-
-
-def _polish_in_place(nlp, plan, fix_c, saved, both=None):
-    """The active-set polish on the extracted NLP itself (no re-extraction).
-
-    From the relaxed bounds ``saved``: the side of each pair that ``fix_c``
-    names becomes an equality (``c``) or a fixed variable (``v``); both sides
-    where ``both`` (degenerate pairs); the product rows get infinite bounds.
-    :func:`_restore` puts ``saved`` back.
-    """
-    ic, jv, ip_, _, lb0 = plan
-    _restore(nlp, saved)
-    on_c, on_v = (fix_c, ~fix_c) if both is None else (fix_c | both, ~fix_c | both)
-    nlp.cu[ic[on_c]] = nlp.cl[ic[on_c]]
-    nlp.lb[jv[on_v]] = nlp.ub[jv[on_v]] = lb0[on_v]
-    nlp.cl[ip_], nlp.cu[ip_] = -1e20, 1e20
-
-
-def _degenerate(f, g, bound):
-    """Pairs whose two factors are both within ``10 sqrt(bound)`` of zero: candidates for a degenerate solution."""
-    return np.maximum(np.abs(f), np.abs(g)) <= 10.0 * np.sqrt(bound)
-
-
-def _separated(f, g, ratio=1e-2):
-    """Does every pair have one factor much smaller than the other (a clear active set to polish on)?"""
-    f, g = np.abs(f), np.abs(g)
-    return bool(np.all(np.minimum(f, g) <= ratio * np.maximum(f, g)))
-
-
-def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None, both=None):
-    """The polish without IPOPT when the polished problem is a linear system (an LCP/HLCP model).
-
-    With every pair's chosen side at zero (:func:`_polish_in_place`), if the
-    objective is constant and every remaining row is linear, the point is the
-    solution of the equality rows with the fixed variables substituted.  When
-    the only rows or bounds it breaks are the free sides of some pairs (a
-    guess that was wrong on nearly degenerate pairs), those pairs' choices are
-    flipped and it is solved again: all of them at first, then the
-    lowest-numbered one only (Murty's rule, which terminates for P-matrix
-    problems), at most ``max_flips`` times (default ``2 n + 4``).  Pairs in
-    ``both`` have both sides at zero (a degenerate solution: the rows are then
-    solved in the least-squares sense and must hold exactly).  A point is
-    accepted only if it meets every bound and row within ``tol``.  Returns the
-    point and its rows, or None (not linear, not determined, or no verified
-    point); the bounds of the last choice tried are left on ``nlp``.
-    """
-    ob = nlp.obj
-    if ob is not None and not ob.constant:
-        return None
-    ic, jv, product_rows, _, _ = plan
-    skip = np.zeros(nlp.m, bool)
-    skip[product_rows] = True
-    if nlp._nl_cons or np.any(~skip[nlp._q[0]]):
-        return None                                   # a nonlinear row besides the products
-    A = nlp._A
-    if A is None:
-        r, c, v = nlp._lin
-        A = np.bincount(r * nlp.n + c, v, minlength=nlp.m * nlp.n).reshape(nlp.m, nlp.n)
-    fix_c = fix_c.copy()
-    pair_row, pair_col = np.zeros(nlp.m, bool), np.zeros(nlp.n, bool)
-    pair_row[ic], pair_col[jv] = True, True
-    max_flips = 2 * len(ic) + 4 if max_flips is None else max_flips
-    for flips in range(max_flips + 1):
-        _polish_in_place(nlp, plan, fix_c, saved, both)
-        x = _solve_active_set(nlp, A, skip)
-        if x is None:
-            return None
-        g = A @ x
-        scale = 1.0 + float(np.abs(x).max(initial=0)) + float(np.abs(nlp.cl[~skip & (nlp.cl > -1e19)]).max(initial=0))
-        t = tol * scale
-        bad_col = (x < nlp.lb - t) | (x > nlp.ub + t)
-        bad_row = ((g < nlp.cl - t) | (g > nlp.cu + t)) & ~skip
-        if not (bad_col.any() or bad_row.any()):
-            x = np.clip(x, nlp.lb, nlp.ub)
-            return x, A @ x   # the linear rows at the point (the product rows' entries are not used)
-        if (bad_col & ~pair_col).any() or (bad_row & ~pair_row).any() or flips == max_flips:
-            return None       # a row or bound outside the pairs: no choice of sides mends it
-        wrong = (fix_c & bad_col[jv]) | (~fix_c & bad_row[ic])   # the free side of these pairs went negative
-        if both is not None:
-            wrong &= ~both
-        if not wrong.any():
-            return None
-        if flips >= 3:        # block flips may cycle: from here on, the least index only
-            wrong[np.argmax(wrong) + 1:] = False
-        fix_c ^= wrong
-    return None
-
-
-def _solve_active_set(nlp, A, skip):
-    """The point that the equality rows determine once the fixed variables are substituted, or None."""
-    eq = (nlp.cl == nlp.cu) & ~skip
-    fixed = nlp.lb == nlp.ub
-    free = ~fixed
-    x = np.where(fixed, nlp.lb, 0.0)
-    rhs = nlp.cl[eq] - A[np.ix_(eq, fixed)] @ x[fixed]
-    Af = A[np.ix_(eq, free)]
-    if Af.shape[0] < Af.shape[1]:
-        return None                                   # not determined by the active set
-    if Af.shape[0] == Af.shape[1]:                    # the usual case: LU (the caller verifies the point)
-        try:
-            x[free] = np.linalg.solve(Af, rhs)
-        except np.linalg.LinAlgError:
-            return None
-    else:
-        x[free], _, rank, _ = np.linalg.lstsq(Af, rhs, rcond=None)
-        if rank < Af.shape[1]:
-            return None
-    return x
-
-
-def _restore(nlp, saved):
-    nlp.cl, nlp.cu, nlp.lb, nlp.ub = (a.copy() for a in saved)
-
-
-def _polish(tmodel, nlp_options, tee, clock):
+def _polish(tmodel, nlp_options, tee, clock, deadline):
     """Put every pair on the face its values point to, drop the products, solve again.
 
     A one-sided pair fixes its smaller factor at zero.  A box pair
@@ -265,29 +220,10 @@ def _polish(tmodel, nlp_options, tee, clock):
         else:
             block.add_component("polish", pyo.Constraint(expr=small == 0.0))
     with clock("extract"):
-        nlp = PyomoNLP(tmodel)
+        nlp = CompiledNLP(tmodel, deadline)
     with clock("ipopt"):
         u, info = solve_nlp(nlp, nlp.start(), nlp_options, tee)
     return nlp, u, info
-
-
-def _pair_residual(f, g):
-    """The relative natural residual of pairs ``f >= 0 ⊥ g >= 0``: the largest ``|min(f, g)|``, ``-f`` and
-    ``-g`` over ``1 +`` the largest factor (as Siconos measures LCP errors relative to the data).
-
-    Relative, so that an exact answer of size 1e7 (round-off 1e-9 in ``f``
-    opposite ``g`` = 1e7) is not taken for an inexact one; a relaxed point
-    with ``f = g = 1e-6`` (product 1e-12) has residual 1e-6, not 1e-12.
-    """
-    if len(f) == 0:
-        return 0.0
-    scale = 1.0 + max(np.abs(f).max(), np.abs(g).max())
-    return float(max(np.abs(np.minimum(f, g)).max(), (-f).max(), (-g).max(), 0.0)) / scale
-
-
-def _box_residual(v, lb, ub, c):
-    """The same measure for box pairs ``lb <= v <= ub ⊥ c``: ``c`` may be positive only at ``lb``, negative at ``ub``."""
-    return max(_pair_residual(v - lb, np.maximum(c, 0)), _pair_residual(ub - v, np.maximum(-c, 0)))
 
 
 def _complementarity_residual(tmodel):
@@ -318,108 +254,53 @@ class _Clock:
             self.times[name] += time.perf_counter() - t
 
 
-@SolverFactory.register("pympc.ipopt", doc="IPOPT via cyipopt with exact derivatives (no ASL); MPECs by continuation")
-class IpoptSolver(SolverBase):
-    """IPOPT for Pyomo NLPs and MPECs; IPOPT options pass through ``options={...}``.
+def run(model, options, *, mpec_tol=1e-9, polish=True, relaxation=RELAXATION, kkt_tol=1e-6, tee=False,
+        time_limit=None):
+    """Solve a Pyomo NLP or MPEC with IPOPT; returns the :class:`_Run` (point, IPOPT info, verdict, timing).
 
-    Extra options (not IPOPT's): ``mpec_tol`` (complementarity accepted after
-    the polish, default 1e-9), ``polish`` (default True).  ``timelimit``
-    (seconds) sets IPOPT's ``max_wall_time``; for an MPEC it is the budget of
-    the whole solve (every stage gets what is left), and running out of it
-    ends with ``TerminationCondition.maxTimeLimit``.
-
-    The results carry ``results.pympc``: ``stages`` (relaxation bound or
-    ``"polish"``, IPOPT status), ``complementarity`` (the answer's natural
-    residual ``max |min(f, g)|`` and negativity of its pairs ``f ⊥ g``, over
-    ``1 +`` the largest factor), ``infeasibility`` (the largest row or bound violation of the
-    transformed model's NLP at the answer; an MPEC is optimal only if both are
-    within ``mpec_tol``), ``multipliers`` and ``timing`` (seconds: ``transform`` = Pyomo's
-    clone and ``mpec.simple_nonlinear``; ``extract`` = building the NLP;
-    ``ipopt`` = inside cyipopt's solve calls, including pympc's derivative
-    callbacks; ``polish`` = the direct active-set polish; ``load`` = mapping
-    and loading the answer back; ``total`` = the whole ``solve``).
+    Parameters
+    ----------
+    model : pyomo Block
+        Not modified (an MPEC is solved on a transformed clone).
+    options : dict
+        IPOPT's own options.
+    mpec_tol : float
+        Complementarity residual and infeasibility accepted for an MPEC.
+    polish : bool
+        The active-set polish after each relaxation stage.
+    relaxation : sequence of float
+        The continuation schedule of ``mpec_bound``, relative to the data's scale squared.
+    kkt_tol : float
+        Stationarity residual (relative to ``1 + |∇f|``) required of a plain NLP's answer before it is optimal.
+    time_limit : float, optional
+        Seconds for the whole solve, building the NLP included.
     """
-
-    name = "pympc.ipopt"
-
-    def available(self, exception_flag=True):
-        try:
-            _cyipopt()
-            return True
-        except SolverNotFound:
-            if exception_flag:
-                raise
-            return False
-
-    def warm_start_capable(self):
-        return True
-
-    def solve(self, model, tee=False, load_solutions=True, options=None, timelimit=None, **kwds):
-        """Solve ``model``; load the solution into it if ``load_solutions``."""
-        opts = dict(self.options)
-        opts.update(options or {})
-        opts.update(kwds)
-        mpec_tol = float(opts.pop("mpec_tol", 1e-9))
-        polish = bool(opts.pop("polish", True))
-        if timelimit is not None:
-            opts["max_wall_time"] = timelimit
-        if "max_wall_time" in opts:
-            raw = opts["max_wall_time"]
-            try:
-                opts["max_wall_time"] = float(raw)
-            except (TypeError, ValueError):
-                opts["max_wall_time"] = float("nan")
-            if not opts["max_wall_time"] > 0:
-                raise OptionError(f"timelimit (IPOPT's max_wall_time) must be a positive number of seconds, got {raw!r}")
-        t0 = time.perf_counter()
-        clock = _Clock()
-        is_mpec = next(model.component_data_objects(Complementarity, active=True, descend_into=True), None) is not None
+    t0 = time.perf_counter()
+    opts = dict(options)
+    if time_limit is not None:
+        opts["max_wall_time"] = float(time_limit)
+    deadline = None if "max_wall_time" not in opts else t0 + float(opts["max_wall_time"])
+    clock = _Clock()
+    is_mpec = next(model.component_data_objects(Complementarity, active=True, descend_into=True), None) is not None
+    try:
         if is_mpec:
-            run = _solve_mpec(model, opts, mpec_tol, polish, tee, clock)
+            out = _solve_mpec(model, opts, mpec_tol, polish, tee, clock, tuple(relaxation), deadline)
         else:
             with clock("extract"):
-                nlp = PyomoNLP(model)
+                nlp = CompiledNLP(model, deadline, drop_redundant=True)
+            if deadline is not None:
+                opts["max_wall_time"] = max(deadline - time.perf_counter(), 1e-9)
             with clock("ipopt"):
                 u, info = solve_nlp(nlp, nlp.start(), opts, tee)
-            run = _Run(nlp, u, info)
-        results = self._results(model, run, mpec_tol, clock, time.perf_counter() - t0)
-        if load_solutions:
-            with clock("load"):
-                run.load()
-        clock.times["total"] = time.perf_counter() - t0
-        return results
-
-    def _results(self, model, run, mpec_tol, clock, wall):
-        """Pyomo's ``SolverResults`` of a run; an MPEC is optimal only if its complementarity verifies."""
-        info = run.info
-        results = SolverResults()
-        results.problem.name = model.name
-        results.problem.number_of_variables = run.nlp.n
-        results.problem.number_of_constraints = run.nlp.m
-        results.solver.name = self.name
-        status, term = _IPOPT_STATUS.get(int(info["status"]), (SolverStatus.error, TerminationCondition.error))
-        msg = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
-        if int(info["status"]) == -5:   # cyipopt has no text for this newer Ipopt status
-            msg = "maximum wall time (timelimit) exceeded"
-        ok = (TerminationCondition.optimal, TerminationCondition.locallyOptimal)
-        if run.complementarity is not None and term in ok and run.complementarity > mpec_tol:
-            status, term = SolverStatus.warning, TerminationCondition.other
-            msg += f"; complementarity residual {run.complementarity:.2e} exceeds mpec_tol {mpec_tol:g}"
-        if term in ok and not run.feasible(mpec_tol):
-            status, term = SolverStatus.warning, TerminationCondition.other
-            msg += f"; a row or bound is violated by {run.infeasibility:.2e} (more than mpec_tol {mpec_tol:g})"
-        if run.complementarity is not None and term not in ok and not run.nlp.violated:
-            # a failed relaxation or polish proves nothing about the MPEC itself (violated constant rows do);
-            # running out of time or iterations stays what it is
-            if term not in (TerminationCondition.maxTimeLimit, TerminationCondition.maxIterations):
-                status, term = SolverStatus.warning, TerminationCondition.other
-            msg = f"MPEC not solved (stages {run.stages}): {msg}"
-        results.solver.status, results.solver.termination_condition = status, term
-        results.solver.message = results.solver.termination_message = msg
-        results.solver.wallclock_time = wall
-        results.pympc = Bunch(stages=run.stages, complementarity=run.complementarity, infeasibility=run.infeasibility,
-                              multipliers=info.get("mult_g"), timing=clock.times)
-        return results
+            out = _Run(nlp, u, info)
+            if int(info["status"]) in (0, 1):
+                out.kkt = kkt_residual(nlp, u, info, kkt_tol)
+    except CompileTimeout as exc:
+        out = _Run(None, None, {"status": TIME_OUT, "status_msg": str(exc).encode()})
+    out.clock = clock
+    out.verdict(mpec_tol, kkt_tol)
+    clock.times["total"] = time.perf_counter() - t0
+    return out
 
 
 class _Run:
@@ -433,15 +314,77 @@ class _Run:
     def __init__(self, nlp, u, info, stages=(), complementarity=None, tmodel=None, back=None, model_polish=False):
         self.nlp, self.u, self.info, self.stages = nlp, u, info, list(stages)
         self.complementarity, self.tmodel, self.back, self.model_polish = complementarity, tmodel, back, model_polish
-        # for an MPEC: the largest row or bound violation of the NLP solved last (links v == side included)
-        self.infeasibility = None if tmodel is None else nlp.violation(u)
+        # the largest row or bound violation of the NLP solved last (for an MPEC the links v == side included)
+        self.infeasibility = None if u is None else nlp.violation(u)
+        self.kkt = None            # a plain NLP's stationarity residual, when IPOPT said it converged
+        self.clock = None
+        self.status = int(info["status"])
+        msg = info["status_msg"]
+        self.message = msg.decode() if isinstance(msg, bytes) else str(msg)
+        if self.status == -5:      # cyipopt has no text for this newer Ipopt status
+            self.message = "maximum wall time (timelimit) exceeded"
+        self.outcome = None
+
+    @property
+    def has_point(self):
+        return self.u is not None
+
+    def verdict(self, mpec_tol, kkt_tol):
+        """Set :attr:`outcome`: ``(kind, verified, message)`` with kind one of ``optimal``, ``acceptable``,
+        ``infeasible``, ``proven_infeasible``, ``iteration_limit``, ``time_limit``, ``error``, ``unknown``.
+
+        Only a checked point is ``optimal``/``acceptable`` (``verified``): an MPEC's complementarity and
+        feasibility within ``mpec_tol``; a plain NLP's KKT residual within ``kkt_tol`` and its rows within
+        ``mpec_tol`` relative to the point's size.
+        """
+        st, msg = self.status, self.message
+        mpec = self.complementarity is not None
+        kind = {0: "optimal", 1: "acceptable", 2: "infeasible", -1: "iteration_limit", -4: "time_limit",
+                -5: "time_limit", TIME_OUT: "time_limit", CALLBACK_ERROR: "error"}.get(st, "error")
+        if kind == "infeasible" and self.nlp is not None and self.nlp.violated:
+            kind = "proven_infeasible"
+        if kind in ("optimal", "acceptable"):
+            if mpec and self.complementarity > mpec_tol:
+                kind, msg = "unknown", msg + f"; complementarity residual {self.complementarity:.2e} exceeds mpec_tol {mpec_tol:g}"
+            elif not self.feasible(mpec_tol if mpec else max(mpec_tol, 1e-6)):
+                kind, msg = "unknown", msg + f"; a row or bound is violated by {self.infeasibility:.2e} (more than mpec_tol {mpec_tol:g})"
+            elif self.kkt is not None and not self.kkt <= kkt_tol:
+                kind, msg = "unknown", msg + (f"; but the KKT conditions do not hold at the point: stationarity residual "
+                                              f"{self.kkt:.2e} (relative) exceeds kkt_tol {kkt_tol:g}")
+        if mpec and kind not in ("optimal", "acceptable", "proven_infeasible", "time_limit", "iteration_limit", "error"):
+            msg = f"MPEC not solved (stages {self.stages}): {msg}"
+            kind = "unknown"
+        elif mpec and kind == "error" and st != CALLBACK_ERROR:
+            # a failed relaxation or polish proves nothing about the MPEC itself
+            kind, msg = "unknown", f"MPEC not solved (stages {self.stages}): {msg}"
+        self.outcome = (kind, kind in ("optimal", "acceptable"), msg)
 
     def feasible(self, tol):
-        """Rows and bounds hold within ``tol`` (relative to the point's size); True for a plain NLP."""
-        return self.infeasibility is None or self.infeasibility <= tol * (1.0 + float(np.abs(self.u).max(initial=0)))
+        """Rows and bounds hold within ``tol`` (relative to the point's size)."""
+        return self.infeasibility is not None and self.infeasibility <= tol * (1.0 + float(np.abs(self.u).max(initial=0)))
+
+    def values(self):
+        """``{caller's VarData: value}`` of the point (empty without one)."""
+        if self.u is None:
+            return ComponentMap()
+        if self.tmodel is None:
+            return ComponentMap(zip(self.nlp.variables, (float(x) for x in self.u)))
+        back, out = self.back, ComponentMap()
+        for v, val in zip(self.nlp.variables, self.u):
+            orig = back.get(id(v))
+            if orig is not None:
+                out[orig] = float(val)
+        if self.model_polish:
+            for v in self.tmodel.component_data_objects(pyo.Var, descend_into=True):
+                orig = back.get(id(v)) if v.fixed else None
+                if orig is not None and not orig.fixed:
+                    out[orig] = v.value
+        return out
 
     def load(self):
         """Write the point into the caller's variables."""
+        if self.u is None:
+            return
         if self.tmodel is None:
             self.nlp.load(self.u)
             return
@@ -474,10 +417,9 @@ def _data_scale(nlp, plan):
     return max(1.0, float(np.abs(rows).max(initial=0)))
 
 
-def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
+def _solve_mpec(model, opts, mpec_tol, polish, tee, clock, relaxation, deadline):
     """Clone, ``mpec.simple_nonlinear``, continuation on ``mpec_bound`` with the polish after each stage."""
     # a time limit (max_wall_time) is the budget of the whole solve: each IPOPT call gets what is left
-    deadline = None if "max_wall_time" not in opts else time.perf_counter() + opts["max_wall_time"]
 
     def left(o):
         return o if deadline is None else {**o, "max_wall_time": max(deadline - time.perf_counter(), 1e-9)}
@@ -496,7 +438,7 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
     stages = []
     good = None
     with clock("extract"):
-        nlp = PyomoNLP(tmodel)
+        nlp = CompiledNLP(tmodel, deadline)
         plan = _polish_plan(nlp)
         scale = _data_scale(nlp, plan)
         scale2, scaling = scale ** 2, None
@@ -504,7 +446,7 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
             scaling = (np.full(nlp.n, 1.0 / scale), np.full(nlp.m, 1.0 / scale))
             scaling[1][plan[2]] = 1.0 / scale2
             popts["constr_viol_tol"] = popts["constr_viol_tol"] * scale   # it is not scaled by IPOPT
-    for eps in RELAXATION:
+    for eps in relaxation:
         bound.set_value(eps * scale2)
         with clock("extract"):
             nlp.refresh_bounds()
@@ -530,7 +472,7 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
         pu, pg = linear if linear is not None else (None, None)
         if pu is not None:   # a linear active-set system, solved directly
             pinfo = {"status": 0, "status_msg": b"active-set polish: linear system solved", "mult_g": np.zeros(nlp.m)}
-        elif eps == RELAXATION[-1] or _separated(f, g):
+        elif eps == relaxation[-1] or _separated(f, g):
             _polish_in_place(nlp, plan, fix_c, saved)
             with clock("ipopt"):
                 pu, pinfo = solve_nlp(nlp, np.clip(good, nlp.lb, nlp.ub), left(popts), tee, scaling)
@@ -548,7 +490,7 @@ def _solve_mpec(model, opts, mpec_tol, polish, tee, clock):
         return _Run(nlp, u, info, stages, _complementarity_residual(tmodel), tmodel, back)
     nlp.load(good)
     if polish and plan is None:
-        nlp, u, info = _polish(tmodel, left(popts), tee, clock)
+        nlp, u, info = _polish(tmodel, left(popts), tee, clock, deadline)
         nlp.load(u)
         stages.append(("polish", int(info["status"])))
         return _Run(nlp, u, info, stages, _complementarity_residual(tmodel), tmodel, back, model_polish=True)

@@ -12,26 +12,26 @@ with their structure fixed at construction and duplicates summed.
 
 from __future__ import annotations
 
-import math
+import time
 
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.core.expr.calculus.derivatives import Modes, differentiate
+from pyomo.core.expr.calculus.diff_with_pyomo import DifferentiationException
 from pyomo.common.numeric_types import native_numeric_types
 from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression
-from pyomo.core.expr.symbol_map import SymbolMap
-from pyomo.core.expr.visitor import expression_to_string
 from pyomo.repn import generate_standard_repn
 
 from ..errors import ProblemError
+from ._codegen import compile_functions
 
-__all__ = ["PyomoNLP"]
+__all__ = ["CompiledNLP", "CompileTimeout"]
 
 _INF = 1e20
-_NAMESPACE = {name: getattr(math, name) for name in (
-    "exp", "log", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "sqrt", "ceil", "floor")}
-_NAMESPACE["abs"] = abs
+
+
+class CompileTimeout(Exception):
+    """Building the NLP (differentiating and compiling its expressions) ran past the deadline it was given."""
 
 
 def _bound(v, default):
@@ -54,13 +54,33 @@ class _Linear:
         self.nonlinear = None
         if _read_linear(self, expr, index, where):
             return
-        repn = generate_standard_repn(expr, compute_values=True, quadratic=quadratic)
+        repn = _standard_repn(expr, quadratic)
         self.const = float(pyo.value(repn.constant))
         pairs = [(index(v, where), float(c)) for v, c in zip(repn.linear_vars, repn.linear_coefs) if c != 0]
         self.idx = np.array([k for k, _ in pairs], dtype=int)
         self.coef = np.array([c for _, c in pairs], dtype=float)
         if repn.nonlinear_expr is not None or repn.quadratic_vars:
             self.nonlinear = repn
+
+
+class _WholeRepn:
+    """Stands for Pyomo's repn of an expression too deep for it (RecursionError): all of it is nonlinear."""
+
+    def __init__(self, expr):
+        from pyomo.core.expr.visitor import identify_variables
+
+        self.constant = 0.0
+        self.linear_vars = self.linear_coefs = self.quadratic_vars = self.quadratic_coefs = ()
+        self.nonlinear_expr = expr
+        self.nonlinear_vars = [v for v in identify_variables(expr, include_fixed=False)]
+
+
+def _standard_repn(expr, quadratic):
+    """Pyomo's standard repn, or the whole expression as nonlinear when it is too deep for Pyomo's recursion."""
+    try:
+        return generate_standard_repn(expr, compute_values=True, quadratic=quadratic)
+    except RecursionError:
+        return _WholeRepn(expr)
 
 
 def _read_linear(lin, expr, index, where):
@@ -160,7 +180,7 @@ def _linear(expr, index, where, memo, quadratic=False):
     return hit[1]
 
 
-class PyomoNLP:
+class CompiledNLP:
     """The NLP of a Pyomo model, in the shape ``cyipopt.Problem`` expects.
 
     ``min f(u)`` subject to ``cl <= g(u) <= cu`` and ``lb <= u <= ub``, over
@@ -171,6 +191,15 @@ class PyomoNLP:
     model : pyomo Block
         Read, never modified.  Complementarity conditions must already have
         been transformed (``mpec.simple_nonlinear``).
+    deadline : float, optional
+        A ``time.perf_counter()`` instant: building past it (differentiating
+        and compiling large expressions can take long) raises
+        :class:`CompileTimeout`, so that a solve's time limit covers it.
+    drop_redundant : bool
+        Leave out linear equality rows that are combinations of the others
+        (listed in :attr:`redundant`); an inconsistent one goes to
+        :attr:`violated`.  IPOPT's step computation is rank-deficient with
+        them (HS055: a wrong point reported optimal).
 
     Attributes
     ----------
@@ -182,7 +211,8 @@ class PyomoNLP:
         constraints that hold are dropped.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, deadline=None, drop_redundant=False):
+        self._deadline = deadline
         self.variables = []
         self._col = {}
 
@@ -219,12 +249,45 @@ class PyomoNLP:
         if objs:
             self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
             self.obj = _Part(objs[0].expr, index, objs[0], memo)
+        self.redundant = []
+        if drop_redundant:
+            self._drop_redundant_equalities()
         self.n, self.m = len(self.variables), len(self.cons)
         self.refresh_bounds()
         self.lb = np.array([_bound(v.lb, -_INF) for v in self.variables])
         self.ub = np.array([_bound(v.ub, _INF) for v in self.variables])
-        self._symbols = None  # the names u[k] of the variables in compiled expressions, made when first needed
         self._build()
+
+    def _drop_redundant_equalities(self):
+        """Find linear equality rows dependent on the others (pivoted QR of their coefficient matrix)."""
+        from scipy.linalg import qr
+
+        rows = [i for i, (p, (lo, up)) in enumerate(zip(self.cons, self._con_bounds))
+                if p.nl is None and not p.qc.size and lo is not None and up is not None
+                and pyo.value(lo) == pyo.value(up)]
+        n = len(self.variables)
+        if len(rows) < 2 or len(rows) * n > 4_000_000:
+            return
+        E = np.zeros((len(rows), n))
+        for r, i in enumerate(rows):
+            np.add.at(E[r], self.cons[i].lin_idx, self.cons[i].lin_coef)
+        rhs = np.array([pyo.value(self._con_bounds[i][0]) - self.cons[i].const for i in rows])
+        _, R, piv = qr(E.T, mode="economic", pivoting=True)
+        d = np.abs(np.diag(R))
+        rank = int((d > 1e-10 * max(1.0, d.max(initial=0))).sum())
+        if rank == len(rows):
+            return
+        keep, drop = piv[:rank], piv[rank:]
+        coef = np.linalg.lstsq(E[keep].T, E[drop].T, rcond=None)[0]      # E[drop] = coef.T @ E[keep]
+        gap = np.abs(coef.T @ rhs[keep] - rhs[drop])
+        out = set()
+        for k, g in zip(drop, gap):
+            i = rows[k]
+            (self.redundant if g <= 1e-9 * (1.0 + abs(rhs[k])) else self.violated).append(self._con_datas[i])
+            out.add(i)
+        self.cons = [p for i, p in enumerate(self.cons) if i not in out]
+        self._con_datas = [c for i, c in enumerate(self._con_datas) if i not in out]
+        self._con_bounds = [b for i, b in enumerate(self._con_bounds) if i not in out]
 
     @property
     def constraint_names(self):
@@ -237,33 +300,40 @@ class PyomoNLP:
         return list(self._con_datas)
 
     # -- assembly ---------------------------------------------------------------
-    def _compile(self, part):
-        """Compiled value, gradient and Hessian (lower triangle) of a nonlinear part."""
+    def _check_deadline(self):
+        if self._deadline is not None and time.perf_counter() > self._deadline:
+            raise CompileTimeout("the time limit ran out while differentiating and compiling the model's expressions")
+
+    def _compile(self, part, where):
+        """Compiled value, gradient and Hessian (lower triangle) of a nonlinear part.
+
+        Derivatives by Pyomo's reverse symbolic differentiation; the three
+        functions are straight-line code (:mod:`pympc.mpec._codegen`).
+        """
         expr, nl_vars = part.nl
         loc = part.nl_idx
-        if self._symbols is None:
-            self._symbols = SymbolMap()
-            for k, v in enumerate(self.variables):
-                self._symbols.addSymbol(v, f"u[{k}]")
-        grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+        self._check_deadline()
+        try:
+            grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+        except DifferentiationException as exc:
+            raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
+                               "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
+                               "acos, atan, sqrt, abs") from None
         hess = []  # (row var, col var) in global numbering, row >= col
         hess_exprs = []
         for i, gi in enumerate(grads):
-            if isinstance(gi, (int, float)):
+            self._check_deadline()
+            if gi.__class__ in native_numeric_types:
                 continue
             second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
             for j in range(len(nl_vars)):
                 a, b = loc[i], loc[j]
-                if a >= b and not (isinstance(second[j], (int, float)) and second[j] == 0):
+                if a >= b and not (second[j].__class__ in native_numeric_types and second[j] == 0):
                     hess.append((a, b))
                     hess_exprs.append(second[j])
-        src = lambda e: repr(float(e)) if isinstance(e, (int, float)) else expression_to_string(  # noqa: E731
-            e, smap=self._symbols, compute_values=True)
-        code = (f"lambda u: {src(expr)}",
-                f"lambda u: ({', '.join(src(g) for g in grads)},)",
-                f"lambda u: ({', '.join(src(h) for h in hess_exprs)},)")
-        f, g, h = (eval(compile(c, "<pympc nlp>", "eval"), dict(_NAMESPACE)) for c in code)  # noqa: S307
-        return f, g, h, hess
+        self._check_deadline()
+        f, g, h = compile_functions([[expr], grads, hess_exprs], self._col, where)
+        return (lambda u: f(u)[0]), g, h, hess
 
     def _build(self):
         n = self.n
@@ -272,7 +342,8 @@ class PyomoNLP:
         cat = lambda key, dtype: np.concatenate([getattr(p, key) for p in self.cons] + [np.zeros(0, dtype)])  # noqa: E731
         self._lin = (rows("lin_idx"), cat("lin_idx", int).astype(int), cat("lin_coef", float))
         self._q = (rows("qc"), cat("qa", int).astype(int), cat("qb", int).astype(int), cat("qc", float))
-        self._nl_cons = [(i, part.nl_idx, *self._compile(part)) for i, part in enumerate(self.cons) if part.nl is not None]
+        self._nl_cons = [(i, part.nl_idx, *self._compile(part, f"constraint {self._con_datas[i].name}"))
+                         for i, part in enumerate(self.cons) if part.nl is not None]
         jr = np.concatenate([self._lin[0], self._q[0], self._q[0]] + [np.full(len(idx), i) for i, idx, *_ in self._nl_cons])
         jc = np.concatenate([self._lin[1], self._q[1], self._q[2]] + [np.array(idx, int) for _, idx, *_ in self._nl_cons])
         self._jrow, self._jcol, self._jslot = _unique_pairs(jr.astype(int), jc.astype(int), n)
@@ -287,7 +358,7 @@ class PyomoNLP:
             np.add.at(self._olin, ob.lin_idx, ob.lin_coef)
             self._oq = (ob.qa, ob.qb, ob.qc)
             if ob.nl is not None:
-                self._onl = (ob.nl_idx, *self._compile(ob))
+                self._onl = (ob.nl_idx, *self._compile(ob, "the objective"))
         # Hessian of the Lagrangian, lower triangle: quadratic terms and nonlinear entries
         hr, hc = [], []
         qa, qb = self._q[1], self._q[2]
@@ -308,10 +379,10 @@ class PyomoNLP:
         nlin, nq, noq = self._lin[0].size, qa.size, oa.size
         self._A = None
         if self.m * n <= 10_000:
-            self._A = np.bincount(self._lin[0] * n + self._lin[1], self._lin[2], minlength=self.m * n).reshape(self.m, n)
+            self._A = np.bincount(self._lin[0] * n + self._lin[1], self._lin[2], minlength=self.m * n).astype(float).reshape(self.m, n)
         self._jq = (self._jslot[nlin: nlin + 2 * nq], np.concatenate([qb, qa]), np.concatenate([self._q[3]] * 2))
         self._jnl_slot = self._jslot[nlin + 2 * nq:]
-        self._Ho = np.bincount(self._hslot[nq: nq + noq], self._oqh, minlength=self._hrow.size)
+        self._Ho = np.bincount(self._hslot[nq: nq + noq], self._oqh, minlength=self._hrow.size).astype(float)
         self._hnl_slot = self._hslot[nq + noq:]
 
     # -- the cyipopt interface ----------------------------------------------------
@@ -355,7 +426,7 @@ class PyomoNLP:
     def jacobian(self, u):
         """Values of the sparse Jacobian, in the order of :meth:`jacobianstructure`."""
         slots, cols, coefs = self._jq
-        vals = self._jlin + np.bincount(slots, coefs * u[cols], minlength=self._jlin.size)
+        vals = self._jlin + np.bincount(slots, coefs * u[cols], minlength=self._jlin.size).astype(float)
         if self._nl_cons:
             vals += np.bincount(self._jnl_slot, np.concatenate([np.array(g(u), float) for _, _, _, g, _, _ in self._nl_cons]),
                                 minlength=vals.size)
@@ -367,7 +438,8 @@ class PyomoNLP:
     def hessian(self, u, lagrange, obj_factor):
         """Lower triangle of ``obj_factor ∇²f + Σ λ_i ∇²g_i``."""
         qr = self._q[0]
-        vals = np.bincount(self._hslot[: qr.size], lagrange[qr] * self._qh, minlength=self._Ho.size)
+        # bincount of nothing is int64 zeros, whatever the weights: force float (else adding the other parts raises)
+        vals = np.bincount(self._hslot[: qr.size], lagrange[qr] * self._qh, minlength=self._Ho.size).astype(float)
         if self._oqh.size:
             vals += (obj_factor * self.sense) * self._Ho
         parts = [lagrange[i] * np.array(h(u), float) for i, _idx, _f, _g, h, _hs in self._nl_cons]

@@ -1,4 +1,6 @@
-"""The exact cross-check: an HLCP as a big-M MILP solved by HiGHS.
+"""The exact cross-check of an HLCP with HiGHS: by default a convex QP or a search over supports
+(:mod:`pympc.complementarity.search`, no big-M needed); the big-M MILP below with ``formulation="bigm"``
+and for ``all_solutions``.
 
 ``A x + B y = c``, ``0 <= x <= U_x b``, ``0 <= y <= U_y (1 - b)``, ``b`` binary.
 
@@ -27,17 +29,21 @@ binary) and verified on the original problem before it is reported.
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.optimize import linprog
+import time
 
-from ..complementarity import HLCP, LCP, HLCPResult, LCPResult, Status
+import numpy as np
+
 from ..errors import OptionError, SolverNotFound
-from ._quiet import c_stdout_silenced
+from .problems import HLCP, LCP
+from .results import HLCPResult, LCPResult, Status
+from .support import solve_on_support
 
 __all__ = ["milp", "MILP_OPTIONS"]
 
 MILP_OPTIONS = {
-    "all_solutions": "list every complementary support with a solution, by no-good cuts (default False)",
+    "formulation": "'auto' (default: a convex QP when the problem is monotone, else a branch-and-bound over supports "
+                   "with LP relaxations, see pympc.complementarity.search) or 'bigm' (the big-M MILP)",
+    "all_solutions": "list every complementary support with a solution, by no-good cuts of the big-M MILP (default False)",
     "max_solutions": "stop after this many supports when all_solutions (default 64)",
     "big_m": "big-M to use when no valid bound can be computed (default: from the data)",
     "time_limit": "HiGHS time limit in seconds (default none)",
@@ -48,6 +54,8 @@ MILP_OPTIONS = {
 
 def _bound(hlcp):
     """Valid big-Ms ``(U_x, U_y)`` for every solution (see the module), or None; and whether the LP is infeasible."""
+    from scipy.optimize import linprog
+
     n = hlcp.n
     res = linprog(-np.ones(2 * n), A_eq=np.hstack([hlcp.A, hlcp.B]), b_eq=hlcp.c, bounds=(0, None), method="highs")
     if res.status == 2:
@@ -55,68 +63,47 @@ def _bound(hlcp):
     if res.status == 0:
         U = np.full(n, max(1.0, -res.fun) * (1.0 + 1e-6) + 1e-6)
         return (U, U), False
-    for P, Q, x_first in ((hlcp.A, hlcp.B, True), (hlcp.B, hlcp.A, False)):
-        bound = _monotone_bound(P, Q, hlcp.c)
-        if bound is not None:
-            U_out, U_in = bound          # the side solved for (P's), the other side
-            return ((U_out, U_in) if x_first else (U_in, U_out)), False
-    return None, False
+    from .search import monotone_form
 
-
-def _monotone_bound(P, Q, c):
-    """Bounds on ``u = M v + q`` and ``v`` over the solutions of ``P u + Q v = c``, ``u ⊥ v``, when ``M = -P⁻¹Q``
-    has a positive definite symmetric part; None otherwise."""
-    try:
-        if np.linalg.cond(P) > 1e12:
-            return None
-        M, q = -np.linalg.solve(P, Q), np.linalg.solve(P, c)
-    except np.linalg.LinAlgError:
-        return None
+    form = monotone_form(hlcp)
+    if form is None:
+        return None, False
+    M, q, x_first = form
     mu = float(np.linalg.eigvalsh(0.5 * (M + M.T)).min())
-    if mu <= 1e-9 * max(1.0, float(np.abs(M).max())):
-        return None
     r = float(np.linalg.norm(q)) / mu
     margin = lambda u: u * (1.0 + 1e-6) + 1e-9  # noqa: E731
-    return margin(np.linalg.norm(M, axis=1) * r + np.abs(q)), margin(np.full(len(q), r))
-
-
-def _polish(hlcp, b, tol):
-    """Re-solve on the support of binary vector b; a verified (x, y) or None."""
-    n = hlcp.n
-    choice = b > 0.5
-    pt = hlcp.support_point(choice, rcond=1e-12)
-    if pt is not None:
-        x, y = pt
-        x[np.abs(x) <= tol] = 0.0
-        y[np.abs(y) <= tol] = 0.0
-    else:
-        fixed = np.concatenate([~choice, choice])
-        res = linprog(np.zeros(2 * n), A_eq=np.hstack([hlcp.A, hlcp.B]), b_eq=hlcp.c,
-                      bounds=[(0.0, 0.0) if f else (0.0, None) for f in fixed], method="highs")
-        if res.status != 0:
-            return None
-        x, y = res.x[:n], res.x[n:]
-    return (x, y) if hlcp.is_solution(x, y, tol) else None
+    U_out, U_in = margin(np.linalg.norm(M, axis=1) * r + np.abs(q)), margin(np.full(len(q), r))  # u = M v + q, v
+    return ((U_out, U_in) if x_first else (U_in, U_out)), False
 
 
 def milp(problem, **options):
-    """Solve an LCP/HLCP exactly as a big-M MILP with HiGHS (``highspy``).
+    """Solve an LCP/HLCP exactly with HiGHS (``highspy``): a verified point, or a proof that there is none.
+
+    ``formulation="auto"`` (default): a monotone problem is one convex QP,
+    any other a branch-and-bound over complementary supports with LP
+    relaxations (:mod:`pympc.complementarity.search`); neither needs a big-M.
+    ``formulation="bigm"`` (and ``all_solutions=True``): the big-M MILP of
+    this module.
 
     Returns
     -------
     LCPResult or HLCPResult
-        ``method="milp"``; ``info["exact"]`` says whether big-M was proved
-        valid, ``info["big_m"]`` is ``(U_x, U_y)`` (None when the LP relaxation
-        is infeasible); with ``all_solutions=True``, ``info["solutions"]`` lists one
-        verified point per support found.
+        ``method="milp"``; ``info["formulation"]`` is ``"qp"``, ``"search"``
+        or ``"bigm"``; ``info["exact"]`` says whether "no solution" is a proof
+        (always for qp and search; for bigm, whether big-M was proved valid);
+        ``info["big_m"]`` is ``(U_x, U_y)`` for bigm; with
+        ``all_solutions=True``, ``info["solutions"]`` lists one verified point
+        per support found.
 
     Examples
     --------
     >>> import pympc
-    >>> from pympc.mpec import milp
+    >>> from pympc.complementarity import milp
     >>> r = milp(pympc.LCP([[-1.0]], [1.0]), all_solutions=True)   # z = 0 and z = 1
     >>> r.status.name, sorted(float(z[0]) for z, w in r.info["solutions"])
     ('SOLVED', [0.0, 1.0])
+    >>> milp(pympc.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])).info["formulation"]
+    'qp'
     """
     unknown = options.keys() - MILP_OPTIONS.keys()
     if unknown:
@@ -138,19 +125,69 @@ def milp(problem, **options):
             return LCPResult(problem, status, message, y, x, 0, "milp", info)
         return HLCPResult(problem, status, message, x, y, 0, "milp", info)
 
+    formulation = options.get("formulation", "auto")
+    if formulation not in ("auto", "bigm"):
+        raise OptionError(f"formulation must be 'auto' or 'bigm', got {formulation!r}")
+    if formulation == "auto" and not options.get("all_solutions", False):
+        return _exact_search(highspy, hlcp, tol, options, result)
+    return _bigm(highspy, hlcp, tol, options, result)
+
+
+def _exact_search(highspy, hlcp, tol, options, result):
+    """The QP of a monotone problem, else the branch-and-bound over supports (:mod:`.search`)."""
+    from .search import branch_and_bound, monotone_form, solve_monotone_qp
+
+    t0 = time.perf_counter()
+    limit = options.get("time_limit")
+    verbose = bool(options.get("verbose", False))
+    n = hlcp.n
+    zeros = np.zeros(n)
+    verify = lambda choice: solve_on_support(hlcp, choice, tol)  # noqa: E731
+    form = monotone_form(hlcp)
+    if form is not None:
+        M, q, x_first = form
+        v, status = solve_monotone_qp(highspy, M, q, verbose, limit)
+        info = {"exact": True, "big_m": None, "formulation": "qp", "solutions": []}
+        if status == "infeasible":
+            return result(Status.INFEASIBLE, "monotone problem whose QP (v >= 0, M v + q >= 0) is infeasible: "
+                          "it has no solution", zeros, zeros, info)
+        if status == "optimal":
+            u = M @ v + q
+            pt = verify(u > v if x_first else v > u)
+            if pt is not None:
+                info["solutions"] = [pt]
+                return result(Status.SOLVED, "monotone problem: convex QP minimum verified on its support",
+                              *pt, info)
+        # no verified point from the QP (round-off, time): the search decides
+        if limit is not None:
+            limit = max(limit - (time.perf_counter() - t0), 1e-6)
+    pt, status, nodes = branch_and_bound(highspy, hlcp, verify, verbose, limit)
+    info = {"exact": True, "big_m": None, "formulation": "search", "nodes": nodes,
+            "solutions": [] if pt is None else [pt]}
+    if status == "found":
+        return result(Status.SOLVED, f"support search: verified point after {nodes} LP(s)", *pt, info)
+    if status == "exhausted":
+        return result(Status.INFEASIBLE, f"support search: every support is LP-infeasible ({nodes} LP(s)): "
+                      "the problem has no solution", zeros, zeros, info)
+    info["highs_status"] = "Time limit reached"
+    return result(Status.UNDECIDED, f"support search: time limit reached after {nodes} LP(s), undecided",
+                  zeros, zeros, info)
+
+
+def _bigm(highspy, hlcp, tol, options, result):
+    """The big-M MILP (see the module); with ``all_solutions``, every support by no-good cuts."""
+    n = hlcp.n
     U, relax_infeasible = _bound(hlcp)
     zeros = np.zeros(n)
     if relax_infeasible:
         return result(Status.INFEASIBLE, "even the LP relaxation (complementarity dropped) is infeasible",
-                      zeros, zeros, {"exact": True, "big_m": None, "solutions": [], "supports": 0})
+                      zeros, zeros, {"exact": True, "big_m": None, "formulation": "bigm", "solutions": [], "supports": 0})
     exact = U is not None
     if not exact:
         U = (np.full(n, float(options.get("big_m") or 1e3 * (1.0 + np.abs(hlcp.c).max()))),) * 2
     Ux, Uy = U
     verbose = bool(options.get("verbose", False))
-    with c_stdout_silenced(not verbose):
-        h = highspy.Highs()
-    h.setOptionValue("output_flag", verbose)
+    h = _highs(highspy, verbose)
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     if options.get("time_limit") is not None:
@@ -178,9 +215,9 @@ def milp(problem, **options):
         b = np.round(sol[2 * n:])
         supports += 1
         # the support from the binaries, else from which member of each pair is larger
-        pt = _polish(hlcp, b, tol)
+        pt = solve_on_support(hlcp, b > 0.5, tol)
         if pt is None:
-            pt = _polish(hlcp, (sol[:n] > sol[n:2 * n]).astype(float), tol)
+            pt = solve_on_support(hlcp, sol[:n] > sol[n:2 * n], tol)
         if pt is not None and not any(np.allclose(pt[0], p[0], atol=1e3 * tol) and np.allclose(pt[1], p[1], atol=1e3 * tol)
                                       for p in found):
             found.append(pt)
@@ -190,7 +227,7 @@ def milp(problem, **options):
         cut = np.zeros(3 * n)
         cut[2 * n:] = np.where(b > 0.5, -1.0, 1.0)
         _add_dense_rows(h, cut[None, :], np.array([1.0 - b.sum()]), np.array([inf]))
-    info = {"exact": exact, "big_m": (Ux, Uy), "solutions": list(found), "supports": supports,
+    info = {"exact": exact, "big_m": (Ux, Uy), "formulation": "bigm", "solutions": list(found), "supports": supports,
             "highs_status": h.modelStatusToString(status)}
     if found:
         x, y = found[0]
@@ -206,6 +243,20 @@ def milp(problem, **options):
         return result(Status.NUMERICAL_FAILURE, "HiGHS returned points that fail verification on their support",
                       zeros, zeros, info)
     return result(Status.UNDECIDED, f"HiGHS ended with status {h.modelStatusToString(status)}", zeros, zeros, info)
+
+
+def _highs(highspy, verbose):
+    """A HiGHS instance whose banner and log are governed by its own options (``output_flag``, ``log_to_console``).
+
+    ``highspy.Highs()`` calls a HiGHS method (enabling callbacks) before any
+    option can be set, which prints HiGHS's banner once per process; the
+    binding's own class ``highspy._core._Highs`` takes the options first.
+    """
+    core = getattr(getattr(highspy, "_core", None), "_Highs", None)
+    h = core() if core is not None else highspy.Highs()
+    h.setOptionValue("output_flag", bool(verbose))
+    h.setOptionValue("log_to_console", bool(verbose))
+    return h
 
 
 def _add_dense_rows(h, rows, lower, upper):

@@ -1,0 +1,152 @@
+"""Pyomo expressions compiled to straight-line Python code over numpy scalars.
+
+:func:`compile_functions` writes one Python function ``f(u)`` that returns the
+values of several Pyomo expressions at the variable vector ``u``.  The code is
+three-address code: every expression node is evaluated once into a temporary
+``t<k>``, so that
+
+* subexpressions shared between the expressions (derivatives made by Pyomo's
+  reverse symbolic differentiation share most of their nodes) are evaluated
+  once;
+* no line nests more than one operation, whatever the depth of the
+  expression (a nested string of 2000 products made Python's parser raise
+  ``RecursionError``);
+* the tree is walked with an explicit stack, never by recursion.
+
+Arithmetic happens on ``numpy.float64`` scalars with numpy's functions
+(``u`` is a numpy array), so that overflow gives ``inf``, a log of a
+negative number ``nan``, ``0 ** -1`` ``inf`` — values IPOPT treats as an
+evaluation error and backtracks from — instead of raising ``OverflowError``,
+``ValueError`` or ``ZeroDivisionError`` out of a callback (or a complex
+number from ``(-1.0) ** 0.5``).  Callers evaluate under
+``numpy.errstate(all="ignore")``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.common.numeric_types import native_numeric_types
+from pyomo.core.expr import numeric_expr as ne
+
+from ..errors import ProblemError
+
+__all__ = ["compile_functions"]
+
+_UNARY = {
+    "exp": "exp", "log": "log", "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan",
+    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+    "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "sqrt": "sqrt", "ceil": "ceil", "floor": "floor",
+}
+_NAMESPACE = {f"_{name}": getattr(np, fn) for name, fn in _UNARY.items()}
+_NAMESPACE.update(_abs=np.abs, _max=max, _min=min, _f64=np.float64)
+
+
+def _literal(value):
+    return f"({float(value)!r})"
+
+
+class _Writer:
+    """Three-address code of expressions over the variables numbered by ``column`` (id(var) -> k)."""
+
+    def __init__(self, column, where):
+        self.column, self.where = column, where
+        self.lines, self.names, self.keep = [], {}, []
+
+    def leaf(self, node):
+        """Code of a node without variable children (number, variable, Param, constant expression), else None."""
+        if node.__class__ in native_numeric_types:
+            return _literal(node)
+        if node.is_variable_type():
+            if node.fixed:
+                return _literal(pyo.value(node))
+            k = self.column.get(id(node))
+            if k is None:
+                raise ProblemError(f"{self.where}: variable {node.name} is not a column of the NLP")
+            return f"u[{k}]"
+        if not node.is_potentially_variable():   # Params, NPV expressions: their current value
+            return _literal(pyo.value(node))
+        return None
+
+    def operation(self, node, args):
+        cls = node.__class__
+        if node.is_named_expression_type():
+            return args[0]
+        if issubclass(cls, ne.SumExpression):
+            return " + ".join(args)
+        if issubclass(cls, (ne.ProductExpression, ne.MonomialTermExpression)):
+            return f"{args[0]} * {args[1]}"
+        if issubclass(cls, ne.DivisionExpression):
+            return f"{args[0]} / {args[1]}"
+        if issubclass(cls, ne.PowExpression):
+            return f"_f64({args[0]}) ** {args[1]}"
+        if issubclass(cls, ne.NegationExpression):
+            return f"-{args[0]}"
+        if issubclass(cls, ne.AbsExpression):
+            return f"_abs({args[0]})"
+        if issubclass(cls, ne.UnaryFunctionExpression):
+            name = node.getname()
+            if name not in _UNARY:
+                raise ProblemError(f"{self.where}: function {name}() is not supported by pympc.ipopt")
+            return f"_{name}({args[0]})"
+        if issubclass(cls, (ne.MaxExpression, ne.MinExpression)):
+            return f"_{'max' if issubclass(cls, ne.MaxExpression) else 'min'}({', '.join(args)})"
+        raise ProblemError(f"{self.where}: expressions of type {cls.__name__} are not supported by pympc.ipopt "
+                           "(no derivatives); reformulate with arithmetic and the usual functions")
+
+    def name(self, root):
+        """The code (a temporary, a variable or a literal) of ``root``, writing the lines it needs."""
+        names = self.names
+        leaf = self.leaf(root)
+        if leaf is not None:
+            return leaf
+        stack = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if id(node) in names:
+                continue
+            if not ready:
+                stack.append((node, True))
+                for arg in node.args:
+                    if id(arg) not in names:
+                        code = self.leaf(arg)
+                        if code is None:
+                            stack.append((arg, False))
+                        else:
+                            names[id(arg)] = code
+                            self.keep.append(arg)
+                continue
+            code = self.operation(node, [names[id(a)] for a in node.args])
+            t = f"t{len(self.lines)}"
+            self.lines.append(f"    {t} = {code}")
+            names[id(node)] = t
+            self.keep.append(node)   # ids stay unique while the writer lives
+        return names[id(root)]
+
+
+def compile_functions(groups, column, where="expression"):
+    """Compile lists of expressions into functions of ``u`` sharing nothing but their source.
+
+    Parameters
+    ----------
+    groups : list of list
+        Each inner list (Pyomo expressions or numbers) becomes one function
+        ``f(u)`` returning the tuple of their values.
+    column : dict
+        ``id(variable) -> k``: the variable's position in ``u``.
+    where : str
+        Named in errors (the constraint or objective).
+
+    Returns
+    -------
+    list of callables
+    """
+    out = []
+    for exprs in groups:
+        w = _Writer(column, where)
+        results = [w.name(e) for e in exprs]
+        src = "def _f(u):\n" + "\n".join(w.lines + [f"    return ({', '.join(results)}{',' if results else ''})"])
+        ns = dict(_NAMESPACE)
+        exec(compile(src, f"<pympc nlp: {where}>", "exec"), ns)  # noqa: S102 - code written by pympc from Pyomo nodes
+        out.append(ns["_f"])
+    return out

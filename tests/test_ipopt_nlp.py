@@ -1,0 +1,236 @@
+"""pympc.ipopt as a general NLP solver: Hock–Schittkowski problems, derivatives of every expression shape,
+callback errors, overflow, deep expressions, time limits and the KKT check."""
+
+import math
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from pyomo.contrib.solver.common.factory import SolverFactory
+from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+from scipy.optimize import approx_fprime
+
+import pympc  # noqa: F401  registers the solvers
+from pympc.mpec import CompiledNLP
+from pympc.mpec import ipopt as bridge
+
+from hock_schittkowski import PROBLEMS
+
+
+def solve(m, **kw):
+    return SolverFactory("pympc.ipopt").solve(m, raise_exception_on_nonoptimal_result=False, **kw)
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_hock_schittkowski(name):
+    build, f_star = PROBLEMS[name]
+    m = build()
+    res = solve(m)
+    assert res.termination_condition == TerminationCondition.convergenceCriteriaSatisfied, res.extra_info.message
+    assert res.solution_status == SolutionStatus.optimal
+    assert res.extra_info.kkt <= 1e-6
+    f = pyo.value(m.o)
+    if name == "hs055":
+        # on the feasible line x1 = t: f(t) = 16/3 + t/3 + exp(t (1 - t)), t in [0, 1]; the book's start (x1 = 1)
+        # lies at the local minimum t = 1 (f = 20/3, bound x1 <= 1 active, f'(1) = -2/3); the global one is t = 0
+        assert min(abs(f - 19 / 3), abs(f - 20 / 3)) <= 1e-6
+        t = m.x[1].value
+        assert f == pytest.approx(16 / 3 + t / 3 + math.exp(t * (1 - t)), abs=1e-7)
+    else:
+        assert f == pytest.approx(f_star, rel=1e-6, abs=1e-6)
+    assert res.incumbent_objective == pytest.approx(f, abs=1e-9)
+
+
+def test_hs055_redundant_row_is_dropped_and_a_non_kkt_point_is_not_optimal(monkeypatch):
+    m = PROBLEMS["hs055"][0]()
+    nlp = CompiledNLP(m, drop_redundant=True)
+    assert nlp.m == 5 and len(nlp.redundant) == 1 and not nlp.violated
+    # without the drop, IPOPT's answer must pass the KKT check to be called optimal; a point that is not
+    # stationary (IPOPT's point with its multipliers zeroed) is refused
+    real = bridge.solve_nlp
+
+    def wrong_multipliers(nlp, u0, options, *args):
+        u, info = real(nlp, u0, options, *args)
+        return u, {**info, "mult_g": np.zeros(nlp.m), "mult_x_L": np.zeros(nlp.n), "mult_x_U": np.zeros(nlp.n)}
+
+    monkeypatch.setattr(bridge, "solve_nlp", wrong_multipliers)
+    res = solve(PROBLEMS["hs071"][0]())   # a point that IS stationary: the least-squares multipliers show it
+    assert res.solution_status == SolutionStatus.optimal and res.extra_info.kkt <= 1e-6
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 2), initialize=1.0)
+    m.o = pyo.Objective(expr=(m.x - 5) ** 2)
+
+    def not_stationary(nlp, u0, options, *args):   # IPOPT claims optimal at x = 1, where f' = -8 and no bound is active
+        return np.array([1.0]), {"status": 0, "status_msg": b"optimal", "mult_g": np.zeros(0),
+                                 "mult_x_L": np.zeros(1), "mult_x_U": np.zeros(1)}
+
+    monkeypatch.setattr(bridge, "solve_nlp", not_stationary)
+    res = solve(m)
+    assert res.solution_status != SolutionStatus.optimal
+    assert res.termination_condition == TerminationCondition.unknown
+    assert "KKT" in res.extra_info.message
+
+
+def test_an_exception_in_a_callback_ends_the_solve_and_is_named(monkeypatch):
+    def broken(self, u, lagrange, obj_factor):
+        raise ArithmeticError("hessian went wrong")
+
+    monkeypatch.setattr(CompiledNLP, "hessian", broken)
+    m = PROBLEMS["hs071"][0]()
+    res = solve(m)
+    assert res.termination_condition == TerminationCondition.error
+    assert res.solution_status != SolutionStatus.optimal
+    assert "hessian" in res.extra_info.message and "ArithmeticError: hessian went wrong" in res.extra_info.message
+    legacy = pyo.SolverFactory("pympc.ipopt").solve(PROBLEMS["hs071"][0]())
+    assert not pyo.check_optimal_termination(legacy) and "hessian went wrong" in legacy.solver.message
+
+
+def test_overflow_gives_no_exception_and_ipopt_backtracks():
+    # hs077 from far away: (x5 - 1)^6 and x3^4 x4^2 overflow Python floats in the first trial steps
+    m = PROBLEMS["hs077"][0]()
+    for i in m.I:
+        m.x[i].set_value(1e60)
+    res = solve(m)   # no OverflowError; whatever IPOPT makes of it, it is reported, not raised
+    assert res.termination_condition in set(TerminationCondition)
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(initialize=800.0)
+    m.o = pyo.Objective(expr=pyo.exp(m.x) + pyo.log(m.x + 1000) + (m.x - 1) ** 2)
+    nlp = CompiledNLP(m)
+    with np.errstate(all="ignore"):
+        assert nlp.objective(np.array([800.0])) == np.inf
+        assert np.isnan(nlp.objective(np.array([-2000.0]))) or nlp.objective(np.array([-2000.0])) == np.inf
+    res = solve(m)   # IPOPT cannot start from a point where f is inf: an error status, not an exception
+    assert res.termination_condition == TerminationCondition.error and "invalid number" in res.extra_info.message
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(initialize=-30.0)
+    m.o = pyo.Objective(expr=pyo.exp(m.x) - 2 * m.x)   # f'' = e^-30: the first Newton step lands near x = 2e13
+    res = solve(m)
+    assert res.solution_status == SolutionStatus.optimal
+    assert m.x.value == pytest.approx(math.log(2), abs=1e-6)
+
+
+def test_deep_and_long_expressions_compile_without_recursion_error():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(3), initialize=0.5, bounds=(-2, 2))
+    e = m.x[0]
+    for k in range(3000):                           # nested 3000 deep: x0 * (1 + 1e-4 (x1 * (...)))
+        e = m.x[k % 3] * 1e-3 + 0.999 * e
+    m.o = pyo.Objective(expr=(e - 0.3) ** 2 + sum((m.x[i] - 0.1 * i) ** 2 for i in range(3)))
+    m.c = pyo.Constraint(expr=pyo.quicksum(m.x[k % 3] * m.x[(k + 1) % 3] for k in range(3000)) <= 1000)
+    res = solve(m)
+    assert res.solution_status == SolutionStatus.optimal, res.extra_info.message
+    nlp = CompiledNLP(m)
+    u = np.array([m.x[i].value for i in range(3)])
+    assert nlp.objective(u) == pytest.approx(pyo.value(m.o), rel=1e-12)
+
+
+def test_time_limit_covers_building_the_nlp():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(60), initialize=0.3)
+    m.o = pyo.Objective(expr=pyo.exp(sum(pyo.sin(m.x[i]) * m.x[j] for i in range(60) for j in range(0, 60, 7))))
+    res = solve(m, time_limit=1e-3, load_solutions=False)
+    assert res.termination_condition == TerminationCondition.maxTimeLimit
+    assert res.solution_status == SolutionStatus.noSolution
+    assert "time limit" in res.extra_info.message
+
+
+# -- derivatives on random expressions of every shape Pyomo builds ----------------------------------------------
+
+def random_expression(rng, m, depth):
+    """A random Pyomo expression over m.x (free), m.w (fixed), m.p (mutable Param), m.e (named Expression)."""
+    if depth == 0 or rng.random() < 0.2:
+        k = rng.integers(5)
+        return [m.x[int(rng.integers(3))], m.w, m.p, m.e, float(rng.uniform(0.5, 2))][k]
+    a = random_expression(rng, m, depth - 1)
+    b = random_expression(rng, m, depth - 1)
+    op = int(rng.integers(13))
+    if op == 0:
+        return a + b
+    if op == 1:
+        return a - 2.5 * b
+    if op == 2:
+        return a * b
+    if op == 3:
+        return a / (2.5 + b ** 2)
+    if op == 4:
+        return (1.5 + a ** 2) ** 0.5
+    if op == 5:
+        return a ** 3
+    if op == 6:
+        return -a
+    if op == 7:
+        return pyo.exp(0.3 * a)
+    if op == 8:
+        return pyo.log(1.5 + a ** 2)
+    if op == 9:
+        return pyo.sin(a) * pyo.cos(b) + pyo.tan(0.2 * a) + pyo.atan(b) + pyo.log10(2 + b ** 2)
+    if op == 10:
+        return pyo.quicksum([a, 2 * b, m.x[0], 3.0])        # a LinearExpression / sum node
+    if op == 11:
+        return (1.2 + pyo.sqrt(2 + a ** 2)) ** (0.5 + 0.1 * b ** 2)   # variable exponent
+    return sum(c * m.x[i] for i, c in enumerate((1.5, -2.0, 0.5))) * a
+
+
+def test_derivatives_match_finite_differences_on_random_expressions(rng):
+    for trial in range(25):
+        m = pyo.ConcreteModel()
+        m.x = pyo.Var(range(3), initialize=0.0)
+        m.w = pyo.Var(initialize=0.7)
+        m.w.fix()
+        m.p = pyo.Param(initialize=1.3, mutable=True)
+        m.e = pyo.Expression(expr=m.x[1] * m.p + m.x[2] ** 2)
+        m.rows = pyo.ConstraintList()
+        for _ in range(3):
+            m.rows.add(random_expression(rng, m, 3) + m.x[int(rng.integers(3))] <= 50)
+        m.o = pyo.Objective(expr=random_expression(rng, m, 4) + 0.01 * m.x[0])
+        nlp = CompiledNLP(m)
+        u = rng.uniform(-1, 1, nlp.n)
+        nlp.load(u)
+        assert nlp.objective(u) == pytest.approx(pyo.value(m.o), rel=1e-12, abs=1e-12)
+        g = nlp.constraints(u)
+        for i, con in enumerate(nlp.constraints_data):
+            assert g[i] - nlp.cu[i] == pytest.approx(pyo.value(con.body) - pyo.value(con.upper), rel=1e-10, abs=1e-10)
+        h = 1e-6
+        fd = lambda f, k: (f(u + h * np.eye(nlp.n)[k]) - f(u - h * np.eye(nlp.n)[k])) / (2 * h)  # noqa: E731
+        grad = np.array([fd(nlp.objective, k) for k in range(nlp.n)])
+        np.testing.assert_allclose(nlp.gradient(u), grad, rtol=1e-5, atol=1e-6)
+        J = np.zeros((nlp.m, nlp.n))
+        r, c = nlp.jacobianstructure()
+        np.add.at(J, (r, c), nlp.jacobian(u))
+        np.testing.assert_allclose(J, np.array([fd(nlp.constraints, k) for k in range(nlp.n)]).T, rtol=1e-5, atol=1e-6)
+        lam = rng.standard_normal(nlp.m)
+        H = np.zeros((nlp.n, nlp.n))
+        r, c = nlp.hessianstructure()
+        assert np.all(r >= c)
+        np.add.at(H, (r, c), nlp.hessian(u, lam, 0.7))
+        H = H + np.tril(H, -1).T
+
+        def lag_grad(v):
+            Jv = np.zeros((nlp.m, nlp.n))
+            np.add.at(Jv, (r_j, c_j), nlp.jacobian(v))
+            return 0.7 * nlp.gradient(v) + Jv.T @ lam
+
+        r_j, c_j = nlp.jacobianstructure()
+        Hfd = np.array([fd(lag_grad, k) for k in range(nlp.n)])
+        np.testing.assert_allclose(H, Hfd, rtol=1e-4, atol=1e-5)
+
+
+def test_a_function_pyomo_cannot_differentiate_is_a_clear_error():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(initialize=0.1)
+    m.o = pyo.Objective(expr=pyo.tanh(m.x) + m.x ** 2)
+    with pytest.raises(pympc.ProblemError, match="objective.*cannot differentiate"):
+        solve(m)
+
+
+def test_hessian_of_a_model_without_quadratic_rows_is_float(rng):
+    """The accumulator of the quadratic rows' Hessian was int64 when there were none: adding the nonlinear
+    parts raised inside cyipopt, which went on with unfilled values."""
+    m = PROBLEMS["hs060"][0]()
+    nlp = CompiledNLP(m)
+    assert nlp._q[0].size == 0
+    u = rng.uniform(1, 2, nlp.n)
+    vals = nlp.hessian(u, np.ones(nlp.m), 1.0)
+    assert vals.dtype == float and np.all(np.isfinite(vals)) and np.abs(vals).max() > 0
+    approx = approx_fprime(u, nlp.objective, 1e-7)
+    np.testing.assert_allclose(nlp.gradient(u), approx, rtol=1e-5)
