@@ -202,55 +202,6 @@ def lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
 
 
 @njit(cache=True, nogil=True)
-def lcp_residual(M, q, z, w):
-    """``(equation, negativity, complementarity, max|z|, max|q|)`` of a point of LCP(M, q)."""
-    n = q.shape[0]
-    eq = 0.0
-    neg = 0.0
-    comp = 0.0
-    zmax = 0.0
-    qmax = 0.0
-    for i in range(n):
-        s = q[i]
-        for j in range(n):
-            s += M[i, j] * z[j]
-        eq = max(eq, abs(w[i] - s))
-        neg = max(neg, -z[i], -w[i])
-        comp = max(comp, abs(z[i] * w[i]))
-        zmax = max(zmax, abs(z[i]))
-        qmax = max(qmax, abs(q[i]))
-    return eq, neg, comp, zmax, qmax
-
-
-@njit(cache=True, nogil=True)
-def hlcp_residual(A, B, c, x, y):
-    """``(equation, negativity, complementarity, max|x, y|, max|c|)`` of a point of HLCP(A, B, c)."""
-    n = c.shape[0]
-    eq = 0.0
-    neg = 0.0
-    comp = 0.0
-    umax = 0.0
-    cmax = 0.0
-    for i in range(n):
-        s = -c[i]
-        for j in range(n):
-            s += A[i, j] * x[j] + B[i, j] * y[j]
-        eq = max(eq, abs(s))
-        neg = max(neg, -x[i], -y[i])
-        comp = max(comp, abs(x[i] * y[i]))
-        umax = max(umax, abs(x[i]), abs(y[i]))
-        cmax = max(cmax, abs(c[i]))
-    return eq, neg, comp, umax, cmax
-
-
-@njit(cache=True, nogil=True)
-def solve_lcp_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
-    """Lemke on LCP(M, q) and the residual of its point, in one call."""
-    code, pivots, z, w, el, ll = lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol)
-    return code, pivots, z, w, el, ll, lcp_residual(M, q, z, w)
-
-
-@njit(cache=True, nogil=True)
 def _singular_diagonal(D):
     """Is the smallest |D_ii| below 1e-12 times the largest (a numerically singular triangular/diagonal factor)?"""
     dmin = np.inf
@@ -265,13 +216,13 @@ def _singular_diagonal(D):
 @njit(cache=True, nogil=True)
 def _singular_result(n):
     e = np.zeros(0, np.int64)
-    return KERNEL_SINGULAR, 0, np.zeros(n), np.zeros(n), e, e, (0.0, 0.0, 0.0, 0.0, 0.0)
+    return KERNEL_SINGULAR, 0, np.zeros(n), np.zeros(n), e, e
 
 
 @njit(cache=True, nogil=True)
 def solve_hlcp_kernel(A, B, c, basis, S, lu, d, max_pivots, piv_rel, tie_tol):
     """Lemke on the LCP form ``S = [M | q]`` of HLCP(A, B, c) through ``basis``;
-    the point mapped back to (x, y) and its residual on the original HLCP.
+    the point mapped back to (x, y).
 
     ``lu`` holds the LU factors of the basis matrix; if their pivots show it
     (numerically) singular, nothing is solved and ``KERNEL_SINGULAR`` returned.
@@ -291,7 +242,7 @@ def solve_hlcp_kernel(A, B, c, basis, S, lu, d, max_pivots, piv_rel, tie_tol):
         else:
             x[i] = z[i]
             y[i] = w[i]
-    return code, pivots, x, y, el, ll, hlcp_residual(A, B, c, x, y)
+    return code, pivots, x, y, el, ll
 
 
 @njit(cache=True, nogil=True)
@@ -312,4 +263,116 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
         for j in range(n):
             M[i, j] = -B[i, j] / a
     code, pivots, z, w, el, ll = lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol)
-    return code, pivots, w, z, el, ll, hlcp_residual(A, B, c, w, z)
+    return code, pivots, w, z, el, ll
+
+
+@njit(cache=True, nogil=True)
+def ruiz_scaling(X, sweeps):
+    """Row and column scalings (powers of two) that equilibrate ``X`` (Ruiz's method).
+
+    After the scaling, every nonzero row and column of ``diag(r) X diag(s)`` has
+    its largest magnitude within a factor of about two of 1.  Powers of two make the
+    scaling exact in floating point; zero rows and columns keep scale 1.
+    """
+    n, m = X.shape
+    r = np.ones(n)
+    s = np.ones(m)
+    rn = np.empty(n)
+    cn = np.empty(m)
+    for _ in range(sweeps):
+        rn[:] = 0.0
+        cn[:] = 0.0
+        for i in range(n):
+            for j in range(m):
+                v = abs(X[i, j]) * r[i] * s[j]
+                if v > rn[i]:
+                    rn[i] = v
+                if v > cn[j]:
+                    cn[j] = v
+        done = True
+        for i in range(n):
+            if rn[i] > 0.0:
+                f = 2.0 ** np.round(-0.5 * np.log2(rn[i]))
+                if f != 1.0:
+                    r[i] *= f
+                    done = False
+        for j in range(m):
+            if cn[j] > 0.0:
+                f = 2.0 ** np.round(-0.5 * np.log2(cn[j]))
+                if f != 1.0:
+                    s[j] *= f
+                    done = False
+        if done:
+            break
+    return r, s
+
+
+@njit(cache=True, nogil=True)
+def relative_residual(A, B, c, x, y):
+    """Componentwise (scale-invariant) residual of a point of HLCP(A, B, c).
+
+    Each row is measured against the size of its own terms,
+    ``t_i = sum_j |A_ij x_j| + |B_ij y_j| + |c_i|``; a variable's *weight* is the
+    largest share of a row it carries (``max_i |A_ij x_j| / t_i``).  Returns
+    ``(equation, negativity, complementarity)``: the largest relative row error,
+    the largest weight of a negative variable, and the largest weight of the
+    lighter member of a pair.  A variable whose column is zero is weighed by
+    ``|v| / (1 + max|x, y|)`` instead.  All three are unchanged by positive
+    row and column scalings of the problem.  A non-finite point gives ``inf``.
+    """
+    n = c.shape[0]
+    t = np.empty(n)
+    umax = 0.0
+    for j in range(n):
+        if not (np.isfinite(x[j]) and np.isfinite(y[j])):
+            return np.inf, np.inf, np.inf
+        umax = max(umax, abs(x[j]), abs(y[j]))
+    eq = 0.0
+    for i in range(n):
+        s = -c[i]
+        a = abs(c[i])
+        for j in range(n):
+            s += A[i, j] * x[j] + B[i, j] * y[j]
+            a += abs(A[i, j] * x[j]) + abs(B[i, j] * y[j])
+        t[i] = a
+        if s != 0.0:
+            eq = max(eq, abs(s) / a if a > 0.0 else np.inf)
+    neg = 0.0
+    comp = 0.0
+    for j in range(n):
+        wx = 0.0
+        wy = 0.0
+        zx = True
+        zy = True
+        for i in range(n):
+            if A[i, j] != 0.0:
+                zx = False
+                if t[i] > 0.0:
+                    wx = max(wx, abs(A[i, j] * x[j]) / t[i])
+            if B[i, j] != 0.0:
+                zy = False
+                if t[i] > 0.0:
+                    wy = max(wy, abs(B[i, j] * y[j]) / t[i])
+        if zx:
+            wx = abs(x[j]) / (1.0 + umax)
+        if zy:
+            wy = abs(y[j]) / (1.0 + umax)
+        if x[j] < 0.0:
+            neg = max(neg, wx)
+        if y[j] < 0.0:
+            neg = max(neg, wy)
+        if x[j] != 0.0 and y[j] != 0.0:
+            comp = max(comp, min(wx, wy))
+    return eq, neg, comp
+
+
+@njit(cache=True, nogil=True)
+def lcp_relative_residual(M, q, z, w):
+    """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z``."""
+    n = q.shape[0]
+    A = np.eye(n)
+    B = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            B[i, j] = -M[i, j]
+    return relative_residual(A, B, q, w, z)
