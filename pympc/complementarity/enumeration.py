@@ -186,10 +186,11 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
             return
         u0 = np.where(fixed, 0.0, np.maximum(u0, 0.0))
         counter[0] += 2 * n
+        if not orig.is_solution(u0[:n] * dx, u0[n:] * dy, 1e3 * tol):
+            return  # the LP's point (within HiGHS's absolute tolerances) breaks a row of the problem
         d = _extent(Aeq, c, fixed, u0, tol)
         if d is None:
-            if hlcp.is_solution(u0[:n], u0[n:], 1e3 * tol):
-                add(u0, points)
+            add(u0, points)
         elif add(u0, cont_pts):
             dirs.append(d / max(1.0, np.abs(d).max()))
             cont_fixed.append(fixed)

@@ -129,25 +129,51 @@ def _solve_hlcp(A, B, c, a_diagonal, d, max_pivots, piv_tol):
     return basis, solve_hlcp_kernel(A, B, c, basis, S, np.eye(n), dd, max_pivots, piv_tol, 1e-12)
 
 
-def _verify(residual, u, v, rhs, tol):
-    """The point ``(u, v)`` of the equilibrated problem and its relative residual in the original one.
+def _verify(residual, system, u, v, tol, solved):
+    """The point ``(u, v)`` of the equilibrated problem ``system() = (A', B', c')`` and its
+    relative residual in the original problem (``residual(u, v)``).
 
-    A basic variable of a degenerate vertex holds rounding noise instead of 0
-    (a row whose terms are all zero then fails the componentwise test).  If the
-    point fails, the entries below ``1e-11 (1 + max|rhs|)`` in the equilibrated
-    scale are zeroed and the point is tested again; the cleaned point is used
-    only if it passes.
+    Pivoting is accurate relative to the largest entries, not to each row: a
+    basic variable of a degenerate vertex holds rounding noise instead of 0, and a
+    row whose terms are all small carries the noise of the large ones.  If the
+    point fails the componentwise test: (1) entries below ``1e-11 (1 + max|c'|)``
+    are zeroed; (2) the nonzero entries are re-solved from their equations with
+    every row divided by the size of its terms (least squares and one step of
+    refinement), which makes the residual small relative to each row.  A
+    changed point is used only if it passes, and only if Lemke ended on a
+    complementary basis (``solved``).
     """
     res = residual(u, v)
-    if max(res) <= tol:
+    if max(res) <= tol or not solved:
         return (u, v), res
-    thr = 1e-11 * (1.0 + float(np.abs(rhs).max()))
+    A, B, c = system()
+    thr = 1e-11 * (1.0 + float(np.abs(c).max()))
     uc = np.where(np.abs(u) <= thr, 0.0, u)
     vc = np.where(np.abs(v) <= thr, 0.0, v)
-    res_c = residual(uc, vc)
-    if max(res_c) <= tol:
-        return (uc, vc), res_c
+    for cand in ((uc, vc), _polish(A, B, c, uc, vc), _polish(A, B, c, u, v)):
+        if cand is not None:
+            res_c = residual(*cand)
+            if max(res_c) <= tol:
+                return cand, res_c
     return (u, v), res
+
+
+def _polish(A, B, c, u, v):
+    """Re-solve the nonzero entries of ``(u, v)`` from ``A u + B v = c`` with rows scaled by their terms."""
+    n = c.size
+    C = np.hstack([A, B])
+    p = np.concatenate([u, v])
+    S = np.flatnonzero(p)
+    if S.size == 0:
+        return None
+    t = np.abs(C[:, S]) @ np.abs(p[S]) + np.abs(c)
+    t[t == 0.0] = 1.0
+    Cs, b = C[:, S] / t[:, None], c / t
+    sol = np.linalg.lstsq(Cs, b, rcond=None)[0]
+    sol += np.linalg.lstsq(Cs, b - Cs @ sol, rcond=None)[0]
+    out = np.zeros(2 * n)
+    out[S] = np.maximum(sol, 0.0)
+    return out[:n], out[n:]
 
 
 def _certify(problem, status, message, info):
@@ -200,23 +226,25 @@ def lemke(problem, **options):
     else:  # the defaults, without the keyword machinery (this call is often in a loop)
         d, max_pivots, piv_tol, tol, verbose, certify = _settings(n)
     if isinstance(problem, LCP):
-        # equilibrate: w' = R w = (R M S) z' + R q with z = S z' (powers of two: exact)
-        r, s = ruiz_scaling(problem.M, _SWEEPS)
+        # equilibrate [M | q] (powers of two: exact): w' = g R w = (R M S) z' + g R q with z = S z' / g
+        r, s = ruiz_scaling(np.column_stack([problem.M, problem.q]), _SWEEPS)
+        s, g = s[:n] / s[n], s[n]
+        r = r * g
         ds = _ones(n) if d is None else d * r
-        code, pivots, zs, ws, el, ll = lemke_kernel(problem.M * r[:, None] * s, problem.q * r, ds,
-                                                    max_pivots, piv_tol, 1e-12)
-        (z, w), res = _verify(lambda a, b: lcp_relative_residual(problem.M, problem.q, a * s, b / r),
-                              zs, ws, problem.q * r, tol)
+        Ms, qs = problem.M * (r / g)[:, None] * (s * g), problem.q * r
+        code, pivots, zs, ws, el, ll = lemke_kernel(Ms, qs, ds, max_pivots, piv_tol, 1e-12)
+        (w, z), res = _verify(lambda a, b: lcp_relative_residual(problem.M, problem.q, b * s, a / r),
+                              lambda: (np.eye(n), -Ms, qs), ws, zs, tol,
+                              code == KERNEL_SOLVED)
         z, w = z * s, w / r
         status, message = _interpret(code, pivots, res, tol, max_pivots, (el, ll), verbose, n)
         info = {"log": (el, ll), "scaling": (r, s)}
         if status == Status.RAY_TERMINATION and certify:
             status, message = _certify(problem, status, message, info)
         return LCPResult(problem, status, message, z, w, pivots, "lemke", info)
-    # equilibrate: (R A Dx) x' + (R B Dy) y' = R c with x = Dx x', y = Dy y'
-    r, s = ruiz_scaling(np.hstack([problem.A, problem.B]), _SWEEPS)
-    dx, dy = s[:n], s[n:]
-    As, Bs, cs = problem.A * r[:, None] * dx, problem.B * r[:, None] * dy, problem.c * r
+    # equilibrate [A | B | c]: (R A Dx) x' + (R B Dy) y' = g R c with x = Dx x' / g, y = Dy y' / g
+    h, dx, dy = problem.equilibrated()
+    As, Bs, cs = h.A, h.B, h.c
     form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
     if form is None:
         info = {}
@@ -226,10 +254,10 @@ def lemke(problem, **options):
         return HLCPResult(problem, status, message, np.zeros(n), np.zeros(n), 0, "lemke", info)
     basis, (code, pivots, xs, ys, el, ll) = form
     (x, y), res = _verify(lambda a, b: relative_residual(problem.A, problem.B, problem.c, a * dx, b * dy),
-                          xs, ys, cs, tol)
+                          lambda: (As, Bs, cs), xs, ys, tol, code == KERNEL_SOLVED)
     x, y = x * dx, y * dy
     status, message = _interpret(code, pivots, res, tol, max_pivots, (el, ll), verbose, n)
-    info = {"log": (el, ll), "basis": basis, "scaling": (r, dx, dy)}
+    info = {"log": (el, ll), "basis": basis, "scaling": (dx, dy)}
     if status == Status.RAY_TERMINATION and certify:
         status, message = _certify(problem, status, message, info)
     return HLCPResult(problem, status, message, x, y, pivots, "lemke", info)

@@ -244,13 +244,26 @@ class HLCP(_Problem):
     def equilibrated(self):
         """The same problem with rows and columns scaled by powers of two (Ruiz), and the column scales.
 
-        Returns ``(hlcp, dx, dy)``: ``x = dx * x'`` and ``y = dy * y'`` map a
-        point of the equilibrated problem back to this one.
+        ``[A | B | c]`` is equilibrated as one matrix, so the right-hand side is
+        balanced against the columns too; for a diagonal ``A`` (the LCP form)
+        ``[A⁻¹B | A⁻¹c]`` is, and ``A`` becomes the identity.  Returns ``(hlcp, dx, dy)``:
+        ``x = dx * x'`` and ``y = dy * y'`` map a point of the equilibrated
+        problem back to this one (the scales are exact powers of two).
         """
         n = self.n
-        r, s = ruiz_scaling(np.hstack([self.A, self.B]), 20)
-        h = HLCP(self.A * r[:, None] * s[:n], self.B * r[:, None] * s[n:], self.c * r, name=self.name)
-        return h, s[:n], s[n:]
+        a = np.diagonal(self.A)
+        if self._a_diagonal and np.all(a != 0):
+            # the LCP form (A diagonal): balance [B/a | c/a] and keep A' = I, so that a row is not
+            # held at scale 1 by its lone entry of A (which can take any scale with its column)
+            r, s = ruiz_scaling(np.column_stack([self.B / a[:, None], self.c / a]), 20)
+            g = s[n]
+            rho = r / a
+            h = HLCP(np.eye(n), self.B * rho[:, None] * s[:n], self.c * (g * rho), name=self.name)
+            return h, 1.0 / (r * g), s[:n] / g
+        r, s = ruiz_scaling(np.column_stack([self.A, self.B, self.c]), 20)
+        g = s[2 * n]  # the scale of c: the solution of the scaled problem is g times larger
+        h = HLCP(self.A * r[:, None] * s[:n], self.B * r[:, None] * s[n:2 * n], self.c * (g * r), name=self.name)
+        return h, s[:n] / g, s[n:2 * n] / g
 
     def column_matrix(self, basis):
         """The column-representative matrix ``C_α`` (column ``i`` from A where ``basis[i]``)."""
