@@ -70,6 +70,11 @@ def as_vector(name, value, size=None):
     return arr
 
 
+#: Relative size, in the units of the equilibrated problem, below which an entry of a point
+#: counts as rounding noise of a zero (see :meth:`HLCP.is_solution`).
+NOISE = 1e-12
+
+
 def _point(name, value, n):
     """A point's part as a contiguous float vector of length ``n`` (non-finite entries are kept: they fail)."""
     try:
@@ -238,8 +243,22 @@ class HLCP(_Problem):
         return Residual(*relative_residual(self.A, self.B, self.c, x, y))
 
     def is_solution(self, x, y, tol=1e-9):
-        """True if ``(x, y)`` solves the problem within ``tol`` (see :meth:`relative_residual`)."""
-        return max(self.relative_residual(x, y)) <= tol
+        """True if ``(x, y)`` solves the problem within ``tol`` (see :meth:`relative_residual`).
+
+        Rounding noise is forgiven: if the point fails, its entries below
+        ``NOISE (1 + max|x', y', c'|)`` in the units of the equilibrated problem
+        (:meth:`equilibrated`) are zeroed, and the point passes if that cleaned
+        point does (a row whose terms are all zero can hold 1e-17 of noise).
+        """
+        x = _point("x", x, self.n)
+        y = _point("y", y, self.n)
+        if max(relative_residual(self.A, self.B, self.c, x, y)) <= tol:
+            return True
+        h, dx, dy = self.equilibrated()
+        xs, ys = x / dx, y / dy
+        floor = NOISE * (1.0 + max(float(np.abs(xs).max()), float(np.abs(ys).max()), float(np.abs(h.c).max())))
+        xc, yc = np.where(np.abs(xs) <= floor, 0.0, x), np.where(np.abs(ys) <= floor, 0.0, y)
+        return max(relative_residual(self.A, self.B, self.c, xc, yc)) <= tol
 
     def equilibrated(self):
         """The same problem with rows and columns scaled by powers of two (Ruiz), and the column scales.
@@ -418,8 +437,13 @@ class LCP(_Problem):
         return Residual(*lcp_relative_residual(self.M, self.q, z, w))
 
     def is_solution(self, z, w=None, tol=1e-9):
-        """True if ``z`` (and ``w``) solve the problem within ``tol`` (see :meth:`relative_residual`)."""
-        return max(self.relative_residual(z, w)) <= tol
+        """True if ``z`` (and ``w``) solve the problem within ``tol`` (see :meth:`relative_residual`;
+        rounding noise is forgiven as in :meth:`HLCP.is_solution`)."""
+        z = _point("z", z, self.n)
+        w = self.M @ z + self.q if w is None else _point("w", w, self.n)
+        if max(lcp_relative_residual(self.M, self.q, z, w)) <= tol:
+            return True
+        return self.to_hlcp().is_solution(w, z, tol)
 
     def to_hlcp(self):
         """The same problem as ``HLCP(I, -M, q)`` with ``x = w`` and ``y = z``."""
