@@ -133,3 +133,28 @@ def test_property_solved_verifies_in_the_unscaled_problem(n, k, hlcp, seed):
         assert pympc.enumerate_solutions(base).kind != SetKind.NONE
     if r.status == Status.INFEASIBLE:
         assert pympc.enumerate_solutions(base).kind == SetKind.NONE
+
+
+def test_rounding_noise_is_forgiven_but_a_real_error_is_not():
+    # a degenerate event HLCP: rows 1 and 3 have all terms zero at the solution x = [0, 2, 0], y = 0
+    h = HLCP([[1, 0, 0], [0, 0.2, 1], [-0.4, 0, 1]], [[-1, 0, 0], [0, -1, -0.2], [-0.4, 1, 0]], [0, 0.4, 0])
+    x, y = np.array([0.0, 2.0, 0.0]), np.zeros(3)
+    assert h.is_solution(x, y)
+    noise = np.array([4.5e-19, 0.0, -2.0e-16]), np.array([8.8e-17, 1.9e-17, 2.1e-17])
+    assert h.relative_residual(x + noise[0], y + noise[1]).equation > 0.5   # relative to all-zero rows
+    assert h.is_solution(x + noise[0], y + noise[1])                         # yet it is noise
+    assert not h.is_solution(x + [0.0, 0.0, 1e-6], y)                        # an error is not
+    assert not h.is_solution(x + [0.0, 1e-6, 0.0], y)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 2**32 - 1))
+def test_property_lcp_residual_is_the_hlcp_one(n, seed):
+    # the LCP's own (row-major) residual kernel against the HLCP(I, -M, q) one, zeros included
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((n, n)) * (rng.random((n, n)) < 0.6)
+    q = rng.standard_normal(n) * (rng.random(n) < 0.7)
+    z = rng.standard_normal(n) * (rng.random(n) < 0.5)
+    w = rng.standard_normal(n) * (rng.random(n) < 0.5)
+    p = LCP(M, q)
+    np.testing.assert_allclose(p.relative_residual(z, w), p.to_hlcp().relative_residual(w, z), rtol=1e-12, atol=0)

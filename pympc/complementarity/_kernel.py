@@ -267,19 +267,34 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
 
 
 @njit(cache=True, nogil=True)
-def ruiz_scaling(X, sweeps):
+def _balanced(norms):
+    """Are the nonzero entries of ``norms`` within a factor of 16 of each other?"""
+    lo = np.inf
+    hi = 0.0
+    for v in norms:
+        if v > 0.0:
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return hi <= 16.0 * lo or hi == 0.0
+
+
+@njit(cache=True, nogil=True)
+def ruiz_scaling(X, sweeps, rhs):
     """Row and column scalings (powers of two) that equilibrate ``X`` (Ruiz's method).
 
     After the scaling, every nonzero row and column of ``diag(r) X diag(s)`` has
     its largest magnitude within a factor of about two of 1.  Powers of two make the
-    scaling exact in floating point; zero rows and columns keep scale 1.
+    scaling exact in floating point; zero rows and columns keep scale 1.  Data whose
+    row and column norms are already within a factor of 16 are left unscaled; if
+    ``rhs``, the last column is a right-hand side: it is not counted in that test
+    and is then brought to the size of the largest column (one factor).
     """
     n, m = X.shape
     r = np.ones(n)
     s = np.ones(m)
     rn = np.empty(n)
     cn = np.empty(m)
-    for _ in range(sweeps):
+    for sweep in range(sweeps):
         rn[:] = 0.0
         cn[:] = 0.0
         for i in range(n):
@@ -289,6 +304,12 @@ def ruiz_scaling(X, sweeps):
                     rn[i] = v
                 if v > cn[j]:
                     cn[j] = v
+        if sweep == 0 and _balanced(rn) and _balanced(cn[:m - 1] if rhs else cn):
+            # already balanced (nonzero norms within a factor of 16): leave the matrix as it is,
+            # and bring a right-hand side to the size of the largest column
+            if rhs and cn[m - 1] > 0.0:
+                s[m - 1] = 2.0 ** np.round(np.log2(max(cn[:m - 1].max(), 1e-300) / cn[m - 1]))
+            break
         done = True
         for i in range(n):
             if rn[i] > 0.0:
@@ -368,11 +389,122 @@ def relative_residual(A, B, c, x, y):
 
 @njit(cache=True, nogil=True)
 def lcp_relative_residual(M, q, z, w):
-    """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z``."""
+    """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z`` (row-major loops)."""
     n = q.shape[0]
-    A = np.eye(n)
-    B = np.empty((n, n))
+    t = np.empty(n)
+    umax = 0.0
+    for j in range(n):
+        if not (np.isfinite(z[j]) and np.isfinite(w[j])):
+            return np.inf, np.inf, np.inf
+        umax = max(umax, abs(z[j]), abs(w[j]))
+    eq = 0.0
+    for i in range(n):
+        s = w[i] - q[i]
+        a = abs(w[i]) + abs(q[i])
+        for j in range(n):
+            v = M[i, j] * z[j]
+            s -= v
+            a += abs(v)
+        t[i] = a
+        if s != 0.0:
+            eq = max(eq, abs(s) / a if a > 0.0 else np.inf)
+    wz = np.zeros(n)  # weight of z_j: the largest share of a row it carries
+    nz = np.zeros(n, np.bool_)  # column j of M has a nonzero
     for i in range(n):
         for j in range(n):
-            B[i, j] = -M[i, j]
-    return relative_residual(A, B, q, w, z)
+            if M[i, j] != 0.0:
+                nz[j] = True
+                if t[i] > 0.0:
+                    wz[j] = max(wz[j], abs(M[i, j] * z[j]) / t[i])
+    neg = 0.0
+    comp = 0.0
+    for j in range(n):
+        ww = abs(w[j]) / t[j] if t[j] > 0.0 else 0.0
+        if not nz[j]:
+            wz[j] = abs(z[j]) / (1.0 + umax)
+        if w[j] < 0.0:
+            neg = max(neg, ww)
+        if z[j] < 0.0:
+            neg = max(neg, wz[j])
+        if w[j] != 0.0 and z[j] != 0.0:
+            comp = max(comp, min(ww, wz[j]))
+    return eq, neg, comp
+
+
+@njit(cache=True, nogil=True)
+def equilibrate_lcp(M, q, sweeps):
+    """LCP(M, q) with ``[M | q]`` equilibrated: ``(M', q', r, s)`` with ``M' = diag(r) M diag(s)``,
+    ``q' = r q``; a point maps back by ``z = s z'``, ``w = w' / r``."""
+    n = q.shape[0]
+    X = np.empty((n, n + 1))
+    X[:, :n] = M
+    X[:, n] = q
+    r, s = ruiz_scaling(X, sweeps, True)
+    g = s[n]
+    Ms = np.empty((n, n))
+    rs = np.empty(n)
+    ss = np.empty(n)
+    for i in range(n):
+        rs[i] = r[i] * g
+        ss[i] = s[i] / g
+        for j in range(n):
+            Ms[i, j] = M[i, j] * r[i] * s[j]
+    return Ms, q * rs, rs, ss
+
+
+@njit(cache=True, nogil=True)
+def equilibrate_hlcp(A, B, c, a_diagonal, sweeps):
+    """HLCP(A, B, c) with rows and columns scaled by powers of two (Ruiz): ``(A', B', c', dx, dy)``
+    with ``x = dx x'``, ``y = dy y'``.
+
+    ``[A | B | c]`` is equilibrated as one matrix; for a diagonal ``A`` with a
+    nonzero diagonal (the LCP form), ``[A⁻¹B | A⁻¹c]`` is, and ``A'`` is the
+    identity (a row is then not held at scale 1 by its lone entry of ``A``).
+    """
+    n = c.shape[0]
+    if a_diagonal:
+        nonzero = True
+        for i in range(n):
+            if A[i, i] == 0.0:
+                nonzero = False
+        if nonzero:
+            Ma = np.empty((n, n))
+            qa = np.empty(n)
+            for i in range(n):
+                qa[i] = c[i] / A[i, i]
+                for j in range(n):
+                    Ma[i, j] = B[i, j] / A[i, i]
+            Ms, qs, rs, ss = equilibrate_lcp(Ma, qa, sweeps)
+            return np.eye(n), Ms, qs, 1.0 / rs, ss
+    X = np.empty((n, 2 * n + 1))
+    X[:, :n] = A
+    X[:, n:2 * n] = B
+    X[:, 2 * n] = c
+    r, s = ruiz_scaling(X, sweeps, True)
+    g = s[2 * n]
+    As = np.empty((n, n))
+    Bs = np.empty((n, n))
+    cs = np.empty(n)
+    for i in range(n):
+        cs[i] = c[i] * r[i] * g
+        for j in range(n):
+            As[i, j] = A[i, j] * r[i] * s[j]
+            Bs[i, j] = B[i, j] * r[i] * s[n + j]
+    return As, Bs, cs, s[:n] / g, s[n:2 * n] / g
+
+
+@njit(cache=True, nogil=True)
+def solve_lcp_equilibrated(M, q, d, default_d, max_pivots, piv_rel, tie_tol, sweeps):
+    """Lemke on the equilibrated LCP(M, q) (:func:`equilibrate_lcp`), the point mapped back and its
+    :func:`lcp_relative_residual` on the original data, in one call.
+
+    ``d`` is the covering vector of the original rows (scaled with them); with
+    ``default_d`` it is all ones in the equilibrated problem instead.
+    Returns ``(code, pivots, z, w, enter_log, leave_log, residual, Ms, qs, r, s)``.
+    """
+    Ms, qs, r, s = equilibrate_lcp(M, q, sweeps)
+    ds = np.ones(q.shape[0]) if default_d else d * r
+    code, pivots, zs, ws, el, ll = lemke_kernel(Ms, qs, ds, max_pivots, piv_rel, tie_tol)
+    z = zs * s
+    w = ws / r
+    return code, pivots, z, w, el, ll, lcp_relative_residual(M, q, z, w), Ms, qs, r, s

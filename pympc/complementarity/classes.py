@@ -68,7 +68,7 @@ def is_p_matrix(M, max_exact=16, tol=0.0):
     n = M0.shape[0]
     # the P-property is unchanged by positive row and column scalings: test the equilibrated
     # matrix (powers of two, exact), so that the thresholds follow the scales of rows and columns
-    r, s = ruiz_scaling(np.ascontiguousarray(M0), 20)
+    r, s = ruiz_scaling(np.ascontiguousarray(M0), 20, False)
     M = M0 * r[:, None] * s
     scale = max(1.0, float(np.abs(M).max()))
     thr = tol * scale

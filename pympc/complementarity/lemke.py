@@ -9,7 +9,7 @@ from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..errors import OptionError, ProblemError
 from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
-                      lcp_relative_residual, lemke_kernel, relative_residual, ruiz_scaling,
+                      equilibrate_hlcp, lcp_relative_residual, relative_residual, solve_lcp_equilibrated,
                       solve_diagonal_hlcp_kernel, solve_hlcp_kernel)
 from .problems import HLCP, LCP, Residual, as_vector
 from .results import HLCPResult, LCPResult, Status
@@ -224,27 +224,22 @@ def lemke(problem, **options):
             raise OptionError(f"unknown option(s) {sorted(unknown)} for method 'lemke'; valid: {sorted(LEMKE_OPTIONS)}")
         d, max_pivots, piv_tol, tol, verbose, certify = _settings(n, **options)
     else:  # the defaults, without the keyword machinery (this call is often in a loop)
-        d, max_pivots, piv_tol, tol, verbose, certify = _settings(n)
+        d, max_pivots, piv_tol, tol, verbose, certify = None, 1000 + 100 * n, 1e-10, 1e-9, False, n <= 8
     if isinstance(problem, LCP):
         # equilibrate [M | q] (powers of two: exact): w' = g R w = (R M S) z' + g R q with z = S z' / g
-        r, s = ruiz_scaling(np.column_stack([problem.M, problem.q]), _SWEEPS)
-        s, g = s[:n] / s[n], s[n]
-        r = r * g
-        ds = _ones(n) if d is None else d * r
-        Ms, qs = problem.M * (r / g)[:, None] * (s * g), problem.q * r
-        code, pivots, zs, ws, el, ll = lemke_kernel(Ms, qs, ds, max_pivots, piv_tol, 1e-12)
-        (w, z), res = _verify(lambda a, b: lcp_relative_residual(problem.M, problem.q, b * s, a / r),
-                              lambda: (np.eye(n), -Ms, qs), ws, zs, tol,
-                              code == KERNEL_SOLVED)
-        z, w = z * s, w / r
+        code, pivots, z, w, el, ll, res, Ms, qs, r, s = solve_lcp_equilibrated(
+            problem.M, problem.q, _ones(n) if d is None else d, d is None, max_pivots, piv_tol, 1e-12, _SWEEPS)
+        if max(res) > tol and code == KERNEL_SOLVED:
+            (w, z), res = _verify(lambda a, b: lcp_relative_residual(problem.M, problem.q, b * s, a / r),
+                                  lambda: (np.eye(n), -Ms, qs), w * r, z / s, tol, True)
+            z, w = z * s, w / r
         status, message = _interpret(code, pivots, res, tol, max_pivots, (el, ll), verbose, n)
         info = {"log": (el, ll), "scaling": (r, s)}
         if status == Status.RAY_TERMINATION and certify:
             status, message = _certify(problem, status, message, info)
         return LCPResult(problem, status, message, z, w, pivots, "lemke", info)
     # equilibrate [A | B | c]: (R A Dx) x' + (R B Dy) y' = g R c with x = Dx x' / g, y = Dy y' / g
-    h, dx, dy = problem.equilibrated()
-    As, Bs, cs = h.A, h.B, h.c
+    As, Bs, cs, dx, dy = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
     form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
     if form is None:
         info = {}

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.linalg import lapack as _lapack
 
 from ..errors import ProblemError
-from ._kernel import lcp_relative_residual, relative_residual, ruiz_scaling
+from ._kernel import equilibrate_hlcp, lcp_relative_residual, relative_residual
 
 __all__ = ["LCP", "HLCP", "Residual", "Reduction", "as_matrix", "as_vector", "load_problem", "lu_rcond"]
 
@@ -269,20 +269,8 @@ class HLCP(_Problem):
         ``x = dx * x'`` and ``y = dy * y'`` map a point of the equilibrated
         problem back to this one (the scales are exact powers of two).
         """
-        n = self.n
-        a = np.diagonal(self.A)
-        if self._a_diagonal and np.all(a != 0):
-            # the LCP form (A diagonal): balance [B/a | c/a] and keep A' = I, so that a row is not
-            # held at scale 1 by its lone entry of A (which can take any scale with its column)
-            r, s = ruiz_scaling(np.column_stack([self.B / a[:, None], self.c / a]), 20)
-            g = s[n]
-            rho = r / a
-            h = HLCP(np.eye(n), self.B * rho[:, None] * s[:n], self.c * (g * rho), name=self.name)
-            return h, 1.0 / (r * g), s[:n] / g
-        r, s = ruiz_scaling(np.column_stack([self.A, self.B, self.c]), 20)
-        g = s[2 * n]  # the scale of c: the solution of the scaled problem is g times larger
-        h = HLCP(self.A * r[:, None] * s[:n], self.B * r[:, None] * s[n:2 * n], self.c * (g * r), name=self.name)
-        return h, s[:n] / g, s[n:2 * n] / g
+        As, Bs, cs, dx, dy = equilibrate_hlcp(self.A, self.B, self.c, self._a_diagonal, 20)
+        return HLCP(As, Bs, cs, name=self.name), dx, dy
 
     def column_matrix(self, basis):
         """The column-representative matrix ``C_α`` (column ``i`` from A where ``basis[i]``)."""
