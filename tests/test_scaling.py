@@ -145,6 +145,7 @@ def test_rounding_noise_is_forgiven_but_a_real_error_is_not():
     assert h.is_solution(x + noise[0], y + noise[1])                         # yet it is noise
     assert not h.is_solution(x + [0.0, 0.0, 1e-6], y)                        # an error is not
     assert not h.is_solution(x + [0.0, 1e-6, 0.0], y)
+    assert not h.is_solution(x + [np.nan, 0.0, 0.0], y) and not h.is_solution(x, y + [0.0, np.inf, 0.0])
 
 
 @settings(max_examples=100, deadline=None)

@@ -329,6 +329,17 @@ def ruiz_scaling(X, sweeps, rhs):
 
 
 @njit(cache=True, nogil=True)
+def _abs_max(x, y):
+    """``max(|x|, |y|)``, or ``inf`` if an entry is not finite."""
+    m = 0.0
+    for j in range(x.shape[0]):
+        if not (np.isfinite(x[j]) and np.isfinite(y[j])):
+            return np.inf
+        m = max(m, abs(x[j]), abs(y[j]))
+    return m
+
+
+@njit(cache=True, nogil=True)
 def relative_residual(A, B, c, x, y):
     """Componentwise (scale-invariant) residual of a point of HLCP(A, B, c).
 
@@ -343,11 +354,9 @@ def relative_residual(A, B, c, x, y):
     """
     n = c.shape[0]
     t = np.empty(n)
-    umax = 0.0
-    for j in range(n):
-        if not (np.isfinite(x[j]) and np.isfinite(y[j])):
-            return np.inf, np.inf, np.inf
-        umax = max(umax, abs(x[j]), abs(y[j]))
+    umax = _abs_max(x, y)
+    if not umax < np.inf:
+        return np.inf, np.inf, np.inf
     eq = 0.0
     for i in range(n):
         s = -c[i]
@@ -392,11 +401,9 @@ def lcp_relative_residual(M, q, z, w):
     """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z`` (row-major loops)."""
     n = q.shape[0]
     t = np.empty(n)
-    umax = 0.0
-    for j in range(n):
-        if not (np.isfinite(z[j]) and np.isfinite(w[j])):
-            return np.inf, np.inf, np.inf
-        umax = max(umax, abs(z[j]), abs(w[j]))
+    umax = _abs_max(z, w)
+    if not umax < np.inf:
+        return np.inf, np.inf, np.inf
     eq = 0.0
     for i in range(n):
         s = w[i] - q[i]
