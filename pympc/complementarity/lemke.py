@@ -203,9 +203,14 @@ def lemke(problem, **options):
 
     Notes
     -----
-    An HLCP is reduced to an LCP through a nonsingular complementary basis
-    found by a pivoted factorization (:meth:`HLCP.find_basis`); the point is
-    mapped back and verified against the original ``A x + B y = c``.
+    The problem is first equilibrated (rows and columns, and the right-hand
+    side, scaled by powers of two; Ruiz's method), so that the pivot and tie
+    tolerances follow the scales of the rows and columns.  An HLCP is reduced
+    to an LCP through a nonsingular complementary basis found by a pivoted
+    factorization (:meth:`HLCP.find_basis`).  The point is mapped back and
+    verified in the original problem by its componentwise relative residual
+    (:meth:`LCP.relative_residual`): each row against the size of its own
+    terms, so an answer that breaks a small row is never ``SOLVED``.
 
     Examples
     --------

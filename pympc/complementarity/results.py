@@ -48,7 +48,7 @@ class Status(_DocIntEnum):
     PIVOT_LIMIT = 2, "The pivot limit was reached before a solution or a ray; raise max_pivots or rescale the data."
     NUMERICAL_FAILURE = 3, (
         "The solver finished but its point failed verification (or became non-finite): rounding has "
-        "spoiled the tableau.  Rescale the data or cross-check with another solver."
+        "spoiled the tableau (even after equilibration).  Cross-check with another solver."
     )
     INFEASIBLE = 4, "The problem was proved to have no solution (by exact enumeration of the complementary supports)."
     NO_BASIS = 5, "The HLCP has no nonsingular complementary basis, so it has no LCP form for Lemke's method."
