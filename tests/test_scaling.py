@@ -159,3 +159,14 @@ def test_property_lcp_residual_is_the_hlcp_one(n, seed):
     w = rng.standard_normal(n) * (rng.random(n) < 0.5)
     p = LCP(M, q)
     np.testing.assert_allclose(p.relative_residual(z, w), p.to_hlcp().relative_residual(w, z), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("s", [1e-12, 1e-7, 1.0, 1e7, 1e12])
+def test_one_pair_edge_cases_at_every_scale(s):
+    # B = 0 (no matrix to balance the right-hand side against): x = c / a, y free only at 0
+    r = pympc.solve(HLCP([[s]], [[0.0]], [s]))
+    assert r.status == Status.SOLVED and r.x == pytest.approx([1.0]) and r.y[0] == 0.0
+    assert pympc.solve(HLCP([[s]], [[0.0]], [-s])).status == Status.INFEASIBLE
+    # A = 0, a uniformly tiny or huge B: the basis is y, y = c / b
+    r = pympc.solve(HLCP([[0.0]], [[s]], [2.0 * s]))
+    assert r.status == Status.SOLVED and r.y == pytest.approx([2.0])

@@ -268,14 +268,11 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
 
 @njit(cache=True, nogil=True)
 def _balanced(norms):
-    """Are the nonzero entries of ``norms`` within a factor of 16 of each other?"""
-    lo = np.inf
-    hi = 0.0
+    """Are the nonzero entries of ``norms`` between 1/8 and 8?"""
     for v in norms:
-        if v > 0.0:
-            lo = min(lo, v)
-            hi = max(hi, v)
-    return hi <= 16.0 * lo or hi == 0.0
+        if v > 0.0 and not 0.125 <= v <= 8.0:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -285,7 +282,7 @@ def ruiz_scaling(X, sweeps, rhs):
     After the scaling, every nonzero row and column of ``diag(r) X diag(s)`` has
     its largest magnitude within a factor of about two of 1.  Powers of two make the
     scaling exact in floating point; zero rows and columns keep scale 1.  Data whose
-    row and column norms are already within a factor of 16 are left unscaled; if
+    row and column norms are already between 1/8 and 8 are left unscaled; if
     ``rhs``, the last column is a right-hand side: it is not counted in that test
     and is then brought to the size of the largest column (one factor).
     """
@@ -305,10 +302,10 @@ def ruiz_scaling(X, sweeps, rhs):
                 if v > cn[j]:
                     cn[j] = v
         if sweep == 0 and _balanced(rn) and _balanced(cn[:m - 1] if rhs else cn):
-            # already balanced (nonzero norms within a factor of 16): leave the matrix as it is,
+            # already balanced (nonzero norms between 1/8 and 8): leave the matrix as it is,
             # and bring a right-hand side to the size of the largest column
-            if rhs and cn[m - 1] > 0.0:
-                s[m - 1] = 2.0 ** np.round(np.log2(max(cn[:m - 1].max(), 1e-300) / cn[m - 1]))
+            if rhs and cn[m - 1] > 0.0 and m > 1 and cn[:m - 1].max() > 0.0:
+                s[m - 1] = 2.0 ** np.round(np.log2(cn[:m - 1].max() / cn[m - 1]))
             break
         done = True
         for i in range(n):
