@@ -504,11 +504,11 @@ def solve_lcp_equilibrated(M, q, d, default_d, max_pivots, piv_rel, tie_tol, swe
 
     ``d`` is the covering vector of the original rows (scaled with them); with
     ``default_d`` it is all ones in the equilibrated problem instead.
-    Returns ``(code, pivots, z, w, enter_log, leave_log, residual, Ms, qs, r, s)``.
+    Returns ``(code, pivots, z, w, enter_log, leave_log, residual, r, s)``.
     """
     Ms, qs, r, s = equilibrate_lcp(M, q, sweeps)
     ds = np.ones(q.shape[0]) if default_d else d * r
     code, pivots, zs, ws, el, ll = lemke_kernel(Ms, qs, ds, max_pivots, piv_rel, tie_tol)
     z = zs * s
     w = ws / r
-    return code, pivots, z, w, el, ll, lcp_relative_residual(M, q, z, w), Ms, qs, r, s
+    return code, pivots, z, w, el, ll, lcp_relative_residual(M, q, z, w), r, s

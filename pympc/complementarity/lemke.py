@@ -129,6 +129,23 @@ def _solve_hlcp(A, B, c, a_diagonal, d, max_pivots, piv_tol):
     return basis, solve_hlcp_kernel(A, B, c, basis, S, np.eye(n), dd, max_pivots, piv_tol, 1e-12)
 
 
+def _lemke_lcp(M, q, d, max_pivots, piv_tol, tol):
+    """Lemke on the equilibrated LCP(M, q), the point mapped back and verified (see :func:`_verify`).
+
+    Returns ``(code, pivots, z, w, log, relative residual, (r, s))``; ``d`` is
+    the covering vector of the rows of ``M`` (None: all ones after equilibration).
+    """
+    n = q.size
+    # equilibrate [M | q] (powers of two: exact): w' = g R w = (R M S) z' + g R q with z = S z' / g
+    code, pivots, z, w, el, ll, res, r, s = solve_lcp_equilibrated(
+        M, q, _ones(n) if d is None else d, d is None, max_pivots, piv_tol, 1e-12, _SWEEPS)
+    if max(res) > tol and code == KERNEL_SOLVED:
+        (w, z), res = _verify(lambda a, b: lcp_relative_residual(M, q, b * s, a / r),
+                              lambda: (np.eye(n), -(M * r[:, None] * s), q * r), w * r, z / s, tol, True)
+        z, w = z * s, w / r
+    return code, pivots, z, w, (el, ll), res, (r, s)
+
+
 def _verify(residual, system, u, v, tol, solved):
     """The point ``(u, v)`` of the equilibrated problem ``system() = (A', B', c')`` and its
     relative residual in the original problem (``residual(u, v)``).
@@ -231,18 +248,23 @@ def lemke(problem, **options):
     else:  # the defaults, without the keyword machinery (this call is often in a loop)
         d, max_pivots, piv_tol, tol, verbose, certify = None, 1000 + 100 * n, 1e-10, 1e-9, False, n <= 8
     if isinstance(problem, LCP):
-        # equilibrate [M | q] (powers of two: exact): w' = g R w = (R M S) z' + g R q with z = S z' / g
-        code, pivots, z, w, el, ll, res, Ms, qs, r, s = solve_lcp_equilibrated(
-            problem.M, problem.q, _ones(n) if d is None else d, d is None, max_pivots, piv_tol, 1e-12, _SWEEPS)
-        if max(res) > tol and code == KERNEL_SOLVED:
-            (w, z), res = _verify(lambda a, b: lcp_relative_residual(problem.M, problem.q, b * s, a / r),
-                                  lambda: (np.eye(n), -Ms, qs), w * r, z / s, tol, True)
-            z, w = z * s, w / r
-        status, message = _interpret(code, pivots, res, tol, max_pivots, (el, ll), verbose, n)
-        info = {"log": (el, ll), "scaling": (r, s)}
+        code, pivots, z, w, log, res, scaling = _lemke_lcp(problem.M, problem.q, d, max_pivots, piv_tol, tol)
+        status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
+        info = {"log": log, "scaling": scaling}
         if status == Status.RAY_TERMINATION and certify:
             status, message = _certify(problem, status, message, info)
         return LCPResult(problem, status, message, z, w, pivots, "lemke", info)
+    a = np.diagonal(problem.A)
+    if problem._a_diagonal and a.all():
+        # the LCP form, row by row: x = w, y = z of LCP(-B/a, c/a) (relative residuals are the same)
+        code, pivots, y, x, log, _, scaling = _lemke_lcp(-problem.B / a[:, None], problem.c / a, d, max_pivots,
+                                                         piv_tol, tol)
+        res = relative_residual(problem.A, problem.B, problem.c, x, y)
+        status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
+        info = {"log": log, "basis": np.ones(n, bool), "scaling": scaling}
+        if status == Status.RAY_TERMINATION and certify:
+            status, message = _certify(problem, status, message, info)
+        return HLCPResult(problem, status, message, x, y, pivots, "lemke", info)
     # equilibrate [A | B | c]: (R A Dx) x' + (R B Dy) y' = g R c with x = Dx x' / g, y = Dy y' / g
     As, Bs, cs, dx, dy = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
     form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
