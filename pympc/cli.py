@@ -66,14 +66,21 @@ def _cmd_crosscheck(args):
 
 
 class _Progress:
-    """A progress bar on stderr, shown once a run has taken more than a second."""
+    """A progress bar on stderr, shown once a run has taken more than a second.
 
-    def __init__(self, stream=sys.stderr):
+    It is drawn only when the stream is a terminal: ``\\r`` updates would
+    litter a redirected log.
+    """
+
+    def __init__(self, stream=None):
         import time
+        stream = sys.stderr if stream is None else stream
         self.clock, self.start, self.stream, self.shown = time.perf_counter, time.perf_counter(), stream, False
+        isatty = getattr(stream, "isatty", None)
+        self.enabled = bool(isatty()) if callable(isatty) else False
 
     def __call__(self, t, t0, t1):
-        if self.clock() - self.start < 1.0:
+        if not self.enabled or self.clock() - self.start < 1.0:
             return
         frac = min(1.0, (t - t0) / (t1 - t0))
         bar = "#" * int(30 * frac)
@@ -107,7 +114,13 @@ def _cmd_simulate(args):
 
     system = load_model(args.model, **_parse_sets(args.set))
     # without --t-end the model's [simulation] table decides the span (simulate's default)
-    t_span = None if args.t_end is None else (float(system.simulation.get("t_start", 0.0)), args.t_end)
+    t_start = float(system.simulation.get("t_start", 0.0))
+    if args.t_end is None and system.simulation.get("t_end") is None:
+        raise OptionError(f"no end time: pass --t-end T on the command line, or set t_end in the [simulation] "
+                          f"table of {args.model}")
+    if args.t_end is not None and not args.t_end > t_start:
+        raise OptionError(f"--t-end {args.t_end:g} must be after the model's t_start = {t_start:g}")
+    t_span = None if args.t_end is None else (t_start, args.t_end)
     bar = _Progress()
     tr = simulate(system, t_span, formulation=args.formulation,
                   crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar)
@@ -141,38 +154,79 @@ def _cmd_chain(args):
     return 0
 
 
+def _count(minimum):
+    """An argparse type: an integer >= ``minimum``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be >= {minimum}")
+        return value
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _sub(sub, name, help, example, description=None):
+    """A subcommand whose help ends with an example."""
+    return sub.add_parser(name, help=help, description=description or help, epilog="example:\n  " + example,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser():
-    ap = argparse.ArgumentParser(prog="pympc", description="Friction in planar multibody systems: HLCP/LCP tools.")
-    sub = ap.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("solve", help="solve an LCP/HLCP file (.npz or Siconos .dat) with Lemke's method")
-    s.add_argument("file")
-    s.add_argument("--max-pivots", type=int, default=None)
+    from . import __version__
+
+    ap = argparse.ArgumentParser(prog="pympc", description="Friction in planar multibody systems: HLCP/LCP tools.",
+                                 epilog="example:\n  pympc simulate models/friction_oscillator.toml --t-end 5\n"
+                                        "run 'pympc COMMAND --help' for the options of a command\n",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"pympc {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = _sub(sub, "solve", "solve an LCP/HLCP file (.npz or Siconos .dat) with Lemke's method",
+             "pympc solve tests/data/lcp_CPS_2.dat --max-pivots 500")
+    s.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
+    s.add_argument("--max-pivots", type=_count(1), default=None, metavar="N",
+                   help="pivot limit of Lemke's method (default: 1000 + 100 n)")
     s.set_defaults(func=_cmd_solve)
-    c = sub.add_parser("classify", help="matrix classes and (small problems) every solution")
-    c.add_argument("file")
-    c.add_argument("--max-pairs", type=int, default=12)
+    c = _sub(sub, "classify", "matrix classes and (small problems) every solution",
+             "pympc classify tests/data/lcp_CPS_1.dat --max-pairs 8")
+    c.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
+    c.add_argument("--max-pairs", type=_count(0), default=12, metavar="N",
+                   help="enumerate every solution when the problem has at most N pairs "
+                        "(cost up to 2^N LPs; 0 skips the enumeration; default: %(default)s)")
     c.set_defaults(func=_cmd_classify)
-    x = sub.add_parser("crosscheck", help="solve with lemke, ipopt and milp and compare the answers")
-    x.add_argument("file")
-    x.add_argument("--solvers", default="lemke,ipopt,milp", help="comma-separated subset of lemke,ipopt,milp")
+    x = _sub(sub, "crosscheck", "solve with lemke, ipopt and milp and compare the answers",
+             "pympc crosscheck tests/data/lcp_CPS_2.dat --solvers lemke,milp --time-limit 10")
+    x.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
+    x.add_argument("--solvers", default="lemke,ipopt,milp", help="comma-separated subset of lemke,ipopt,milp "
+                   "(default: %(default)s)")
     x.add_argument("--time-limit", type=float, default=60.0,
                    help="seconds for IPOPT and for the MILP each (default 60; a MILP out of time is UNDECIDED)")
     x.set_defaults(func=_cmd_crosscheck)
-    m = sub.add_parser("simulate", help="simulate a model file event by event; print events, write trajectory and plots")
+    m = _sub(sub, "simulate", "simulate a model file event by event; print events, write trajectory and plots",
+             "pympc simulate models/friction_oscillator.toml --t-end 5 --set F0=3 --out results/osc --no-plots")
     m.add_argument("model", help="a TOML model file (see models/README.md)")
-    m.add_argument("--t-end", type=float, default=None, help="end time (default: the model's [simulation] t_end)")
-    m.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a model parameter (repeatable)")
+    m.add_argument("--t-end", type=float, default=None, metavar="T",
+                   help="end time in s (default: the model's [simulation] t_end)")
+    m.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a model parameter (repeatable), e.g. --set mu=0.2")
     m.add_argument("--crosscheck", choices=["ipopt", "milp", "all"], default=None,
-                   help="also solve every event's Pyomo MPEC model with these solvers")
-    m.add_argument("--formulation", choices=["general", "tree"], default=None)
+                   help="also solve every event's Pyomo MPEC model with these solvers (default: none)")
+    m.add_argument("--formulation", choices=["general", "tree"], default=None,
+                   help="equations of motion: 'general' (absolute coordinates and multipliers) or 'tree' "
+                        "(Huston's independent coordinates; open chains and trees) "
+                        "(default: the formulation the model file names)")
     m.add_argument("--on-ambiguous", choices=["stop", "lemke", "min_force"], default="stop",
                    help="rule for event HLCPs with several solutions (default: stop)")
     m.add_argument("--out", default=None, help="output directory (default: results/<model name>)")
     m.add_argument("--no-plots", action="store_true", help="write the trajectory only")
     m.set_defaults(func=_cmd_simulate)
-    ch = sub.add_parser("chain", help="write the model file of a chain of N friction slots")
-    ch.add_argument("n", type=int)
-    ch.add_argument("--mu", type=float, default=0.3)
+    ch = _sub(sub, "chain", "write the model file of a chain of N friction slots",
+              "pympc chain 10 --mu 0.2 --out chain10.toml")
+    ch.add_argument("n", type=int, help="number of sliders (and friction slots) in the chain")
+    ch.add_argument("--mu", type=float, default=0.3,
+                    help="Coulomb friction coefficient of every slot (default: %(default)s)")
     ch.add_argument("--out", default=None, help="file to write (default: standard output)")
     ch.set_defaults(func=_cmd_chain)
     return ap

@@ -196,3 +196,48 @@ def test_property_hlcp_solved_means_verified(n, seed):
         assert s.kind != SetKind.NONE
     if r.status == Status.INFEASIBLE:
         assert s.kind == SetKind.NONE
+
+
+@pytest.mark.parametrize("option, value", [
+    ("max_pivots", 2.5), ("max_pivots", "10"), ("max_pivots", True), ("max_pivots", 0), ("max_pivots", -3),
+    ("tol", -1e-9), ("tol", float("nan")), ("tol", 0.0), ("tol", "1e-9"), ("tol", float("inf")),
+    ("piv_tol", -1.0), ("piv_tol", float("nan")), ("piv_tol", None),
+    ("verbose", "yes"), ("certify", 1), ("covering_vector", [1.0, float("nan")]), ("covering_vector", [1.0]),
+])
+def test_bad_option_values_name_the_option(option, value):
+    p = LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    for problem in (p, p.to_hlcp()):
+        with pytest.raises(OptionError, match=option):
+            pympc.solve(problem, **{option: value})
+
+
+def test_good_option_values_are_taken():
+    p = LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    for opts in ({"max_pivots": np.int64(50)}, {"tol": 1e-6, "piv_tol": 0.0}, {"certify": False}, {"verbose": False}):
+        assert pympc.solve(p, **opts).success
+
+
+@pytest.mark.parametrize("thing", [np.eye(2), [[1.0]], (np.eye(2), np.ones(2)), "p.npz", None])
+def test_solving_something_that_is_not_a_problem_says_to_wrap_it(thing):
+    with pytest.raises(pympc.ProblemError, match=r"pympc\.LCP\(M, q\) or pympc\.HLCP\(A, B, c\)"):
+        pympc.solve(thing)
+
+
+def test_statuses_print_their_names():
+    from pympc.dynamics import SimulationStatus
+    assert str(Status.SOLVED) == "SOLVED" and f"{Status.INFEASIBLE}" == "INFEASIBLE"
+    assert f"{Status.SOLVED:>8s}|" == "  SOLVED|" and f"{Status.RAY_TERMINATION:d}" == "1"
+    assert str(SimulationStatus.SUCCESS) == "SUCCESS" and str(SetKind.UNIQUE) == "UNIQUE"
+    assert Status.SOLVED == 0  # still an int
+
+
+def test_results_print_a_short_summary():
+    n = 1000
+    r = pympc.solve(LCP(np.eye(n) * 2.0, -np.ones(n)))
+    for text in (repr(r), str(r)):
+        assert len(text) < 300 and "SOLVED" in text and f"n={n}" in text and f"pivots={r.pivots}" in text
+        assert "relative residual" in text
+    h = pympc.solve(HLCP([[1.0]], [[-2.0]], [-1.0]))
+    assert repr(h).startswith("<HLCPResult SOLVED: n=1,")
+    h.x = "spoiled"  # a summary never raises
+    assert "n/a" in repr(h)

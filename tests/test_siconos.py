@@ -87,3 +87,45 @@ def test_large_p_matrix_instance_is_classified():
     p = pympc.read_siconos(DATA / "lcp_mmc.dat")
     c = pympc.classify(p)
     assert c.p_matrix is True
+
+
+def _dat(tmp_path, header_n, data_n, tail="a comment\n"):
+    rng = np.random.default_rng(data_n)
+    M = rng.integers(-3, 4, (data_n, data_n))
+    q = rng.integers(-3, 4, data_n)
+    body = "\n".join(" ".join(str(v) for v in col) for col in M.T) + "\n" + " ".join(map(str, q)) + "\n"
+    f = tmp_path / f"h{header_n}_d{data_n}.dat"
+    f.write_text(f"{header_n}\n0\n{header_n}\n{header_n}\n{header_n} {header_n}\n" + body + tail)
+    return f
+
+
+@pytest.mark.parametrize("tail", ["a comment\n", "", "\n\n"])
+def test_siconos_header_n_smaller_than_the_data_is_an_error(tmp_path, tail):
+    f = _dat(tmp_path, 2, 3, tail)  # 9 + 3 numbers, header says 2: 6 numbers read, more left over
+    with pytest.raises(pympc.ProblemError, match="n = 2") as exc:
+        pympc.read_siconos(f)
+    assert str(f) in str(exc.value)
+    assert pympc.read_siconos(_dat(tmp_path, 3, 3, tail)).n == 3  # the consistent file reads
+
+
+def test_siconos_numbers_left_over_after_whole_lines(tmp_path):
+    f = tmp_path / "left.dat"
+    f.write_text("2\n0\n2\n2\n2 2\n1 0\n0 1\n-1 -1\n5 5\ncomment\n")  # a third line of numbers
+    with pytest.raises(pympc.ProblemError, match="left over") as exc:
+        pympc.read_siconos(f)
+    assert str(f) in str(exc.value) and "line 9" in str(exc.value)
+
+
+@pytest.mark.parametrize("tail", ["a comment\n", ""])
+def test_siconos_header_n_larger_than_the_data_is_an_error(tmp_path, tail):
+    f = _dat(tmp_path, 4, 3, tail)
+    with pytest.raises(pympc.ProblemError, match="n = 4") as exc:
+        pympc.read_siconos(f)
+    assert str(f) in str(exc.value)
+
+
+def test_siconos_size_lines_must_agree_with_n(tmp_path):
+    f = tmp_path / "sizes.dat"
+    f.write_text("2\n0\n3\n2\n2 2\n1 0\n0 1\n-1 -1\n")
+    with pytest.raises(pympc.ProblemError, match="line 3"):
+        pympc.read_siconos(f)

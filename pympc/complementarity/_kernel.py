@@ -202,55 +202,6 @@ def lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
 
 
 @njit(cache=True, nogil=True)
-def lcp_residual(M, q, z, w):
-    """``(equation, negativity, complementarity, max|z|, max|q|)`` of a point of LCP(M, q)."""
-    n = q.shape[0]
-    eq = 0.0
-    neg = 0.0
-    comp = 0.0
-    zmax = 0.0
-    qmax = 0.0
-    for i in range(n):
-        s = q[i]
-        for j in range(n):
-            s += M[i, j] * z[j]
-        eq = max(eq, abs(w[i] - s))
-        neg = max(neg, -z[i], -w[i])
-        comp = max(comp, abs(z[i] * w[i]))
-        zmax = max(zmax, abs(z[i]))
-        qmax = max(qmax, abs(q[i]))
-    return eq, neg, comp, zmax, qmax
-
-
-@njit(cache=True, nogil=True)
-def hlcp_residual(A, B, c, x, y):
-    """``(equation, negativity, complementarity, max|x, y|, max|c|)`` of a point of HLCP(A, B, c)."""
-    n = c.shape[0]
-    eq = 0.0
-    neg = 0.0
-    comp = 0.0
-    umax = 0.0
-    cmax = 0.0
-    for i in range(n):
-        s = -c[i]
-        for j in range(n):
-            s += A[i, j] * x[j] + B[i, j] * y[j]
-        eq = max(eq, abs(s))
-        neg = max(neg, -x[i], -y[i])
-        comp = max(comp, abs(x[i] * y[i]))
-        umax = max(umax, abs(x[i]), abs(y[i]))
-        cmax = max(cmax, abs(c[i]))
-    return eq, neg, comp, umax, cmax
-
-
-@njit(cache=True, nogil=True)
-def solve_lcp_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
-    """Lemke on LCP(M, q) and the residual of its point, in one call."""
-    code, pivots, z, w, el, ll = lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol)
-    return code, pivots, z, w, el, ll, lcp_residual(M, q, z, w)
-
-
-@njit(cache=True, nogil=True)
 def _singular_diagonal(D):
     """Is the smallest |D_ii| below 1e-12 times the largest (a numerically singular triangular/diagonal factor)?"""
     dmin = np.inf
@@ -265,13 +216,13 @@ def _singular_diagonal(D):
 @njit(cache=True, nogil=True)
 def _singular_result(n):
     e = np.zeros(0, np.int64)
-    return KERNEL_SINGULAR, 0, np.zeros(n), np.zeros(n), e, e, (0.0, 0.0, 0.0, 0.0, 0.0)
+    return KERNEL_SINGULAR, 0, np.zeros(n), np.zeros(n), e, e
 
 
 @njit(cache=True, nogil=True)
 def solve_hlcp_kernel(A, B, c, basis, S, lu, d, max_pivots, piv_rel, tie_tol):
     """Lemke on the LCP form ``S = [M | q]`` of HLCP(A, B, c) through ``basis``;
-    the point mapped back to (x, y) and its residual on the original HLCP.
+    the point mapped back to (x, y).
 
     ``lu`` holds the LU factors of the basis matrix; if their pivots show it
     (numerically) singular, nothing is solved and ``KERNEL_SINGULAR`` returned.
@@ -291,7 +242,7 @@ def solve_hlcp_kernel(A, B, c, basis, S, lu, d, max_pivots, piv_rel, tie_tol):
         else:
             x[i] = z[i]
             y[i] = w[i]
-    return code, pivots, x, y, el, ll, hlcp_residual(A, B, c, x, y)
+    return code, pivots, x, y, el, ll
 
 
 @njit(cache=True, nogil=True)
@@ -312,4 +263,252 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
         for j in range(n):
             M[i, j] = -B[i, j] / a
     code, pivots, z, w, el, ll = lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol)
-    return code, pivots, w, z, el, ll, hlcp_residual(A, B, c, w, z)
+    return code, pivots, w, z, el, ll
+
+
+@njit(cache=True, nogil=True)
+def _balanced(norms):
+    """Are the nonzero entries of ``norms`` between 1/8 and 8?"""
+    for v in norms:
+        if v > 0.0 and not 0.125 <= v <= 8.0:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def ruiz_scaling(X, sweeps, rhs):
+    """Row and column scalings (powers of two) that equilibrate ``X`` (Ruiz's method).
+
+    After the scaling, every nonzero row and column of ``diag(r) X diag(s)`` has
+    its largest magnitude within a factor of about two of 1.  Powers of two make the
+    scaling exact in floating point; zero rows and columns keep scale 1.  Data whose
+    row and column norms are already between 1/8 and 8 are left unscaled; if
+    ``rhs``, the last column is a right-hand side: it is not counted in that test
+    and is then brought to the size of the largest column (one factor).
+    """
+    n, m = X.shape
+    r = np.ones(n)
+    s = np.ones(m)
+    rn = np.empty(n)
+    cn = np.empty(m)
+    for sweep in range(sweeps):
+        rn[:] = 0.0
+        cn[:] = 0.0
+        for i in range(n):
+            for j in range(m):
+                v = abs(X[i, j]) * r[i] * s[j]
+                if v > rn[i]:
+                    rn[i] = v
+                if v > cn[j]:
+                    cn[j] = v
+        if sweep == 0 and _balanced(rn) and _balanced(cn[:m - 1] if rhs else cn):
+            # already balanced (nonzero norms between 1/8 and 8): leave the matrix as it is,
+            # and bring a right-hand side to the size of the largest column
+            if rhs and cn[m - 1] > 0.0 and m > 1 and cn[:m - 1].max() > 0.0:
+                s[m - 1] = 2.0 ** np.round(np.log2(cn[:m - 1].max() / cn[m - 1]))
+            break
+        done = True
+        for i in range(n):
+            if rn[i] > 0.0:
+                f = 2.0 ** np.round(-0.5 * np.log2(rn[i]))
+                if f != 1.0:
+                    r[i] *= f
+                    done = False
+        for j in range(m):
+            if cn[j] > 0.0:
+                f = 2.0 ** np.round(-0.5 * np.log2(cn[j]))
+                if f != 1.0:
+                    s[j] *= f
+                    done = False
+        if done:
+            break
+    return r, s
+
+
+@njit(cache=True, nogil=True)
+def _abs_max(x, y):
+    """``max(|x|, |y|)``, or ``inf`` if an entry is not finite."""
+    m = 0.0
+    for j in range(x.shape[0]):
+        if not (np.isfinite(x[j]) and np.isfinite(y[j])):
+            return np.inf
+        m = max(m, abs(x[j]), abs(y[j]))
+    return m
+
+
+@njit(cache=True, nogil=True)
+def relative_residual(A, B, c, x, y):
+    """Componentwise (scale-invariant) residual of a point of HLCP(A, B, c).
+
+    Each row is measured against the size of its own terms,
+    ``t_i = sum_j |A_ij x_j| + |B_ij y_j| + |c_i|``; a variable's *weight* is the
+    largest share of a row it carries (``max_i |A_ij x_j| / t_i``).  Returns
+    ``(equation, negativity, complementarity)``: the largest relative row error,
+    the largest weight of a negative variable, and the largest weight of the
+    lighter member of a pair.  A variable whose column is zero is weighed by
+    ``|v| / (1 + max|x, y|)`` instead.  All three are unchanged by positive
+    row and column scalings of the problem.  A non-finite point gives ``inf``.
+    """
+    n = c.shape[0]
+    t = np.empty(n)
+    umax = _abs_max(x, y)
+    if not umax < np.inf:
+        return np.inf, np.inf, np.inf
+    eq = 0.0
+    for i in range(n):
+        s = -c[i]
+        a = abs(c[i])
+        for j in range(n):
+            s += A[i, j] * x[j] + B[i, j] * y[j]
+            a += abs(A[i, j] * x[j]) + abs(B[i, j] * y[j])
+        t[i] = a
+        if s != 0.0:
+            eq = max(eq, abs(s) / a if a > 0.0 else np.inf)
+    neg = 0.0
+    comp = 0.0
+    for j in range(n):
+        wx = 0.0
+        wy = 0.0
+        zx = True
+        zy = True
+        for i in range(n):
+            if A[i, j] != 0.0:
+                zx = False
+                if t[i] > 0.0:
+                    wx = max(wx, abs(A[i, j] * x[j]) / t[i])
+            if B[i, j] != 0.0:
+                zy = False
+                if t[i] > 0.0:
+                    wy = max(wy, abs(B[i, j] * y[j]) / t[i])
+        if zx:
+            wx = abs(x[j]) / (1.0 + umax)
+        if zy:
+            wy = abs(y[j]) / (1.0 + umax)
+        if x[j] < 0.0:
+            neg = max(neg, wx)
+        if y[j] < 0.0:
+            neg = max(neg, wy)
+        if x[j] != 0.0 and y[j] != 0.0:
+            comp = max(comp, min(wx, wy))
+    return eq, neg, comp
+
+
+@njit(cache=True, nogil=True)
+def lcp_relative_residual(M, q, z, w):
+    """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z`` (row-major loops)."""
+    n = q.shape[0]
+    t = np.empty(n)
+    umax = _abs_max(z, w)
+    if not umax < np.inf:
+        return np.inf, np.inf, np.inf
+    eq = 0.0
+    for i in range(n):
+        s = w[i] - q[i]
+        a = abs(w[i]) + abs(q[i])
+        for j in range(n):
+            v = M[i, j] * z[j]
+            s -= v
+            a += abs(v)
+        t[i] = a
+        if s != 0.0:
+            eq = max(eq, abs(s) / a if a > 0.0 else np.inf)
+    wz = np.zeros(n)  # weight of z_j: the largest share of a row it carries
+    nz = np.zeros(n, np.bool_)  # column j of M has a nonzero
+    for i in range(n):
+        for j in range(n):
+            if M[i, j] != 0.0:
+                nz[j] = True
+                if t[i] > 0.0:
+                    wz[j] = max(wz[j], abs(M[i, j] * z[j]) / t[i])
+    neg = 0.0
+    comp = 0.0
+    for j in range(n):
+        ww = abs(w[j]) / t[j] if t[j] > 0.0 else 0.0
+        if not nz[j]:
+            wz[j] = abs(z[j]) / (1.0 + umax)
+        if w[j] < 0.0:
+            neg = max(neg, ww)
+        if z[j] < 0.0:
+            neg = max(neg, wz[j])
+        if w[j] != 0.0 and z[j] != 0.0:
+            comp = max(comp, min(ww, wz[j]))
+    return eq, neg, comp
+
+
+@njit(cache=True, nogil=True)
+def equilibrate_lcp(M, q, sweeps):
+    """LCP(M, q) with ``[M | q]`` equilibrated: ``(M', q', r, s)`` with ``M' = diag(r) M diag(s)``,
+    ``q' = r q``; a point maps back by ``z = s z'``, ``w = w' / r``."""
+    n = q.shape[0]
+    X = np.empty((n, n + 1))
+    X[:, :n] = M
+    X[:, n] = q
+    r, s = ruiz_scaling(X, sweeps, True)
+    g = s[n]
+    Ms = np.empty((n, n))
+    rs = np.empty(n)
+    ss = np.empty(n)
+    for i in range(n):
+        rs[i] = r[i] * g
+        ss[i] = s[i] / g
+        for j in range(n):
+            Ms[i, j] = M[i, j] * r[i] * s[j]
+    return Ms, q * rs, rs, ss
+
+
+@njit(cache=True, nogil=True)
+def equilibrate_hlcp(A, B, c, a_diagonal, sweeps):
+    """HLCP(A, B, c) with rows and columns scaled by powers of two (Ruiz): ``(A', B', c', dx, dy)``
+    with ``x = dx x'``, ``y = dy y'``.
+
+    ``[A | B | c]`` is equilibrated as one matrix; for a diagonal ``A`` with a
+    nonzero diagonal (the LCP form), ``[A⁻¹B | A⁻¹c]`` is, and ``A'`` is the
+    identity (a row is then not held at scale 1 by its lone entry of ``A``).
+    """
+    n = c.shape[0]
+    if a_diagonal:
+        nonzero = True
+        for i in range(n):
+            if A[i, i] == 0.0:
+                nonzero = False
+        if nonzero:
+            Ma = np.empty((n, n))
+            qa = np.empty(n)
+            for i in range(n):
+                qa[i] = c[i] / A[i, i]
+                for j in range(n):
+                    Ma[i, j] = B[i, j] / A[i, i]
+            Ms, qs, rs, ss = equilibrate_lcp(Ma, qa, sweeps)
+            return np.eye(n), Ms, qs, 1.0 / rs, ss
+    X = np.empty((n, 2 * n + 1))
+    X[:, :n] = A
+    X[:, n:2 * n] = B
+    X[:, 2 * n] = c
+    r, s = ruiz_scaling(X, sweeps, True)
+    g = s[2 * n]
+    As = np.empty((n, n))
+    Bs = np.empty((n, n))
+    cs = np.empty(n)
+    for i in range(n):
+        cs[i] = c[i] * r[i] * g
+        for j in range(n):
+            As[i, j] = A[i, j] * r[i] * s[j]
+            Bs[i, j] = B[i, j] * r[i] * s[n + j]
+    return As, Bs, cs, s[:n] / g, s[n:2 * n] / g
+
+
+@njit(cache=True, nogil=True)
+def solve_lcp_equilibrated(M, q, d, default_d, max_pivots, piv_rel, tie_tol, sweeps):
+    """Lemke on the equilibrated LCP(M, q) (:func:`equilibrate_lcp`), the point mapped back and its
+    :func:`lcp_relative_residual` on the original data, in one call.
+
+    ``d`` is the covering vector of the original rows (scaled with them); with
+    ``default_d`` it is all ones in the equilibrated problem instead.
+    Returns ``(code, pivots, z, w, enter_log, leave_log, residual, r, s)``.
+    """
+    Ms, qs, r, s = equilibrate_lcp(M, q, sweeps)
+    ds = np.ones(q.shape[0]) if default_d else d * r
+    code, pivots, zs, ws, el, ll = lemke_kernel(Ms, qs, ds, max_pivots, piv_rel, tie_tol)
+    z = zs * s
+    w = ws / r
+    return code, pivots, z, w, el, ll, lcp_relative_residual(M, q, z, w), r, s

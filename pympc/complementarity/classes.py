@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ProblemError
+from ._kernel import ruiz_scaling
 from .problems import HLCP, LCP
 
 __all__ = ["Classification", "classify", "is_p_matrix"]
@@ -44,7 +45,8 @@ class Classification:
 def is_p_matrix(M, max_exact=16, tol=0.0):
     """Decide whether ``M`` is a P-matrix (every principal minor positive).
 
-    Uses, in order: a nonpositive diagonal entry (not P); a positive definite
+    The tests run on the equilibrated matrix ``diag(r) M diag(s)`` (Ruiz,
+    powers of two), which has the same principal-minor signs.  Uses, in order: a nonpositive diagonal entry (not P); a positive definite
     symmetric part (P); the exact recursive test of Tsatsomeros and Li
     (``det M[α ∪ {1}] = m_11 det (M/m_11)[α]``, cost ``O(2^n)``) for
     ``n <= max_exact``.
@@ -62,14 +64,18 @@ def is_p_matrix(M, max_exact=16, tol=0.0):
     >>> is_p_matrix([[1.0, 2.0], [2.0, 1.0]])[:2]
     (False, 'exact recursive principal-minor test (Tsatsomeros-Li): minor over (0, 1) is -3')
     """
-    M = np.asarray(M, float)
-    n = M.shape[0]
+    M0 = np.asarray(M, float)
+    n = M0.shape[0]
+    # the P-property is unchanged by positive row and column scalings: test the equilibrated
+    # matrix (powers of two, exact), so that the thresholds follow the scales of rows and columns
+    r, s = ruiz_scaling(np.ascontiguousarray(M0), 20, False)
+    M = M0 * r[:, None] * s
     scale = max(1.0, float(np.abs(M).max()))
     thr = tol * scale
     diag = np.diag(M)
     if (diag <= thr).any():
         i = int(np.flatnonzero(diag <= thr)[0])
-        return False, f"diagonal entry M[{i},{i}] = {diag[i]:g} is not positive", (i,)
+        return False, f"diagonal entry M[{i},{i}] = {M0[i, i]:g} is not positive", (i,)
     try:
         np.linalg.cholesky(0.5 * (M + M.T))
         return True, "symmetric part is positive definite (Cholesky)", None
@@ -85,6 +91,7 @@ def is_p_matrix(M, max_exact=16, tol=0.0):
         minor = factor * A[0, 0]
         if minor <= thr:
             wit = tuple(sorted(inc + (idx[0],)))
+            minor = float(np.linalg.det(M0[np.ix_(wit, wit)]))  # reported in the caller's scale
             return False, f"exact recursive principal-minor test (Tsatsomeros-Li): minor over {wit} is {minor:.6g}", wit
         if A.shape[0] == 1:
             continue
@@ -118,6 +125,7 @@ def classify(problem, max_exact=16):
         return Classification(problem.n, p, p, p, how, wit)
     if not isinstance(problem, HLCP):
         raise ProblemError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}.")
+    problem = problem.equilibrated()[0]  # same classes, thresholds that follow the row and column scales
     basis = problem.find_basis()
     if basis is None:
         return Classification(problem.n, False, False, False,

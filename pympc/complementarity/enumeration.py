@@ -117,6 +117,12 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
     SolutionSet
         Every listed point is verified with ``problem.is_solution``.
 
+    Notes
+    -----
+    The enumeration runs on the equilibrated problem (:meth:`HLCP.equilibrated`),
+    so its singularity, sign and distinctness tests follow the scales of the
+    rows and columns; the points are mapped back and verified in the original.
+
     Examples
     --------
     >>> import pympc
@@ -141,6 +147,11 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
             f"problem has {n} pairs; enumeration costs up to 2^{n} LPs. Raise max_pairs if you mean it, "
             "or use pympc.solve / the MILP cross-check."
         )
+    orig = hlcp
+    # work on the equilibrated problem (rows and columns scaled by powers of two), so that the
+    # singularity, sign and distinctness tests follow the scales of the rows and columns
+    hlcp, dx, dy = orig.equilibrated()
+    scale = np.concatenate([dx, dy])
     Aeq = np.hstack([hlcp.A, hlcp.B])
     c = hlcp.c
     points, cont_pts, dirs, cont_fixed = [], [], [], []
@@ -175,10 +186,11 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
             return
         u0 = np.where(fixed, 0.0, np.maximum(u0, 0.0))
         counter[0] += 2 * n
+        if not orig.is_solution(u0[:n] * dx, u0[n:] * dy, 1e3 * tol):
+            return  # the LP's point (within HiGHS's absolute tolerances) breaks a row of the problem
         d = _extent(Aeq, c, fixed, u0, tol)
         if d is None:
-            if hlcp.is_solution(u0[:n], u0[n:], 1e3 * tol):
-                add(u0, points)
+            add(u0, points)
         elif add(u0, cont_pts):
             dirs.append(d / max(1.0, np.abs(d).max()))
             cont_fixed.append(fixed)
@@ -199,6 +211,8 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
         walk(prefix + [False])
 
     walk([])
+    # map back and verify every point in the original problem
+    points = [u for u in points if orig.is_solution(u[:n] * dx, u[n:] * dy, 1e3 * tol)]
     # a point that lies in the polyhedron of a continuum is not a separate solution
     points = [u for u in points if not any((u[f] == 0.0).all() for f in cont_fixed)]
     if cont_pts:
@@ -210,7 +224,9 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
     else:
         kind = SetKind.FINITE
     out = SolutionSet(kind, lps=counter[0])
-    out.points = [back(u[:n], u[n:]) for u in cont_pts + points]
+    cont_pts = [u * scale for u in cont_pts]
+    dirs = [d * scale / np.abs(d * scale).max() for d in dirs]
+    out.points = [back(u[:n], u[n:]) for u in cont_pts + [u * scale for u in points]]
     out.continuum_points = [back(u[:n], u[n:]) for u in cont_pts]
     out.directions = [back(d[:n], d[n:]) for d in dirs]
     return out

@@ -48,6 +48,11 @@ def read_siconos(path):
         raise ProblemError(f"{where}: n = {n} must be positive.")
     if storage != 0:
         raise ProblemError(f"{where}: storage type {storage} is not supported; only dense (0) is.")
+    for k in (2, 3, 4):  # the size lines repeat n (``n``, ``n``, ``n n``)
+        sizes = lines[k].split()
+        if sizes and all(t.lstrip("+-").isdigit() for t in sizes) and any(int(t) != n for t in sizes):
+            raise ProblemError(f"{where}, line {k + 1}: size {lines[k].strip()!r} disagrees with n = {n} in line 1; "
+                               "fix the header so that every size is n.")
     need = n * n + n
     vals, k = [], 5
     while len(vals) < need and k < len(lines):
@@ -55,18 +60,35 @@ def read_siconos(path):
             try:
                 vals.append(float(tok))
             except ValueError:
-                raise ProblemError(f"{where}, line {k + 1}: {tok!r} is not a number (M and q need {need} numbers).") from None
+                raise ProblemError(
+                    f"{where}, line {k + 1}: {tok!r} is not a number, after {len(vals)} of the {need} numbers "
+                    f"that M and q need for n = {n} (line 1); is n in line 1 right?") from None
         k += 1
     if len(vals) < need:
-        raise ProblemError(f"{where}: found {len(vals)} numbers, M and q need {need}.")
+        raise ProblemError(f"{where}: found {len(vals)} numbers, M and q need {need} for n = {n} (line 1); "
+                           "is n in line 1 right?")
     if len(vals) > need:
-        raise ProblemError(f"{where}, line {k}: more numbers on the line than M and q need.")
+        raise ProblemError(f"{where}, line {k}: more numbers on the line than M and q need for n = {n} (line 1).")
+    rest = next((j for j in range(k, len(lines)) if lines[j].strip()), None)
+    if rest is not None and _all_numbers(lines[rest]):
+        raise ProblemError(
+            f"{where}, line {rest + 1}: numbers left over after the {need} numbers of M and q for n = {n} "
+            "(line 1); the header's n is smaller than the data. Fix n in line 1.")
     import numpy as np
 
     M = np.array(vals[: n * n]).reshape(n, n).T
     q = vals[n * n:]
     comment = "\n".join(l.strip() for l in lines[k:] if l.strip()) or None
     return LCP(M, q, name=path.stem, comment=comment)
+
+
+def _all_numbers(line):
+    """True if every token of ``line`` is a number."""
+    try:
+        [float(t) for t in line.split()]
+    except ValueError:
+        return False
+    return True
 
 
 def read_problem(path):

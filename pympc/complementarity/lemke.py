@@ -7,10 +7,11 @@ from functools import lru_cache
 import numpy as np
 from scipy.linalg.lapack import dgesv as _dgesv
 
-from ..errors import OptionError
+from ..errors import OptionError, ProblemError
 from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
-                      solve_diagonal_hlcp_kernel, solve_hlcp_kernel, solve_lcp_kernel)
-from .problems import HLCP, LCP, Residual, as_vector, within
+                      equilibrate_hlcp, lcp_relative_residual, relative_residual, solve_lcp_equilibrated,
+                      solve_diagonal_hlcp_kernel, solve_hlcp_kernel)
+from .problems import HLCP, LCP, Residual, as_vector
 from .results import HLCPResult, LCPResult, Status
 
 __all__ = ["lemke", "LEMKE_OPTIONS"]
@@ -19,8 +20,8 @@ __all__ = ["lemke", "LEMKE_OPTIONS"]
 LEMKE_OPTIONS = {
     "covering_vector": "positive vector d of the artificial column (default: all ones)",
     "max_pivots": "pivot limit (default 1000 + 100 n)",
-    "piv_tol": "smallest pivot accepted, relative to the largest entry of the data (default 1e-10)",
-    "tol": "verification tolerance, scaled by the data (default 1e-9)",
+    "piv_tol": "smallest pivot accepted, relative to the largest entry of the equilibrated data (default 1e-10)",
+    "tol": "verification tolerance on the componentwise relative residual (default 1e-9)",
     "certify": "on a ray, decide exactly by enumeration whether a solution exists (default: n <= 8)",
     "verbose": "print the pivot log (default False)",
 }
@@ -34,6 +35,10 @@ def _variable_name(k, n):
     return "z0"
 
 
+#: Sweeps of Ruiz's equilibration (it stops earlier once the powers of two settle).
+_SWEEPS = 20
+
+
 @lru_cache(maxsize=128)
 def _ones(n):
     """The default covering vector e (read-only, shared)."""
@@ -42,32 +47,51 @@ def _ones(n):
     return d
 
 
-def _settings(n, covering_vector=None, max_pivots=None, piv_tol=1e-10, tol=1e-9, verbose=False):
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _settings(n, covering_vector=None, max_pivots=None, piv_tol=1e-10, tol=1e-9, verbose=False, certify=None):
+    """Validate the options of :func:`lemke`; every bad value is an :class:`OptionError` naming it."""
     if covering_vector is None:
-        d = _ones(n)
+        d = None
     else:
-        d = as_vector("covering_vector", covering_vector, n)
+        try:
+            d = as_vector("covering_vector", covering_vector, n)
+        except ProblemError as exc:
+            raise OptionError(f"option {exc}") from None
         if not (d > 0).all():
             raise OptionError("covering_vector must be strictly positive (every entry > 0).")
     if max_pivots is None:
         max_pivots = 1000 + 100 * n
-    elif int(max_pivots) < 1:
-        raise OptionError("max_pivots must be a positive integer.")
-    return d, int(max_pivots), float(piv_tol), float(tol), bool(verbose)
+    elif not _is_int(max_pivots) or max_pivots < 1:
+        raise OptionError(f"max_pivots must be a positive integer, got {max_pivots!r} ({type(max_pivots).__name__}).")
+    for name, value, low in (("piv_tol", piv_tol, 0.0), ("tol", tol, 0.0)):
+        if not _is_real(value) or not np.isfinite(value) or value < 0 or (name == "tol" and value == 0):
+            need = "a finite number >= 0" if name == "piv_tol" else "a finite number > 0"
+            raise OptionError(f"{name} must be {need}, got {value!r}.")
+    if not isinstance(verbose, (bool, np.bool_)):
+        raise OptionError(f"verbose must be True or False, got {verbose!r}.")
+    if certify is not None and not isinstance(certify, (bool, np.bool_)):
+        raise OptionError(f"certify must be True, False or None, got {certify!r}.")
+    return d, int(max_pivots), float(piv_tol), float(tol), bool(verbose), (n <= 8 if certify is None else bool(certify))
 
 
 def _interpret(code, pivots, res, tol, max_pivots, log, verbose, n):
-    """Status and message from a kernel's code and the residual of its point."""
+    """Status and message from a kernel's code and the relative residual of its point (on the original data)."""
     if verbose:
         print(f"Lemke on an LCP of size {n}: {pivots} pivot(s)")
         for k, (e, l) in enumerate(zip(*log)):
             print(f"  pivot {k + 1:4d}: {_variable_name(e, n):>5s} enters, {_variable_name(l, n):>5s} leaves")
     if code == KERNEL_SOLVED:
-        eq, neg, comp, umax, dmax = res
-        if within(eq, neg, comp, tol, max(umax, dmax)):
+        if max(res) <= tol:
             return Status.SOLVED, "solution found and verified"
         return Status.NUMERICAL_FAILURE, (f"Lemke ended on a complementary basis but its point fails verification "
-                                          f"({Residual(eq, neg, comp)}); rescale the data")
+                                          f"(relative {Residual(*res)}, tol {tol:g})")
     if code == KERNEL_RAY:
         return Status.RAY_TERMINATION, f"secondary ray after {pivots} pivot(s): no solution found"
     if code == KERNEL_PIVOT_LIMIT:
@@ -76,31 +100,97 @@ def _interpret(code, pivots, res, tol, max_pivots, log, verbose, n):
     return Status.NUMERICAL_FAILURE, "the tableau became non-finite"
 
 
-def _solve_hlcp(problem, d, max_pivots, piv_tol):
-    """Lemke on the LCP form of an HLCP; None if it has no nonsingular complementary basis.
+def _solve_hlcp(A, B, c, a_diagonal, d, max_pivots, piv_tol):
+    """Lemke on the LCP form of an (equilibrated) HLCP; None if it has no nonsingular complementary basis.
 
     Fast paths: a diagonal ``A`` (the LCP form ``HLCP(I, −M, q)``) is divided
     out row by row in O(n²); otherwise ``A`` is factorized once by LAPACK
     ``dgesv`` (``M = -A⁻¹B``, ``q = A⁻¹c``, O(n³)).  If ``A`` is singular, the
-    pivoted search of :meth:`HLCP.find_basis` chooses the basis.
+    pivoted search of :meth:`HLCP.find_basis` chooses the basis.  ``d`` is the
+    covering vector (None: all ones).
     """
-    n = problem.n
-    if problem._a_diagonal:  # A diagonal (the LCP form HLCP(I, -M, q)): M = -B/a, q = c/a, no factorization
-        out = solve_diagonal_hlcp_kernel(problem.A, problem.B, problem.c, d, max_pivots, piv_tol, 1e-12)
+    n = c.size
+    dd = _ones(n) if d is None else d
+    if a_diagonal:  # A diagonal (the LCP form HLCP(I, -M, q), or a scaling of it): M = -B/a, q = c/a
+        out = solve_diagonal_hlcp_kernel(A, B, c, dd, max_pivots, piv_tol, 1e-12)
         if out[0] != KERNEL_SINGULAR:
             return np.ones(n, bool), out
-    lu, _piv, sol, info = _dgesv(problem.A, problem._rhs_for_a)
+    lu, _piv, sol, info = _dgesv(A, np.asfortranarray(np.column_stack([-B, c])))
     if info == 0:
-        out = solve_hlcp_kernel(problem.A, problem.B, problem.c, np.ones(n, np.bool_), sol, lu, d,
-                                max_pivots, piv_tol, 1e-12)
+        out = solve_hlcp_kernel(A, B, c, np.ones(n, np.bool_), sol, lu, dd, max_pivots, piv_tol, 1e-12)
         if out[0] != KERNEL_SINGULAR:
             return np.ones(n, bool), out
-    basis = problem.find_basis()
+    h = HLCP(A, B, c)
+    basis = h.find_basis()
     if basis is None:
         return None
-    red = problem.to_lcp(basis)
+    red = h.to_lcp(basis)
     S = np.column_stack([red.lcp.M, red.lcp.q])
-    return basis, solve_hlcp_kernel(problem.A, problem.B, problem.c, basis, S, np.eye(n), d, max_pivots, piv_tol, 1e-12)
+    return basis, solve_hlcp_kernel(A, B, c, basis, S, np.eye(n), dd, max_pivots, piv_tol, 1e-12)
+
+
+def _lemke_lcp(M, q, d, max_pivots, piv_tol, tol):
+    """Lemke on the equilibrated LCP(M, q), the point mapped back and verified (see :func:`_verify`).
+
+    Returns ``(code, pivots, z, w, log, relative residual, (r, s))``; ``d`` is
+    the covering vector of the rows of ``M`` (None: all ones after equilibration).
+    """
+    n = q.size
+    # equilibrate [M | q] (powers of two: exact): w' = g R w = (R M S) z' + g R q with z = S z' / g
+    code, pivots, z, w, el, ll, res, r, s = solve_lcp_equilibrated(
+        M, q, _ones(n) if d is None else d, d is None, max_pivots, piv_tol, 1e-12, _SWEEPS)
+    if max(res) > tol and code == KERNEL_SOLVED:
+        (w, z), res = _verify(lambda a, b: lcp_relative_residual(M, q, b * s, a / r),
+                              lambda: (np.eye(n), -(M * r[:, None] * s), q * r), w * r, z / s, tol, True)
+        z, w = z * s, w / r
+    return code, pivots, z, w, (el, ll), res, (r, s)
+
+
+def _verify(residual, system, u, v, tol, solved):
+    """The point ``(u, v)`` of the equilibrated problem ``system() = (A', B', c')`` and its
+    relative residual in the original problem (``residual(u, v)``).
+
+    Pivoting is accurate relative to the largest entries, not to each row: a
+    basic variable of a degenerate vertex holds rounding noise instead of 0, and a
+    row whose terms are all small carries the noise of the large ones.  If the
+    point fails the componentwise test: (1) entries below ``1e-11 (1 + max|c'|)``
+    are zeroed; (2) the nonzero entries are re-solved from their equations with
+    every row divided by the size of its terms (least squares and one step of
+    refinement), which makes the residual small relative to each row.  A
+    changed point is used only if it passes, and only if Lemke ended on a
+    complementary basis (``solved``).
+    """
+    res = residual(u, v)
+    if max(res) <= tol or not solved:
+        return (u, v), res
+    A, B, c = system()
+    thr = 1e-11 * (1.0 + float(np.abs(c).max()))
+    uc = np.where(np.abs(u) <= thr, 0.0, u)
+    vc = np.where(np.abs(v) <= thr, 0.0, v)
+    for cand in ((uc, vc), _polish(A, B, c, uc, vc), _polish(A, B, c, u, v)):
+        if cand is not None:
+            res_c = residual(*cand)
+            if max(res_c) <= tol:
+                return cand, res_c
+    return (u, v), res
+
+
+def _polish(A, B, c, u, v):
+    """Re-solve the nonzero entries of ``(u, v)`` from ``A u + B v = c`` with rows scaled by their terms."""
+    n = c.size
+    C = np.hstack([A, B])
+    p = np.concatenate([u, v])
+    S = np.flatnonzero(p)
+    if S.size == 0:
+        return None
+    t = np.abs(C[:, S]) @ np.abs(p[S]) + np.abs(c)
+    t[t == 0.0] = 1.0
+    Cs, b = C[:, S] / t[:, None], c / t
+    sol = np.linalg.lstsq(Cs, b, rcond=None)[0]
+    sol += np.linalg.lstsq(Cs, b - Cs @ sol, rcond=None)[0]
+    out = np.zeros(2 * n)
+    out[S] = np.maximum(sol, 0.0)
+    return out[:n], out[n:]
 
 
 def _certify(problem, status, message, info):
@@ -130,9 +220,14 @@ def lemke(problem, **options):
 
     Notes
     -----
-    An HLCP is reduced to an LCP through a nonsingular complementary basis
-    found by a pivoted factorization (:meth:`HLCP.find_basis`); the point is
-    mapped back and verified against the original ``A x + B y = c``.
+    The problem is first equilibrated (rows and columns, and the right-hand
+    side, scaled by powers of two; Ruiz's method), so that the pivot and tie
+    tolerances follow the scales of the rows and columns.  An HLCP is reduced
+    to an LCP through a nonsingular complementary basis found by a pivoted
+    factorization (:meth:`HLCP.find_basis`).  The point is mapped back and
+    verified in the original problem by its componentwise relative residual
+    (:meth:`LCP.relative_residual`): each row against the size of its own
+    terms, so an answer that breaks a small row is never ``SOLVED``.
 
     Examples
     --------
@@ -141,39 +236,50 @@ def lemke(problem, **options):
     >>> r.success, float(r.z.sum())
     (True, 1.0)
     """
+    if not isinstance(problem, (LCP, HLCP)):
+        raise ProblemError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}; "
+                           "wrap the data first: pympc.LCP(M, q) or pympc.HLCP(A, B, c).")
     n = problem.n
     if options:
         unknown = options.keys() - LEMKE_OPTIONS.keys()
         if unknown:
             raise OptionError(f"unknown option(s) {sorted(unknown)} for method 'lemke'; valid: {sorted(LEMKE_OPTIONS)}")
-        certify = options.pop("certify", None)
-        d, max_pivots, piv_tol, tol, verbose = _settings(n, **options)
+        d, max_pivots, piv_tol, tol, verbose, certify = _settings(n, **options)
     else:  # the defaults, without the keyword machinery (this call is often in a loop)
-        certify = None
-        d, max_pivots, piv_tol, tol, verbose = _settings(n)
-    if certify is None:
-        certify = n <= 8
+        d, max_pivots, piv_tol, tol, verbose, certify = None, 1000 + 100 * n, 1e-10, 1e-9, False, n <= 8
     if isinstance(problem, LCP):
-        code, pivots, z, w, el, ll, res = solve_lcp_kernel(problem.M, problem.q, d, max_pivots, piv_tol, 1e-12)
-        status, message = _interpret(code, pivots, res, tol, max_pivots, (el, ll), verbose, n)
-        info = {"log": (el, ll)}
+        code, pivots, z, w, log, res, scaling = _lemke_lcp(problem.M, problem.q, d, max_pivots, piv_tol, tol)
+        status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
+        info = {"log": log, "scaling": scaling}
         if status == Status.RAY_TERMINATION and certify:
             status, message = _certify(problem, status, message, info)
         return LCPResult(problem, status, message, z, w, pivots, "lemke", info)
-    if not isinstance(problem, HLCP):
-        raise OptionError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}.")
-    form = _solve_hlcp(problem, d, max_pivots, piv_tol)
+    a = np.diagonal(problem.A)
+    if problem._a_diagonal and a.all():
+        # the LCP form, row by row: x = w, y = z of LCP(-B/a, c/a) (relative residuals are the same)
+        code, pivots, y, x, log, _, scaling = _lemke_lcp(-problem.B / a[:, None], problem.c / a, d, max_pivots,
+                                                         piv_tol, tol)
+        res = relative_residual(problem.A, problem.B, problem.c, x, y)
+        status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
+        info = {"log": log, "basis": np.ones(n, bool), "scaling": scaling}
+        if status == Status.RAY_TERMINATION and certify:
+            status, message = _certify(problem, status, message, info)
+        return HLCPResult(problem, status, message, x, y, pivots, "lemke", info)
+    # equilibrate [A | B | c]: (R A Dx) x' + (R B Dy) y' = g R c with x = Dx x' / g, y = Dy y' / g
+    As, Bs, cs, dx, dy = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
+    form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
     if form is None:
         info = {}
         status, message = Status.NO_BASIS, "no nonsingular complementary basis: Lemke's method cannot start"
         if certify:
             status, message = _certify(problem, status, message, info)
-        x = info.get("x", np.zeros(n))
-        y = info.get("y", np.zeros(n))
-        return HLCPResult(problem, status, message, x, y, 0, "lemke", info)
-    basis, (code, pivots, x, y, el, ll, res) = form
+        return HLCPResult(problem, status, message, np.zeros(n), np.zeros(n), 0, "lemke", info)
+    basis, (code, pivots, xs, ys, el, ll) = form
+    (x, y), res = _verify(lambda a, b: relative_residual(problem.A, problem.B, problem.c, a * dx, b * dy),
+                          lambda: (As, Bs, cs), xs, ys, tol, code == KERNEL_SOLVED)
+    x, y = x * dx, y * dy
     status, message = _interpret(code, pivots, res, tol, max_pivots, (el, ll), verbose, n)
-    info = {"log": (el, ll), "basis": basis}
+    info = {"log": (el, ll), "basis": basis, "scaling": (dx, dy)}
     if status == Status.RAY_TERMINATION and certify:
         status, message = _certify(problem, status, message, info)
     return HLCPResult(problem, status, message, x, y, pivots, "lemke", info)

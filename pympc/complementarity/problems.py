@@ -17,6 +17,7 @@ import numpy as np
 from scipy.linalg import lapack as _lapack
 
 from ..errors import ProblemError
+from ._kernel import equilibrate_hlcp, lcp_relative_residual, relative_residual
 
 __all__ = ["LCP", "HLCP", "Residual", "Reduction", "as_matrix", "as_vector", "load_problem", "lu_rcond"]
 
@@ -69,6 +70,22 @@ def as_vector(name, value, size=None):
     return arr
 
 
+#: Relative size, in the units of the equilibrated problem, below which an entry of a point
+#: counts as rounding noise of a zero (see :meth:`HLCP.is_solution`).
+NOISE = 1e-12
+
+
+def _point(name, value, n):
+    """A point's part as a contiguous float vector of length ``n`` (non-finite entries are kept: they fail)."""
+    try:
+        arr = np.ascontiguousarray(value, dtype=float).ravel()
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(f"{name} must be a numeric vector ({exc}).") from None
+    if arr.size != n:
+        raise ProblemError(f"{name} must have length {n} to match the problem, got {arr.size}.")
+    return arr
+
+
 def lu_rcond(C):
     """LU factors of ``C`` and LAPACK's estimate of its reciprocal 1-norm condition number.
 
@@ -85,6 +102,11 @@ def lu_rcond(C):
 
 class Residual(NamedTuple):
     """How far a point is from solving a complementarity problem.
+
+    ``residual()`` gives the absolute measures below; ``relative_residual()``
+    the componentwise relative ones that decide acceptance (each row against the
+    size of its own terms, each variable by the share of a row it carries; see
+    :meth:`HLCP.relative_residual`).
 
     Attributes
     ----------
@@ -202,10 +224,53 @@ class HLCP(_Problem):
         comp = float(np.abs(x * y).max())
         return Residual(eq, neg, comp)
 
+    def relative_residual(self, x, y):
+        """The componentwise relative :class:`Residual` of ``(x, y)``, unchanged by scaling rows or columns.
+
+        With ``t_i = sum_j (|A_ij x_j| + |B_ij y_j|) + |c_i|`` the size of the terms
+        of row ``i`` and the *weight* of a variable the largest share
+        ``|A_ij x_j| / t_i`` of a row it carries: ``equation`` is
+        ``max_i |A x + B y - c|_i / t_i``, ``negativity`` the largest weight of
+        a negative variable and ``complementarity`` the largest weight of the
+        lighter member of a pair with both members nonzero.  When all three are
+        at most ``tol``, zeroing the negative and the lighter members gives an
+        exact solution of a problem whose data differ by at most ``(n + 1) tol``
+        relative to each entry: a verified answer never breaks a row of its own
+        problem, however the rows and columns are scaled.
+        """
+        x = _point("x", x, self.n)
+        y = _point("y", y, self.n)
+        return Residual(*relative_residual(self.A, self.B, self.c, x, y))
+
     def is_solution(self, x, y, tol=1e-9):
-        """True if ``(x, y)`` solves the problem within ``tol`` (scaled by the data)."""
-        scale = max(self.scale(), float(np.abs(x).max()), float(np.abs(y).max()))
-        return self.residual(x, y).ok(tol, scale)
+        """True if ``(x, y)`` solves the problem within ``tol`` (see :meth:`relative_residual`).
+
+        Rounding noise is forgiven: if the point fails, its entries below
+        ``NOISE (1 + max|x', y', c'|)`` in the units of the equilibrated problem
+        (:meth:`equilibrated`) are zeroed, and the point passes if that cleaned
+        point does (a row whose terms are all zero can hold 1e-17 of noise).
+        """
+        x = _point("x", x, self.n)
+        y = _point("y", y, self.n)
+        if max(relative_residual(self.A, self.B, self.c, x, y)) <= tol:
+            return True
+        h, dx, dy = self.equilibrated()
+        xs, ys = x / dx, y / dy
+        floor = NOISE * (1.0 + max(float(np.abs(xs).max()), float(np.abs(ys).max()), float(np.abs(h.c).max())))
+        xc, yc = np.where(np.abs(xs) <= floor, 0.0, x), np.where(np.abs(ys) <= floor, 0.0, y)
+        return max(relative_residual(self.A, self.B, self.c, xc, yc)) <= tol
+
+    def equilibrated(self):
+        """The same problem with rows and columns scaled by powers of two (Ruiz), and the column scales.
+
+        ``[A | B | c]`` is equilibrated as one matrix, so the right-hand side is
+        balanced against the columns too; for a diagonal ``A`` (the LCP form)
+        ``[A⁻¹B | A⁻¹c]`` is, and ``A`` becomes the identity.  Returns ``(hlcp, dx, dy)``:
+        ``x = dx * x'`` and ``y = dy * y'`` map a point of the equilibrated
+        problem back to this one (the scales are exact powers of two).
+        """
+        As, Bs, cs, dx, dy = equilibrate_hlcp(self.A, self.B, self.c, self._a_diagonal, 20)
+        return HLCP(As, Bs, cs, name=self.name), dx, dy
 
     def column_matrix(self, basis):
         """The column-representative matrix ``C_α`` (column ``i`` from A where ``basis[i]``)."""
@@ -352,11 +417,21 @@ class LCP(_Problem):
         comp = float(np.abs(z * w).max())
         return Residual(eq, neg, comp)
 
+    def relative_residual(self, z, w=None):
+        """The componentwise relative :class:`Residual` of ``z`` (``w`` defaults to ``M z + q``);
+        see :meth:`HLCP.relative_residual` (the LCP is ``HLCP(I, -M, q)``)."""
+        z = _point("z", z, self.n)
+        w = self.M @ z + self.q if w is None else _point("w", w, self.n)
+        return Residual(*lcp_relative_residual(self.M, self.q, z, w))
+
     def is_solution(self, z, w=None, tol=1e-9):
-        """True if ``z`` (and ``w``) solve the problem within ``tol`` (scaled by the data)."""
-        z = np.asarray(z, float)
-        scale = max(self.scale(), float(np.abs(z).max()))
-        return self.residual(z, w).ok(tol, scale)
+        """True if ``z`` (and ``w``) solve the problem within ``tol`` (see :meth:`relative_residual`;
+        rounding noise is forgiven as in :meth:`HLCP.is_solution`)."""
+        z = _point("z", z, self.n)
+        w = self.M @ z + self.q if w is None else _point("w", w, self.n)
+        if max(lcp_relative_residual(self.M, self.q, z, w)) <= tol:
+            return True
+        return self.to_hlcp().is_solution(w, z, tol)
 
     def to_hlcp(self):
         """The same problem as ``HLCP(I, -M, q)`` with ``x = w`` and ``y = z``."""

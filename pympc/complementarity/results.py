@@ -8,13 +8,33 @@ __all__ = ["Status", "LCPResult", "HLCPResult"]
 
 
 class _DocIntEnum(IntEnum):
-    """IntEnum whose members carry their own docstring: ``NAME = value, "doc"``."""
+    """IntEnum whose members carry their own docstring: ``NAME = value, "doc"``.
+
+    A member prints as its name (``str``, ``print``, f-strings); a numeric
+    format spec (``f"{s:d}"``) still gives the number.
+
+    Examples
+    --------
+    >>> from pympc import Status
+    >>> print(Status.SOLVED)
+    SOLVED
+    >>> f"[{Status.SOLVED:>8}] {Status.SOLVED:d}"
+    '[  SOLVED] 0'
+    """
 
     def __new__(cls, value, doc=""):
         obj = int.__new__(cls, value)
         obj._value_ = value
         obj.__doc__ = doc
         return obj
+
+    def __str__(self):
+        return self.name
+
+    def __format__(self, spec):
+        if spec and spec[-1] in "bcdoxXneEfFgG%":
+            return int.__format__(int(self), spec)
+        return format(self.name, spec)
 
 
 class Status(_DocIntEnum):
@@ -28,7 +48,7 @@ class Status(_DocIntEnum):
     PIVOT_LIMIT = 2, "The pivot limit was reached before a solution or a ray; raise max_pivots or rescale the data."
     NUMERICAL_FAILURE = 3, (
         "The solver finished but its point failed verification (or became non-finite): rounding has "
-        "spoiled the tableau.  Rescale the data or cross-check with another solver."
+        "spoiled the tableau (even after equilibration).  Cross-check with another solver."
     )
     INFEASIBLE = 4, "The problem was proved to have no solution (by exact enumeration of the complementary supports)."
     NO_BASIS = 5, "The HLCP has no nonsingular complementary basis, so it has no LCP form for Lemke's method."
@@ -44,7 +64,17 @@ class _Result:
         return self.status == Status.SOLVED
 
     def __repr__(self):
-        return f"{type(self).__name__}(status={self.status.name}, pivots={self.pivots}, message={self.message!r})"
+        """A one-line summary (status, size, pivots, residual, method), never the arrays."""
+        try:
+            res = f"{max(self.relative_residual()):.1e}"
+        except Exception:  # a user-spoiled point (wrong length, not numeric) must not break the repr
+            res = "n/a"
+        return (f"<{type(self).__name__} {self.status.name}: n={self.problem.n}, pivots={self.pivots}, "
+                f"relative residual {res}, method={self.method!r}>")
+
+    def __str__(self):
+        """The summary and the message."""
+        return f"{self!r}\n{self.message}"
 
 
 class LCPResult(_Result):
@@ -77,8 +107,12 @@ class LCPResult(_Result):
         """:class:`~pympc.complementarity.problems.Residual` of ``(z, w)``."""
         return self.problem.residual(self.z, self.w)
 
+    def relative_residual(self):
+        """Componentwise relative residual of ``(z, w)`` (the acceptance measure; see ``LCP.relative_residual``)."""
+        return self.problem.relative_residual(self.z, self.w)
+
     def is_solution(self, tol=1e-9):
-        """True if ``(z, w)`` solves the problem within ``tol`` (scaled by the data)."""
+        """True if ``(z, w)`` solves the problem within ``tol`` (componentwise relative residual)."""
         return self.problem.is_solution(self.z, self.w, tol)
 
 
@@ -99,6 +133,10 @@ class HLCPResult(_Result):
         """:class:`~pympc.complementarity.problems.Residual` of ``(x, y)``."""
         return self.problem.residual(self.x, self.y)
 
+    def relative_residual(self):
+        """Componentwise relative residual of ``(x, y)`` (the acceptance measure; see ``HLCP.relative_residual``)."""
+        return self.problem.relative_residual(self.x, self.y)
+
     def is_solution(self, tol=1e-9):
-        """True if ``(x, y)`` solves the problem within ``tol`` (scaled by the data)."""
+        """True if ``(x, y)`` solves the problem within ``tol`` (componentwise relative residual)."""
         return self.problem.is_solution(self.x, self.y, tol)
