@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OptionError, SolverNotFound
+from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
 from .lemke import lemke
 from .milp import milp
@@ -135,7 +135,8 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     except (KeyError, TypeError):
         raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)}") from None
     if not isinstance(problem, (LCP, HLCP)):
-        raise OptionError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}.")
+        raise ProblemError(f"solve: expected a complementarity problem, got {type(problem).__name__}; wrap the data "
+                           "in pympc.LCP(M, q) or pympc.HLCP(A, B, c)")
     r = fn(problem, **options)
     if (method == "lemke" and fallback and options.get("certify") is not False and not r.success
             and r.status in (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)):
