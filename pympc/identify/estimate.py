@@ -166,7 +166,9 @@ def estimate(experiments, parameters, method="shooting", *, jac="fd", starts=1, 
     g = J.T @ r
     colmax = float(np.linalg.norm(J, axis=0).max(initial=0.0)) if np.all(np.isfinite(J)) else np.nan
     free = np.array([not a for a in active])
-    gradient = float(np.abs(g[free]).max(initial=0.0) / max(colmax * np.sqrt(sse), 1e-300)) if colmax == colmax else np.nan
+    # |Jᵀr| relative to |J||r| (the cosine between r and the columns); |r| floored at 1e-8 per √n, for exact data
+    rnorm = max(np.sqrt(sse), 1e-8 * np.sqrt(r.size))
+    gradient = float(np.abs(g[free]).max(initial=0.0) / max(colmax * rnorm, 1e-300)) if colmax == colmax else np.nan
 
     profiles = {}
     for name in profile:

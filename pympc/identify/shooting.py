@@ -150,7 +150,7 @@ def fit_starts(problem, starts, ls_options):
     names = problem.par.names
     for k, z0 in enumerate(starts):
         t0 = time.perf_counter()
-        sims = problem.simulations
+        sims, nfail = problem.simulations, len(problem.failures)
         row = {"start": k, **{f"{n}_start": v for n, v in zip(names, problem.par.theta(z0))}}
         try:
             res = least_squares(problem.residual, z0, jac=problem.jacobian, bounds=(problem.par.lo, problem.par.hi),
@@ -158,8 +158,10 @@ def fit_starts(problem, starts, ls_options):
         except (PympcError, ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
             res = None
             row.update({f"{n}_end": np.nan for n in names})
-            row.update(cost=np.inf, status="failed", message=f"{type(exc).__name__}: {exc}", nfev=np.nan,
-                       optimality=np.nan)
+            why = f"{type(exc).__name__}: {exc}"
+            if len(problem.failures) > nfail:
+                why += f" (simulation: {problem.failures[-1][1]})"
+            row.update(cost=np.inf, status="failed", message=why, nfev=np.nan, optimality=np.nan)
         else:
             ok = res.status > 0 and np.isfinite(res.cost)
             row.update({f"{n}_end": v for n, v in zip(names, problem.par.theta(res.x))})

@@ -109,7 +109,8 @@ def stick_information(problem, trajectories, names):
     dict
         name → {"kind": "lower bound" | "none", "bound": float, "reason": str}: a
         static coefficient of a slot that sticks but never breaks away in any
-        experiment is bounded below by max|F|/|λ| over its stick samples; a
+        experiment is bounded below by max|F|/|λ| over its stick samples (the
+        simulated states at the data times); a
         kinetic coefficient of a slot that never slips is not informed at all.
     """
     out = {}
@@ -146,7 +147,8 @@ def stick_information(problem, trajectories, names):
     return out
 
 
-def profile_parameter(make_problem, par, theta_hat, sse_hat, s2, k, se, ls_options, confidence=0.95, max_steps=6):
+def profile_parameter(make_problem, par, theta_hat, sse_hat, s2, k, se, ls_options, confidence=0.95, max_steps=6,
+                      refine=5):
     """Profile likelihood of parameter ``k`` (index in ``par.names``).
 
     ``make_problem(specs, fixed)`` builds a ShootingProblem for the other
@@ -177,8 +179,17 @@ def profile_parameter(make_problem, par, theta_hat, sse_hat, s2, k, se, ls_optio
             d, start = _profile_point(make_problem, par, name, c, start, sse_hat, s2, ls_options)
             points.append((c, d))
             if np.isfinite(d) and d >= thr:
-                frac = (thr - prev_d) / (d - prev_d) if d > prev_d else 1.0
-                ends[sign] = prev_c + frac * (c - prev_c)
+                a, da, b, db = prev_c, prev_d, c, d
+                for _ in range(refine):           # bisection: the profile may jump (an event appears)
+                    mid = 0.5 * (a + b)
+                    dm, start = _profile_point(make_problem, par, name, mid, start, sse_hat, s2, ls_options)
+                    points.append((mid, dm))
+                    if np.isfinite(dm) and dm >= thr:
+                        b, db = mid, dm
+                    else:
+                        a, da = mid, dm
+                frac = (thr - da) / (db - da) if np.isfinite(da) and db > da else 1.0
+                ends[sign] = a + frac * (b - a)
                 sides[sign] = "crossed"
                 break
             if not np.isfinite(d):
