@@ -346,3 +346,16 @@ def test_cli_identify_bad_input_is_a_clear_error(tmp_path, capsys):
     assert main(["identify", str(OSC), str(ROOT / "examples" / "data" / "friction_oscillator.csv"), "--fit", "mu",
                  "--method", "mpec"]) == 2
     assert "not available yet" in capsys.readouterr().err
+
+
+def test_identification_notebook_executes():
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    path = ROOT / "notebooks" / "identification.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+                   for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "check converged    ok" in text and "one-sided" in text and "not sorted" in text
+    assert sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs) >= 3

@@ -24,8 +24,8 @@ METHODS = {
 
 
 def estimate(experiments, parameters, method="shooting", *, jac="fd", starts=1, include_initial=True, seed=0,
-             profile=(), confidence=0.95, fd_step=None, fd_scheme="forward", max_nfev=60, ftol=1e-10, xtol=1e-10,
-             gtol=1e-10, profile_steps=6):
+             profile=(), confidence=0.95, fd_step=None, fd_scheme="forward", max_nfev=60, ftol=1e-8, xtol=1e-8,
+             gtol=1e-8, profile_steps=6):
     """Estimate model parameters from measured experiments.
 
     Parameters

@@ -8,7 +8,8 @@
   degrees of freedom otherwise).
 * Profile likelihood: the parameter is held at values stepping out from θ̂, the
   others refitted; the interval is where (SSE(c) − SSE*)/σ² stays below the χ²₁
-  quantile; classified ``bounded`` (crossed on both sides), ``one-sided`` (on one)
+  quantile (a crossing is bisected while the deviance jumps past twice the
+  threshold — an event appearing — then interpolated linearly); classified ``bounded`` (crossed on both sides), ``one-sided`` (on one)
   or ``flat`` (on neither).
 * Identifiability: small singular values (flat directions and the parameters in
   them), strongly correlated pairs, parameters at a bound, and the friction
@@ -180,7 +181,9 @@ def profile_parameter(make_problem, par, theta_hat, sse_hat, s2, k, se, ls_optio
             points.append((c, d))
             if np.isfinite(d) and d >= thr:
                 a, da, b, db = prev_c, prev_d, c, d
-                for _ in range(refine):           # bisection: the profile may jump (an event appears)
+                for _ in range(refine):           # bisection while the profile jumps (an event appears or goes)
+                    if db <= 2 * thr:
+                        break
                     mid = 0.5 * (a + b)
                     dm, start = _profile_point(make_problem, par, name, mid, start, sse_hat, s2, ls_options)
                     points.append((mid, dm))
