@@ -144,31 +144,57 @@ class ShootingProblem:
         return np.vstack(blocks) @ self.par.T
 
 
-def fit_starts(problem, starts, ls_options):
-    """``least_squares`` from every start; returns (rows, results) with one row per start, failed ones included."""
+def _verdict(res, problem):
+    """'converged' (a stationary point), 'flat' (zero Jacobian: a plateau) or 'stalled' (stopped elsewhere)."""
+    if res.status <= 0 or not np.isfinite(res.cost):
+        return "not converged"
+    J = np.asarray(res.jac)
+    if not np.any(J):
+        return "flat"
+    free = res.active_mask == 0
+    g = np.abs(J.T @ res.fun)[free]
+    rnorm = max(float(np.linalg.norm(res.fun)), 1e-8 * np.sqrt(res.fun.size))
+    rel = g.max(initial=0.0) / max(float(np.linalg.norm(J, axis=0).max()) * rnorm, 1e-300)
+    return "converged" if rel <= 1e-4 else "stalled"
+
+
+def fit_starts(problem, starts, ls_options, plateau_moves=4):
+    """``least_squares`` from every start; returns (rows, results) with one row per start, failed ones included.
+
+    A start on a plateau (the simulated outputs do not change with the parameters
+    there, e.g. a static coefficient so high that nothing ever breaks away) is moved
+    half way to the centre of the box, at most ``plateau_moves`` times; the row
+    records the moves.
+    """
     rows, results = [], []
     names = problem.par.names
+    lo, hi = problem.par.lo, problem.par.hi
+    centre = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), problem.par.z0)
     for k, z0 in enumerate(starts):
         t0 = time.perf_counter()
         sims, nfail = problem.simulations, len(problem.failures)
         row = {"start": k, **{f"{n}_start": v for n, v in zip(names, problem.par.theta(z0))}}
+        moves = 0
         try:
-            res = least_squares(problem.residual, z0, jac=problem.jacobian, bounds=(problem.par.lo, problem.par.hi),
-                                method="trf", x_scale="jac", **ls_options)
+            z = np.asarray(z0, dtype=float)
+            while True:
+                res = least_squares(problem.residual, z, jac=problem.jacobian, bounds=(lo, hi),
+                                    method="trf", x_scale="jac", **ls_options)
+                if _verdict(res, problem) != "flat" or moves >= plateau_moves:
+                    break
+                z, moves = z + 0.5 * (centre - z), moves + 1
         except (PympcError, ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
             res = None
-            row.update({f"{n}_end": np.nan for n in names})
             why = f"{type(exc).__name__}: {exc}"
             if len(problem.failures) > nfail:
                 why += f" (simulation: {problem.failures[-1][1]})"
+            row.update({f"{n}_end": np.nan for n in names})
             row.update(cost=np.inf, status="failed", message=why, nfev=np.nan, optimality=np.nan)
         else:
-            ok = res.status > 0 and np.isfinite(res.cost)
             row.update({f"{n}_end": v for n, v in zip(names, problem.par.theta(res.x))})
-            row.update(cost=float(res.cost) if np.isfinite(res.cost) else np.inf,
-                       status="converged" if ok else "not converged", message=res.message, nfev=res.nfev,
-                       optimality=float(res.optimality))
-        row.update(simulations=problem.simulations - sims, seconds=time.perf_counter() - t0)
+            row.update(cost=float(res.cost) if np.isfinite(res.cost) else np.inf, status=_verdict(res, problem),
+                       message=res.message, nfev=res.nfev, optimality=float(res.optimality))
+        row.update(plateau_moves=moves, simulations=problem.simulations - sims, seconds=time.perf_counter() - t0)
         rows.append(row)
         results.append(res)
     return rows, results
