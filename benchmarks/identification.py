@@ -27,29 +27,17 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from scipy.integrate import solve_ivp
 from scipy.optimize import least_squares
 
 import pympc
 from pympc.identify import Experiment, Parameter, estimate
+from pympc.identify import synthetic_record as record
 
 MODELS = Path(__file__).parents[1] / "models"
 OSC = MODELS / "friction_oscillator.toml"
 TRUE = {"mu": 0.3, "mu_s": 0.4}
 HAS_SENS = "sensitivities" in inspect.signature(pympc.simulate).parameters
-
-
-def record(model, t, outputs, rel_noise, seed, **overrides):
-    tr = pympc.simulate(model, (t[0], t[-1]), t_eval=t, overrides=overrides)
-    df = tr.to_dataframe().iloc[np.searchsorted(tr.t, t, side="right") - 1]
-    rng = np.random.default_rng(seed)
-    data, sigma = {"t": t}, {}
-    for o in outputs:
-        clean = df[o].to_numpy()
-        sigma[o] = rel_noise * float(np.abs(clean).max())
-        data[o] = clean + sigma[o] * rng.standard_normal(t.size)
-    return pd.DataFrame(data), sigma
 
 
 def rel_err(est, true):

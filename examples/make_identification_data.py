@@ -16,9 +16,8 @@ are also written into ``examples/data/README.md``.
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-import pympc
+from pympc.identify import synthetic_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "examples" / "data"
@@ -26,29 +25,15 @@ SEED = 20261203
 NOISE = 0.01          # relative to the peak |value| of each output
 
 
-def measure(model, t, outputs, rng, **overrides):
-    """Simulate ``model`` at the times ``t`` and return the outputs with noise, and the noise levels."""
-    tr = pympc.simulate(model, (t[0], t[-1]), t_eval=t, overrides=overrides)
-    if not tr.success:
-        raise RuntimeError(tr.message)
-    rows = np.searchsorted(tr.t, t, side="right") - 1
-    df = tr.to_dataframe().iloc[rows]
-    data, sigma = {"t": t}, {}
-    for o in outputs:
-        clean = df[o].to_numpy()
-        sigma[o] = NOISE * float(np.abs(clean).max())
-        data[o] = clean + sigma[o] * rng.standard_normal(t.size)
-    return pd.DataFrame(data), sigma
-
-
 def main():
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(SEED)       # one stream for both records, in this order
     OUT.mkdir(parents=True, exist_ok=True)
     t = np.round(np.arange(0, 201) * 0.05, 10)
-    osc, s_osc = measure(ROOT / "models" / "friction_oscillator.toml", t, ["mass.x"], rng)
+    osc, s_osc = synthetic_record(ROOT / "models" / "friction_oscillator.toml", t, ["mass.x"], NOISE, rng)
     osc.to_csv(OUT / "friction_oscillator.csv", index=False, float_format="%.10g")
     t = np.round(np.arange(0, 61) * 0.025, 10)
-    cs, s_cs = measure(ROOT / "models" / "cross_slide.toml", t, ["crosshead.x", "particle.y"], rng, P=5.0)
+    cs, s_cs = synthetic_record(ROOT / "models" / "cross_slide.toml", t, ["crosshead.x", "particle.y"], NOISE, rng,
+                                P=5.0)
     cs.to_parquet(OUT / "cross_slide.parquet", index=False)
     lines = ["# Synthetic identification data",
              "", f"Written by `examples/make_identification_data.py` (seed {SEED}); Gaussian noise, σ = 1 % of "

@@ -11,7 +11,9 @@ from scipy.optimize._numdiff import approx_derivative
 
 import pympc
 from pympc.errors import ModelError, OptionError, SimulationError, SolverNotFound
-from pympc.identify import Experiment, IdentificationResult, Parameter, Parametrization, ShootingProblem, estimate
+from pympc.identify import (
+    Experiment, IdentificationResult, Parameter, Parametrization, ShootingProblem, estimate, synthetic_record,
+)
 
 OSC = MODELS / "friction_oscillator.toml"
 HAS_SENSITIVITIES = "sensitivities" in inspect.signature(pympc.simulate).parameters
@@ -77,10 +79,8 @@ def ramp_experiment(path, t, **kw):
 
 def oscillator_data(t, seed, rel_noise, **overrides):
     """Noisy positions of the friction oscillator (noise relative to the peak |x|)."""
-    tr = pympc.simulate(OSC, (t[0], t[-1]), t_eval=t, overrides=overrides)
-    x = tr.coordinate("mass.x")[np.searchsorted(tr.t, t, side="right") - 1]
-    sigma = rel_noise * np.abs(x).max()
-    return pd.DataFrame({"t": t, "mass.x": x + sigma * np.random.default_rng(seed).standard_normal(t.size)}), sigma
+    df, sigma = synthetic_record(OSC, t, ["mass.x"], rel_noise, seed, **overrides)
+    return df, sigma["mass.x"]
 
 
 # ----------------------------------------------------------------------------- derivatives

@@ -8,10 +8,10 @@ multistart from a Sobol sample) returning an :class:`IdentificationResult`
 """
 
 from .estimate import METHODS, estimate
-from .experiment import Experiment, friction_pairs, output_names, read_data
+from .experiment import Experiment, friction_pairs, output_names, read_data, synthetic_record
 from .parameters import FRICTION_BOUNDS, Parameter, Parametrization
 from .result import IdentificationResult
 from .shooting import JACOBIANS, ShootingProblem
 
 __all__ = ["Experiment", "Parameter", "estimate", "IdentificationResult", "ShootingProblem", "Parametrization",
-           "output_names", "friction_pairs", "read_data", "METHODS", "JACOBIANS", "FRICTION_BOUNDS"]
+           "output_names", "friction_pairs", "read_data", "synthetic_record", "METHODS", "JACOBIANS", "FRICTION_BOUNDS"]

@@ -161,7 +161,7 @@ def estimate(experiments, parameters, method="shooting", *, jac="fd", starts=1, 
         if side and k in [j for _, j in par.pairs]:
             side += " (μ_s − μ)" if side == "lower" else ""
         active.append(side)
-    report, corr = identifiability(par.names, theta, cov, flat, svals, par.theta_lo, par.theta_hi, active)
+    report, corr = identifiability(par.names, theta, cov, flat, svals, active)
     stick = stick_information(problem, trs, par.names) if sims_ok else {}
     g = J.T @ r
     colmax = float(np.linalg.norm(J, axis=0).max(initial=0.0)) if np.all(np.isfinite(J)) else np.nan

@@ -24,7 +24,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Experiment", "output_names", "friction_pairs", "simulate_experiment", "read_data"]
+__all__ = ["Experiment", "output_names", "friction_pairs", "simulate_experiment", "read_data", "synthetic_record",
+           "sample_rows", "trajectory_output"]
 
 _SLOT_OUTPUTS = ("normal_force", "friction_force", "slip_velocity")
 _ENERGIES = ("kinetic", "potential", "dissipated", "work")
@@ -278,3 +279,38 @@ def trajectory_output(tr, name):
     if name in tr.coordinate_names:
         return tr.q[:, tr.coordinate_names.index(name)]
     raise SimulationError(f"the trajectory has no output {name!r}")
+
+
+def synthetic_record(model, t, outputs, rel_noise, seed, **overrides):
+    """Simulated measurements for tests and examples: outputs at times ``t`` plus Gaussian noise.
+
+    Parameters
+    ----------
+    model : str or Path
+        A model file, simulated with ``overrides``.
+    t : array
+        Sample times (the span is ``t[0] .. t[-1]``).
+    outputs : list of str
+    rel_noise : float
+        Noise standard deviation of each output, relative to its peak |value|.
+    seed : int or numpy Generator
+
+    Returns
+    -------
+    (DataFrame, dict)
+        The record (column ``t`` and the outputs) and the noise level of each output.
+    """
+    import pandas as pd
+
+    t = np.asarray(t, dtype=float)
+    tr = simulate(model, (t[0], t[-1]), t_eval=t, overrides=overrides)
+    if not tr.success:
+        raise SimulationError(f"{model}: the simulation for the record did not succeed: {tr.message}")
+    rows = sample_rows(tr, t)
+    rng = np.random.default_rng(seed)
+    data, sigma = {"t": t}, {}
+    for o in outputs:
+        clean = trajectory_output(tr, o)[rows]
+        sigma[o] = rel_noise * float(np.abs(clean).max())
+        data[o] = clean + sigma[o] * rng.standard_normal(t.size)
+    return pd.DataFrame(data), sigma

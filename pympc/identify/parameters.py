@@ -200,16 +200,20 @@ class Parametrization:
 
         ``start`` maps the other names to their start values (clipped into their boxes here).
         """
-        start = dict(start)
-        for i, j in self.pairs:   # the partner keeps μ ≤ μ_s
+        start, fixed = dict(start), {**self.fixed, name: float(value)}
+        for i, j in self.pairs:   # the partner keeps μ ≤ μ_s; held too when that leaves it no room
             if self.names[j] == name:
                 start[self.names[i]] = min(start[self.names[i]], value)
+                if value <= self.theta_lo[i]:
+                    fixed[self.names[i]] = float(self.theta_lo[i])
             if self.names[i] == name:
                 start[self.names[j]] = max(start[self.names[j]], value)
+                if value >= self.theta_hi[j]:
+                    fixed[self.names[j]] = float(self.theta_hi[j])
         rest = []
         for k, p in enumerate(self.specs):
-            if p.name != name:
+            if p.name not in fixed:
                 lo, hi = self.theta_lo[k], self.theta_hi[k]
                 bounds = (None if np.isinf(lo) else lo, None if np.isinf(hi) else hi)
                 rest.append(Parameter(p.name, initial=float(start[p.name]), bounds=bounds))
-        return rest, {**self.fixed, name: float(value)}
+        return rest, fixed

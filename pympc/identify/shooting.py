@@ -144,7 +144,7 @@ class ShootingProblem:
         return np.vstack(blocks) @ self.par.T
 
 
-def _verdict(res, problem):
+def _verdict(res):
     """'converged' (a stationary point), 'flat' (zero Jacobian: a plateau) or 'stalled' (stopped elsewhere)."""
     if res.status <= 0 or not np.isfinite(res.cost):
         return "not converged"
@@ -180,7 +180,7 @@ def fit_starts(problem, starts, ls_options, plateau_moves=4):
             while True:
                 res = least_squares(problem.residual, z, jac=problem.jacobian, bounds=(lo, hi),
                                     method="trf", x_scale="jac", **ls_options)
-                if _verdict(res, problem) != "flat" or moves >= plateau_moves:
+                if _verdict(res) != "flat" or moves >= plateau_moves:
                     break
                 z, moves = z + 0.5 * (centre - z), moves + 1
         except (PympcError, ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
@@ -192,7 +192,7 @@ def fit_starts(problem, starts, ls_options, plateau_moves=4):
             row.update(cost=np.inf, status="failed", message=why, nfev=np.nan, optimality=np.nan)
         else:
             row.update({f"{n}_end": v for n, v in zip(names, problem.par.theta(res.x))})
-            row.update(cost=float(res.cost) if np.isfinite(res.cost) else np.inf, status=_verdict(res, problem),
+            row.update(cost=float(res.cost) if np.isfinite(res.cost) else np.inf, status=_verdict(res),
                        message=res.message, nfev=res.nfev, optimality=float(res.optimality))
         row.update(plateau_moves=moves, simulations=problem.simulations - sims, seconds=time.perf_counter() - t0)
         rows.append(row)

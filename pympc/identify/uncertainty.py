@@ -74,7 +74,7 @@ def wald(theta, cov, n, known_noise, confidence=0.95):
     return se, theta - q * se, theta + q * se
 
 
-def identifiability(names, theta, cov, flat, svals, lo, hi, active):
+def identifiability(names, theta, cov, flat, svals, active):
     """The identifiability report (a dict of plain lists, JSON-ready).
 
     ``active`` marks the parameters whose fit coordinate ended at a bound (for a
@@ -174,30 +174,31 @@ def profile_parameter(make_problem, par, theta_hat, sse_hat, s2, k, se, ls_optio
             c_new = c + sign * h
             at_edge = (c_new <= lo) if sign < 0 else (c_new >= hi)
             c_new = min(max(c_new, lo), hi)
-            if c_new == c:
+            if c_new == c:          # already at the box bound
+                sides[sign] = "bound"
                 break
             c = c_new
             d, start = _profile_point(make_problem, par, name, c, start, sse_hat, s2, ls_options)
             points.append((c, d))
-            if np.isfinite(d) and d >= thr:
+            if not np.isfinite(d) or d >= thr:
+                # bisect while the profile jumps (an event appears or goes) or the simulation fails
                 a, da, b, db = prev_c, prev_d, c, d
-                for _ in range(refine):           # bisection while the profile jumps (an event appears or goes)
-                    if db <= 2 * thr:
+                for _ in range(refine):
+                    if np.isfinite(db) and db <= 2 * thr:
                         break
                     mid = 0.5 * (a + b)
                     dm, start = _profile_point(make_problem, par, name, mid, start, sse_hat, s2, ls_options)
                     points.append((mid, dm))
-                    if np.isfinite(dm) and dm >= thr:
+                    if not np.isfinite(dm) or dm >= thr:
                         b, db = mid, dm
                     else:
                         a, da = mid, dm
-                frac = (thr - da) / (db - da) if np.isfinite(da) and db > da else 1.0
-                ends[sign] = a + frac * (b - a)
-                sides[sign] = "crossed"
-                break
-            if not np.isfinite(d):
-                sides[sign] = "failed"
-                ends[sign] = prev_c
+                if np.isfinite(db):
+                    ends[sign] = a + (thr - da) / (db - da) * (b - a) if db > da else b
+                    sides[sign] = "crossed"
+                else:
+                    ends[sign] = a
+                    sides[sign] = "failed"
                 break
             prev_c, prev_d = c, d
             if at_edge:
