@@ -44,6 +44,10 @@ def estimate(experiments, parameters, method="shooting", *, jac="fd", starts=1, 
     starts : int
         Number of starts: the initial values (if ``include_initial``) and a
         scrambled Sobol sample over the bounds (``scipy.stats.qmc.Sobol``, ``seed``).
+        Each start ends ``converged`` (a stationary point), ``stalled`` (stopped
+        elsewhere, e.g. on a kink), ``flat`` (on a plateau: the outputs do not
+        change with the parameters there; such a start is first moved half way
+        to the centre of the box, up to 4 times), ``not converged`` or ``failed``.
     profile : list of str
         Parameters to profile (likelihood profile, χ²₁ at ``confidence``).
     confidence : float
@@ -128,6 +132,7 @@ def estimate(experiments, parameters, method="shooting", *, jac="fd", starts=1, 
             simulations_ok=False)
     best = min(finite, key=lambda k: results[k].cost)
     res = results[best]
+    verdict = table.loc[best, "status"]
     z = res.x
     theta = par.theta(z)
     costs = table["cost"].to_numpy(dtype=float)
@@ -188,6 +193,6 @@ def estimate(experiments, parameters, method="shooting", *, jac="fd", starts=1, 
     return IdentificationResult(
         names=par.names, optimum=theta, stderr=se, wald_low=wl, wald_high=wh, covariance=cov, correlation=corr,
         bounds=np.column_stack([par.theta_lo, par.theta_hi]), cost=0.5 * sse, n=r.size, sigma2=float(s2),
-        known_noise=known_noise, converged=bool(res.status > 0), optimality=float(res.optimality),
-        message=str(res.message), starts=table, identifiability=report, stick=stick, profiles=profiles, fits=fits,
+        known_noise=known_noise, converged=verdict == "converged", optimality=float(res.optimality),
+        message=f"best start {best}: {verdict} ({res.message})", starts=table, identifiability=report, stick=stick, profiles=profiles, fits=fits,
         method=method_info, confidence=confidence, gradient=gradient, simulations_ok=sims_ok)
