@@ -5,6 +5,7 @@
 ``pympc crosscheck FILE``  lemke, ipopt and milp on the same problem, compared.
 ``pympc simulate MODEL.toml``  event-driven simulation: event table, summary, trajectory file and plots.
 ``pympc chain N``  the model file of a chain of N friction slots (for scaling studies).
+``pympc identify MODEL DATA --fit mu,mu_s``  estimate parameters from measured data; table, plots, result file.
 """
 
 from __future__ import annotations
@@ -174,6 +175,42 @@ def _sub(sub, name, help, example, description=None):
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+def _cmd_identify(args):
+    from pathlib import Path
+
+    from .identify import Experiment, estimate
+
+    fixed = _parse_sets(args.set)
+    noise = None
+    if args.noise is not None:
+        noise = {}
+        for item in args.noise.split(","):
+            name, sep, value = item.partition("=")
+            try:
+                if sep:
+                    noise[name.strip()] = float(value)
+                else:
+                    noise = float(item)
+            except ValueError:
+                raise OptionError(f"--noise expects SIGMA or OUTPUT=SIGMA,..., got {args.noise!r}") from None
+    outputs = args.outputs.split(",") if args.outputs else None
+    exp = Experiment(args.model, args.data, outputs=outputs, fixed=fixed, noise=noise)
+    result = estimate(exp, args.fit, method=args.method, jac=args.jac, starts=args.starts, seed=args.seed,
+                      profile=args.profile.split(",") if args.profile else ())
+    print(f"model     {args.model}, data {args.data}: {len(exp.t)} samples of {', '.join(exp.outputs)}")
+    print(result.summary())
+    print(result.starts[["start", "cost", "status", "at_best"] + [c for c in result.starts.columns
+                                                                   if c.endswith("_end")]].to_string(index=False))
+    out = Path(args.out if args.out is not None else Path("results") / f"identify_{exp.model.stem}")
+    out.mkdir(parents=True, exist_ok=True)
+    result.save(out / "result.json")
+    written = [out / "result.json"]
+    if not args.no_plots:
+        written += result.write_plots(out)
+    print("wrote     " + ", ".join(str(p) for p in written))
+    return 0 if result.ok else 1
+
+
 def build_parser():
     from . import __version__
 
@@ -229,6 +266,27 @@ def build_parser():
                     help="Coulomb friction coefficient of every slot (default: %(default)s)")
     ch.add_argument("--out", default=None, help="file to write (default: standard output)")
     ch.set_defaults(func=_cmd_chain)
+    idf = _sub(sub, "identify", "estimate model parameters (e.g. mu, mu_s) from measured data",
+               "pympc identify models/friction_oscillator.toml examples/data/friction_oscillator.csv --fit mu,mu_s")
+    idf.add_argument("model", help="a TOML model file")
+    idf.add_argument("data", help="measured data (.csv, .parquet or .npz): a column t and outputs named like "
+                                  "the trajectory's columns (e.g. mass.x)")
+    idf.add_argument("--fit", required=True, help="comma-separated parameters to estimate, e.g. mu,mu_s")
+    idf.add_argument("--set", action="append", metavar="NAME=VALUE", help="hold a model parameter at a value (repeatable)")
+    idf.add_argument("--outputs", default=None, help="comma-separated data columns to fit (default: all but t)")
+    idf.add_argument("--noise", default=None, help="noise standard deviation: SIGMA or OUTPUT=SIGMA,... "
+                                                   "(default: estimated from the residuals)")
+    idf.add_argument("--method", choices=["shooting", "mpec"], default="shooting",
+                     help="shooting (event-driven simulations, default) or mpec (not available yet)")
+    idf.add_argument("--jac", choices=["fd", "sensitivity"], default="sensitivity",
+                     help="Jacobian of the residuals: the simulator's forward sensitivities (default) or finite "
+                          "differences of the simulator")
+    idf.add_argument("--starts", type=int, default=1, help="number of starts (initial values, then Sobol points)")
+    idf.add_argument("--seed", type=int, default=0, help="seed of the Sobol sample")
+    idf.add_argument("--profile", default=None, help="comma-separated parameters to profile")
+    idf.add_argument("--out", default=None, help="output directory (default: results/identify_<model>)")
+    idf.add_argument("--no-plots", action="store_true", help="write the result file only")
+    idf.set_defaults(func=_cmd_identify)
     return ap
 
 

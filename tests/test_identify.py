@@ -1,0 +1,352 @@
+"""Friction-parameter identification (pympc.identify): derivatives, recovery, uncertainty, bad input."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import MODELS, ROOT
+from scipy.optimize._numdiff import approx_derivative
+
+import pympc
+from pympc.errors import ModelError, OptionError, SimulationError, SolverNotFound
+from pympc.identify import (
+    Experiment, IdentificationResult, Parameter, Parametrization, ShootingProblem, estimate, synthetic_record,
+)
+
+OSC = MODELS / "friction_oscillator.toml"
+
+# A block at rest in a horizontal slot pushed by a ramp force c·t: it sticks until c·t_b = μ_s m g,
+# then slips with m ẍ = c t − μ m g.  Closed forms of x and of its derivatives in μ and μ_s.
+RAMP = """
+[model]
+name = "ramp_block"
+[parameters]
+m = 2.0
+c = 4.0
+g = 10.0
+mu = 0.2
+mu_s = 0.3
+unused = 1.0
+[[bodies]]
+name = "block"
+type = "particle"
+mass = "m"
+[[joints]]
+name = "rail"
+type = "slot"
+slider = "block"
+guide = "ground"
+direction = [1, 0]
+mu = "mu"
+mu_s = "mu_s"
+[[forces]]
+name = "gravity"
+type = "gravity"
+g = [0, "-g"]
+[[forces]]
+name = "push"
+type = "force"
+body = "block"
+value = ["c*t", 0]
+"""
+
+
+def ramp_closed_form(t, m=2.0, c=4.0, g=10.0, mu=0.2, mu_s=0.3):
+    """x(t), ∂x/∂μ, ∂x/∂μ_s of the ramp-pushed block."""
+    tb = mu_s * m * g / c
+    s = np.clip(t - tb, 0, None)
+    x = c / (2 * m) * ((t ** 3 - tb ** 3) / 3 - tb ** 2 * (t - tb)) - mu * g * (t - tb) ** 2 / 2
+    x = np.where(t > tb, x, 0.0)
+    return x, -g * s ** 2 / 2, -(mu_s - mu) * g * s * m * g / c
+
+
+@pytest.fixture
+def ramp(tmp_path):
+    path = tmp_path / "ramp_block.toml"
+    path.write_text(RAMP, encoding="utf-8")
+    return path
+
+
+def ramp_experiment(path, t, **kw):
+    x = ramp_closed_form(t)[0]
+    return Experiment(path, pd.DataFrame({"t": t, "block.x": x}), **kw)
+
+
+def oscillator_data(t, seed, rel_noise, **overrides):
+    """Noisy positions of the friction oscillator (noise relative to the peak |x|)."""
+    df, sigma = synthetic_record(OSC, t, ["mass.x"], rel_noise, seed, **overrides)
+    return df, sigma["mass.x"]
+
+
+# ----------------------------------------------------------------------------- derivatives
+@pytest.mark.parametrize("scheme", ["forward", "central"])
+def test_fd_jacobian_matches_the_closed_form_derivatives(ramp, scheme):
+    t = np.linspace(0.0, 3.0, 31)
+    exp = ramp_experiment(ramp, t)
+    par = Parametrization(["mu", "mu_s"], [exp])
+    assert par.pairs == [(0, 1)] and par.z_names() == ["mu", "mu_s - mu"]
+    prob = ShootingProblem([exp], par, fd_scheme=scheme)
+    r = prob.residual(par.z0)
+    assert np.abs(r).max() < 1e-8                          # the simulator reproduces the closed form
+    J = prob.jacobian_fd(par.z0) @ par.Tinv                 # back to ∂x/∂(μ, μ_s)
+    _, dmu, dmus = ramp_closed_form(t)
+    assert np.abs(J[:, 0] - dmu).max() < 1e-5 * np.abs(dmu).max()
+    assert np.abs(J[:, 1] - dmus).max() < 1e-5 * np.abs(dmus).max()
+
+
+def test_fd_jacobian_matches_scipy_differences_on_the_oscillator():
+    t = np.linspace(0.0, 6.0, 61)
+    df, _ = oscillator_data(t, 0, 0.0)
+    exp = Experiment(OSC, df, noise=0.01)
+    prob = ShootingProblem([exp], Parametrization(["mu", "mu_s", "K"], [exp]), fd_scheme="central")
+    z = prob.par.z0
+    J = prob.jacobian_fd(z)
+    ref = approx_derivative(prob.residual, z, method="3-point", rel_step=1e-5)   # scipy's own differences
+    assert np.abs(J - ref).max() < 1e-4 * np.abs(ref).max()
+    assert np.abs(J).max(axis=0).min() > 1.0       # every column informative
+
+
+def test_sensitivity_jacobian_matches_fd():
+    t = np.linspace(0.0, 6.0, 61)
+    df, _ = oscillator_data(t, 0, 0.0)
+    exp = Experiment(OSC, df, noise=0.01)
+    par = Parametrization(["mu", "mu_s", "K"], [exp])
+    Js = ShootingProblem([exp], par, jac="sensitivity").jacobian(par.z0)
+    Jf = ShootingProblem([exp], par, fd_scheme="central").jacobian_fd(par.z0)
+    assert np.abs(Js - Jf).max() < 1e-4 * np.abs(Jf).max()
+
+
+def test_sensitivity_estimate_agrees_with_fd_estimate():
+    t = np.round(np.arange(0, 121) * 0.05, 10)
+    df, sigma = oscillator_data(t, 3, 0.01)
+    exp = Experiment(OSC, df, noise=sigma)
+    spec = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.35, (0.05, 1.5))]
+    a = estimate(exp, spec, jac="sensitivity")
+    b = estimate(exp, spec, jac="fd")
+    assert a.ok and b.ok
+    assert np.allclose(a.optimum, b.optimum, rtol=1e-4)
+    assert np.allclose(a.stderr, b.stderr, rtol=1e-2)
+
+
+# ----------------------------------------------------------------------------- recovery
+def test_oscillator_mu_and_mu_s_recovered_within_their_intervals(tmp_path):
+    t = np.round(np.arange(0, 161) * 0.05, 10)
+    df, sigma = oscillator_data(t, 7, 0.01)
+    exp = Experiment(OSC, df, noise=sigma)
+    res = estimate(exp, [Parameter("mu", 0.2, (0.05, 1.0)), Parameter("mu_s", 0.5, (0.05, 1.5))],
+                   confidence=0.99, profile=["mu_s"])
+    assert res.ok, res.summary()
+    assert res.method["reparametrized"] == ["mu, mu_s - mu"]
+    tab = res.table()
+    for name, true in (("mu", 0.3), ("mu_s", 0.4)):
+        assert tab.loc[name, "wald_low"] < true < tab.loc[name, "wald_high"], res.summary()
+        assert tab.loc[name, "status"] == "identified"
+        assert tab.loc[name, "stderr"] < 0.05 * true
+    prof = res.profiles["mu_s"]
+    assert prof["kind"] == "bounded" and prof["interval"][0] < 0.4 < prof["interval"][1]
+    # for a nearly linear model the χ²₁ profile interval and the Wald interval (same level) have about the same width
+    wald_width = tab.loc["mu_s", "wald_high"] - tab.loc["mu_s", "wald_low"]
+    assert 0.75 < (prof["interval"][1] - prof["interval"][0]) / wald_width < 1.25
+    assert res.checks()["noise"][0]
+    # residuals are at the noise level
+    rs = res.residuals()
+    assert 0.8 < rs.loc[0, "rms_over_sigma"] < 1.2
+    # save / load round trip
+    res.save(tmp_path / "r.json")
+    back = IdentificationResult.load(tmp_path / "r.json")
+    pd.testing.assert_frame_equal(back.table(), tab)
+    pd.testing.assert_frame_equal(back.starts, res.starts, check_dtype=False)
+    assert back.profiles["mu_s"]["interval"] == prof["interval"]
+    figs = res.write_plots(tmp_path / "plots")
+    assert {p.name for p in figs} == {"identify_fit.png", "identify_residuals.png", "identify_profiles.png",
+                                      "identify_region.png"}
+
+
+def test_joint_fit_of_two_experiments_from_csv_and_npz(tmp_path):
+    t = np.round(np.arange(0, 101) * 0.05, 10)
+    a, sa = oscillator_data(t, 11, 0.01)
+    b, sb = oscillator_data(t, 12, 0.01, F0=12.0)
+    a.to_csv(tmp_path / "a.csv", index=False)
+    np.savez(tmp_path / "b.npz", **{k: b[k].to_numpy() for k in b.columns})
+    ea = Experiment(OSC, tmp_path / "a.csv", noise=sa, name="F0=10")
+    eb = Experiment(OSC, tmp_path / "b.npz", noise=sb, fixed={"F0": 12.0}, name="F0=12")
+    res = estimate([ea, eb], "mu,mu_s", confidence=0.99)
+    assert res.ok, res.summary()
+    assert res.n == 2 * t.size and len(res.fits) == 2
+    tab = res.table()
+    assert tab.loc["mu", "wald_low"] < 0.3 < tab.loc["mu", "wald_high"]
+    assert tab.loc["mu_s", "wald_low"] < 0.4 < tab.loc["mu_s", "wald_high"]
+    # jointly the intervals are narrower than from the first experiment alone (more data, same model)
+    alone = estimate(ea, "mu,mu_s", confidence=0.99)
+    assert np.all(res.stderr < alone.stderr)
+
+
+def test_cross_slide_shipped_data_recovers_mu1_mu2():
+    data = ROOT / "examples" / "data" / "cross_slide.parquet"
+    exp = Experiment(MODELS / "cross_slide.toml", data, fixed={"P": 5.0},
+                     noise={"crosshead.x": 0.0115026, "particle.y": 0.123614})
+    res = estimate(exp, [Parameter("mu1", 0.5, (0.0, 1.0)), Parameter("mu2", 0.3, (0.0, 1.0))], confidence=0.99)
+    assert res.ok, res.summary()
+    tab = res.table()
+    assert tab.loc["mu1", "wald_low"] < 0.3 < tab.loc["mu1", "wald_high"]
+    assert tab.loc["mu2", "wald_low"] < 0.5 < tab.loc["mu2", "wald_high"]
+
+
+# ----------------------------------------------------------------------------- identifiability
+def test_stick_only_data_give_a_lower_bound_on_mu_s_and_nothing_on_mu():
+    # F0 = 3 N never overcomes μ_s m g = 3.92 N: the mass never moves; the data prove μ_s ≥ max|F|/|λ| = 3/9.8
+    t = np.round(np.arange(0, 61) * 0.1, 10)
+    df = pd.DataFrame({"t": t, "mass.x": 1e-3 * np.random.default_rng(0).standard_normal(t.size)})
+    exp = Experiment(OSC, df, fixed={"F0": 3.0}, noise=1e-3)
+    res = estimate(exp, "mu,mu_s", profile=["mu_s"])
+    assert res.status_of("mu_s")[0] == "one-sided"
+    # max|F|/|λ| over the sampled stick states: the drive's peak 3 N is sampled within 0.05 s
+    assert 3.0 * np.cos(0.05) / 9.8 <= res.stick["mu_s"]["bound"] <= 3.0 / 9.8
+    assert res.status_of("mu")[0] == "not identifiable"
+    tab = res.table()
+    assert np.isnan(tab.loc["mu_s", "estimate"]) and np.isnan(tab.loc["mu", "estimate"])    # never a point estimate
+    assert tab.loc["mu_s", "lower_bound_only"] == res.stick["mu_s"]["bound"]
+    assert "mu" not in res.estimates and "mu_s" not in res.estimates
+    assert not res.checks()["identifiable"][0]
+    prof = res.profiles["mu_s"]
+    assert prof["kind"] == "one-sided" and prof["sides"]["lower"] == "crossed"
+    assert prof["interval"][0] == pytest.approx(3.0 / 9.8, abs=0.03)
+
+
+def test_a_parameter_without_influence_is_reported_not_identifiable(ramp):
+    t = np.linspace(0.0, 3.0, 31)
+    exp = ramp_experiment(ramp, t, noise=1e-3)
+    res = estimate(exp, [Parameter("mu", 0.25, (0.0, 1.0)), Parameter("unused", 1.0, (0.5, 2.0))])
+    assert res.status_of("unused")[0] == "not identifiable"
+    assert "unused" in res.identifiability["not_identifiable"]
+    assert np.isinf(res.stderr[1]) and np.isnan(res.table().loc["unused", "estimate"])
+    assert res.optimum[0] == pytest.approx(0.2, abs=1e-6) and res.status_of("mu")[0] == "identified"
+
+
+def test_multistart_reports_every_start_and_survives_a_failing_one(ramp, monkeypatch):
+    from pympc.identify import shooting
+
+    real = shooting.simulate_experiment
+
+    def fragile(exp, values, sensitivities=None):
+        if values["mu"] > 0.6:
+            raise SimulationError("simulated failure for mu > 0.6")
+        return real(exp, values, sensitivities)
+
+    monkeypatch.setattr(shooting, "simulate_experiment", fragile)
+    t = np.linspace(0.0, 3.0, 31)
+    exp = ramp_experiment(ramp, t, noise=1e-3)
+    res = estimate(exp, [Parameter("mu", 0.1, (0.0, 1.0)), Parameter("mu_s", 0.35, (0.0, 1.0), excess=(0.0, 0.5))],
+                   starts=6, seed=1)
+    st = res.starts
+    assert len(st) == 6 and st.loc[0, "mu_start"] == 0.1
+    failed = st[st["status"] == "failed"]
+    assert len(failed) >= 1 and (failed["mu_start"] > 0.6).all()
+    assert failed["message"].str.contains("simulated failure for mu > 0.6").all()
+    assert res.ok and res.optimum == pytest.approx([0.2, 0.3], abs=1e-5)
+    assert st["at_best"].sum() >= 1
+    # the Sobol points lie in the box of (μ, μ_s − μ)
+    d = st["mu_s_start"] - st["mu_start"]
+    assert ((d >= 0) & (d <= 0.5)).all() and st["mu_start"].between(0, 1).all()
+
+
+# ----------------------------------------------------------------------------- bad input
+def _df(t, x=None):
+    return pd.DataFrame({"t": t, "mass.x": np.zeros(len(t)) if x is None else x})
+
+
+@pytest.mark.parametrize("t, x, match", [
+    ([0.0, 0.1, np.nan], None, "NaN"),
+    ([0.0, 0.1, 0.2], [0.0, np.nan, 0.0], "NaN/infinite"),
+    ([0.0, 0.2, 0.1], None, "not sorted"),
+    ([0.0, 0.1, 0.1], None, "appears twice"),
+    ([-0.5, 0.1, 0.2], None, "outside the simulated span"),
+])
+def test_bad_data_raise_clear_errors(t, x, match):
+    with pytest.raises(OptionError, match=match):
+        Experiment(OSC, _df(t, x))
+
+
+def test_bad_experiment_arguments_raise_clear_errors(tmp_path):
+    t = [0.0, 0.1, 0.2]
+    with pytest.raises(OptionError, match="not an output of model"):
+        Experiment(OSC, pd.DataFrame({"t": t, "mass.z": [0, 0, 0]}))
+    with pytest.raises(OptionError, match="not a column"):
+        Experiment(OSC, _df(t), outputs=["mass.y"])
+    with pytest.raises(OptionError, match="no time column"):
+        Experiment(OSC, pd.DataFrame({"time": t, "mass.x": [0, 0, 0]}))
+    with pytest.raises(OptionError, match="outside the simulated span"):
+        Experiment(OSC, _df(t), t_span=(0.0, 0.15))
+    with pytest.raises(ModelError, match="unknown parameter"):
+        Experiment(OSC, _df(t), fixed={"nope": 1.0})
+    with pytest.raises(OptionError, match="positive"):
+        Experiment(OSC, _df(t), noise=-1.0)
+    with pytest.raises(OptionError, match="does not exist"):
+        Experiment(OSC, tmp_path / "missing.csv")
+    (tmp_path / "d.txt").write_text("t,mass.x\n0,0\n")
+    with pytest.raises(OptionError, match=".csv, .parquet or .npz"):
+        Experiment(OSC, tmp_path / "d.txt")
+
+
+def test_bad_estimate_arguments_raise_clear_errors():
+    exp = Experiment(OSC, _df([0.0, 0.1, 0.2]), fixed={"F0": 12.0})
+    with pytest.raises(OptionError, match="not in model"):
+        estimate(exp, "mu,nope")
+    with pytest.raises(OptionError, match="outside its bounds"):
+        estimate(exp, [Parameter("mu", 0.5, (0.0, 0.4))])
+    with pytest.raises(OptionError, match="empty"):
+        estimate(exp, [Parameter("mu", 0.3, (0.5, 0.4))])
+    with pytest.raises(OptionError, match="fixed in experiment"):
+        estimate(exp, "F0")
+    with pytest.raises(OptionError, match="finite bounds"):
+        estimate(exp, "K", starts=3)
+    with pytest.raises(OptionError, match="method must be"):
+        estimate(exp, "mu", method="newton")
+    with pytest.raises(SolverNotFound, match="not available yet"):
+        estimate(exp, "mu", method="mpec")
+    with pytest.raises(OptionError, match="jac must be"):
+        estimate(exp, "mu", jac="exact")
+    with pytest.raises(OptionError, match="μ_s must be ≥ μ"):
+        estimate(exp, [Parameter("mu", 0.5, (0.0, 1.0)), Parameter("mu_s", 0.4, (0.0, 1.0))])
+
+
+# ----------------------------------------------------------------------------- command line
+def test_cli_identify_prints_the_table_and_writes_result_and_plots(tmp_path, capsys):
+    from pympc.cli import main
+
+    code = main(["identify", str(OSC), str(ROOT / "examples" / "data" / "friction_oscillator.csv"),
+                 "--fit", "mu,mu_s", "--noise", "0.00706212", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "mu_s" in out and "identified" in out and "check converged    ok" in out
+    d = json.loads((tmp_path / "result.json").read_text())
+    est = dict(zip(d["names"], d["optimum"]))
+    lo, hi = dict(zip(d["names"], d["wald_low"])), dict(zip(d["names"], d["wald_high"]))
+    assert lo["mu"] < 0.3 < hi["mu"] and lo["mu_s"] < 0.4 < hi["mu_s"], est
+    assert (tmp_path / "identify_fit.png").stat().st_size > 1000
+
+
+def test_cli_identify_bad_input_is_a_clear_error(tmp_path, capsys):
+    from pympc.cli import main
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("t,mass.x\n0,0\n0.2,0\n0.1,0\n")
+    assert main(["identify", str(OSC), str(bad), "--fit", "mu"]) == 2
+    assert "not sorted" in capsys.readouterr().err
+    assert main(["identify", str(OSC), str(ROOT / "examples" / "data" / "friction_oscillator.csv"), "--fit", "mu",
+                 "--method", "mpec"]) == 2
+    assert "not available yet" in capsys.readouterr().err
+
+
+def test_identification_notebook_executes():
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    path = ROOT / "notebooks" / "identification.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+                   for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "check converged    ok" in text and "one-sided" in text and "not sorted" in text
+    assert sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs) >= 3
