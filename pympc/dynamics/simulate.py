@@ -9,7 +9,8 @@ solver (and, small enough, its whole solution set enumerated), the new mode is
 read off and verified, and integration restarts.  A phase in which the joints and
 the sticking slots lock every coordinate and nothing is driven is not
 integrated: its state is constant, and its events (functions of t alone) are
-located with ``scipy.optimize.brentq``.
+located by :func:`~pympc.dynamics.crossings.first_crossing`, which also searches
+inside every step of the integrated phases (dense output).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.optimize import brentq
 
 from ..complementarity import enumerate_solutions, solve
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
+from .crossings import first_crossing, forcing_time_scale
 from .events import event_problem, read_mode
 from .modes import Baumgarte, Mode, Motion, solve_mode
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
@@ -40,7 +41,7 @@ _CROSSCHECK = {None: (), "ipopt": ("ipopt",), "milp": ("milp",), "all": ("ipopt"
 _METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")   # solve_ivp's methods (or an OdeSolver class)
 
 _DEFAULTS = dict(t_start=0.0, t_end=None, method="DOP853", rtol=1e-10, atol=1e-12, max_events=2000,
-                 min_event_spacing=1e-9, max_step=None, baumgarte=None, samples=501)
+                 min_event_spacing=1e-9, max_step=None, baumgarte=None, samples=501, zeno_window=None)
 
 
 def make_formulation(system, formulation=None):
@@ -119,20 +120,24 @@ class _Run:
         """A phase in which nothing moves: the state is constant, only the forcing changes with t.
 
         There is nothing to integrate; the event functions (functions of t alone
-        here) are sampled every ``stick_max_step`` and a sign change is located
-        by :func:`scipy.optimize.brentq`.  Returns (time, index) of the first
-        event, or (None, None).
+        here) are searched for their first downward zero crossing by
+        :func:`~pympc.dynamics.crossings.first_crossing` (samples at most
+        ``scan_step`` apart, a curvature bound between samples, bisection where a
+        dip below zero is not excluded), so a reserve that dips below zero and
+        recovers between two samples is found.  Returns (time, index) of the
+        first event, or (None, None).
         """
-        ts = np.append(np.arange(t, t1, self.opts["stick_max_step"]), t1)
-        prev = [f(ts[0], x) for f in funcs]
-        for ta, tb in zip(ts[:-1], ts[1:]):
-            cur = [f(tb, x) for f in funcs]
-            roots = [(brentq(lambda s, f=f: f(s, x), ta, tb, xtol=1e-15, rtol=4 * np.finfo(float).eps), i)
-                     for i, (f, ga, gb) in enumerate(zip(funcs, prev, cur)) if ga >= 0 >= gb]
-            if roots:
-                return min(roots)
-            prev = cur
-        return None, None
+        return first_crossing(lambda s: np.array([f(s, x) for f in funcs]), t, t1, self.opts["scan_step"])
+
+    def scan_phase(self, sol, t, tb, funcs):
+        """The first event of an integrated piece on [t, tb], searched on the dense output inside every step.
+
+        A sign test at step ends would miss a dip inside a step.  Returns (time,
+        index, state) or (None, None, None).
+        """
+        te, i = first_crossing(lambda s: np.array([f(s, sol.sol(s)) for f in funcs]), t, tb,
+                               self.opts["scan_step"], sol.sol.ts)
+        return (None, None, None) if te is None else (te, i, sol.sol(te))
 
     # ----------------------------------------------------------------- events
     def project(self, t, q, qd, stick=()):
@@ -315,13 +320,14 @@ def _options(system, t_span, explicit):
         raise OptionError("t_span is needed (or t_end in the model's [simulation] table)")
     if not o["t_end"] > o["t_start"]:
         raise OptionError(f"t_span: t1 = {o['t_end']} must be after t0 = {o['t_start']}")
-    for key in ("rtol", "atol", "min_event_spacing") + (("max_step",) if o["max_step"] is not None else ()):
+    for key in ("rtol", "atol", "min_event_spacing") + tuple(k for k in ("max_step", "zeno_window") if o[k] is not None):
         try:
             o[key] = float(o[key])
         except (TypeError, ValueError):
             raise OptionError(f"{key} must be a number, got {o[key]!r}") from None
-        if not o[key] >= 0 or (key in ("rtol", "max_step") and o[key] == 0):
-            raise OptionError(f"{key} must be {'> 0' if key in ('rtol', 'max_step') else '>= 0'}, got {o[key]}")
+        positive = key in ("rtol", "max_step", "zeno_window")
+        if not o[key] >= 0 or (positive and o[key] == 0) or o[key] == np.inf:
+            raise OptionError(f"{key} must be a finite number {'> 0' if positive else '>= 0'}, got {o[key]}")
     for key, least in (("max_events", 0), ("samples", 2)):
         v = o[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < least:
@@ -329,19 +335,26 @@ def _options(system, t_span, explicit):
         o[key] = int(v)
     if isinstance(o["method"], str) and o["method"] not in _METHODS:
         raise OptionError(f"method must be one of scipy's solve_ivp methods {sorted(_METHODS)}, got {o['method']!r}")
+    span = o["t_end"] - o["t_start"]
     if o["max_step"] is None:
-        # event functions are only checked at step ends, and a sticking phase is trivial for the
-        # integrator (its error estimate cannot see a forcing that will break the stick):
-        # phases with a sticking slot get at most this step
-        o["stick_max_step"] = (o["t_end"] - o["t_start"]) / 200
+        # a sticking phase is trivial for the integrator (its error estimate cannot see a forcing
+        # that will break the stick): phases with a sticking slot get at most this step
+        o["stick_max_step"] = span / 200
         o["max_step"] = np.inf
     else:
         o["stick_max_step"] = o["max_step"]
+    # events are searched between samples at most this far apart, curvature-bounded in between
+    # (dynamics/crossings.py): fine enough to resolve the forcing whatever the steps
+    o["time_scale"] = tau = forcing_time_scale(system, o["t_start"], o["t_end"])
+    o["scan_step"] = min(o["stick_max_step"], span / 200, tau / 8)
+    if o["zeno_window"] is None:
+        # chattering: zeno_events transitions within a small fraction of the span or of the forcing's time scale
+        o["zeno_window"] = min(span * 1e-3, tau / 10)
     return o
 
 
 def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, atol=None, crosscheck=None,
-             on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20, max_step=None,
+             on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20, zeno_window=None, max_step=None,
              baumgarte=None, samples=None, t_eval=None, enumerate_pairs=8, velocity_tol=1e-8, probe_delta=1e-6,
              progress=None, overrides=None):
     """Simulate a mechanism with friction slots, event by event.
@@ -357,9 +370,13 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
         Default: the system's.
     method, rtol, atol, max_step
         Passed to :func:`scipy.integrate.solve_ivp` (defaults DOP853, 1e-10, 1e-12; by default
-        phases with a sticking slot take steps of at most 1/200 of the time span: events are
-        detected at step ends, and the error control alone would take huge steps through a
-        stick phase, where the motion is trivial but the forcing is not).
+        phases with a sticking slot take steps of at most 1/200 of the time span: the error
+        control alone would take huge steps through a stick phase, where the motion is trivial
+        but the forcing is not).  Events do not depend on the steps: every phase's event
+        functions are searched on the dense output between samples at most
+        min(1/200 of the span, τ/8, max_step) apart, τ the forcing's time scale, with a
+        curvature bound and bisection in between (:mod:`pympc.dynamics.crossings`), so a
+        friction reserve that dips below zero and recovers within a step is found.
     crosscheck : {None, "ipopt", "milp", "all"}
         Build every event's Pyomo MPEC model afresh and solve it with these
         solvers as well; the agreement is recorded per event (each solver gets
@@ -374,6 +391,11 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     min_event_spacing : float
         Events closer than this (default 1e-9 s) count towards the Zeno guard;
         ``zeno_events`` such events in a row end with status ZENO.
+    zeno_window : float, optional
+        Rate criterion of the Zeno guard: ``zeno_events`` (default 20) transitions
+        within this window end with status ZENO.  Default: 1e-3 of the time span or
+        1/10 of the forcing's time scale τ (1/fastest rate of the model's time
+        functions), whichever is smaller.
     baumgarte : Baumgarte, optional
         Constraint stabilization (default α = β = 10 1/s).
     samples : int
@@ -419,7 +441,7 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     if crosscheck not in _CROSSCHECK:
         raise OptionError(f"crosscheck must be one of {list(_CROSSCHECK)}, got {crosscheck!r}")
     o = _options(system, t_span, dict(method=method, rtol=rtol, atol=atol, max_events=max_events,
-                                      min_event_spacing=min_event_spacing, max_step=max_step,
+                                      min_event_spacing=min_event_spacing, max_step=max_step, zeno_window=zeno_window,
                                       baumgarte=baumgarte, samples=samples))
     stab = o["baumgarte"] or Baumgarte()
     if isinstance(stab, dict):
@@ -456,20 +478,32 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
                 phases.append((np.concatenate([[t], ins, [te]]), np.repeat(x[:, None], ins.size + 2, 1), mode))
             else:
                 step = o["stick_max_step"] if mode.sticking else o["max_step"]
-                sol = solve_ivp(run.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"], atol=o["atol"], events=funcs,
-                                t_eval=np.append(inside, t1), args=(mode,), max_step=step)
+                # integrated in chunks with dense output, the events searched inside every step
+                # (solve_ivp's own event location only compares step ends, and takes a function that
+                # starts at zero for a root): the first crossing ends the phase
+                ta, xa, te = t, x, None
+                while True:
+                    tb = min(t1, ta + 32 * o["scan_step"])
+                    ins = inside[(inside > ta) & (inside < tb)]
+                    sol = solve_ivp(run.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"], atol=o["atol"],
+                                    t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
+                                    dense_output=True)
+                    if sol.status == -1:
+                        break
+                    te, i, xe = run.scan_phase(sol, ta, tb, funcs)
+                    if te is not None or tb >= t1:
+                        break
+                    phases.append(_phase(sol, ta, xa, None, None, mode))
+                    ta, xa = tb, sol.sol(tb)
                 if sol.status == -1:
-                    status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
-                    phases.append(_phase(sol, t, x, None, None, mode))
+                    status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {ta:.9g}: {sol.message}"
+                    phases.append(_phase(sol, ta, xa, None, None, mode))
                     break
-                if sol.status == 0:
-                    phases.append(_phase(sol, t, x, None, None, mode))
+                if te is None:
+                    phases.append(_phase(sol, ta, xa, None, None, mode))
                     t = t1
                     break
-                hits = [(te[0], i) for i, te in enumerate(sol.t_events) if len(te)]
-                te, i = min(hits)
-                xe = sol.y_events[i][0]
-                phases.append(_phase(sol, t, x, te, xe, mode))
+                phases.append(_phase(sol, ta, xa, te, xe, mode))
             if progress is not None:
                 progress(te, t0, t1)
             f = funcs[i]
@@ -482,6 +516,11 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
                 status, message = SimulationStatus.ZENO, (
                     f"{close} events closer than min_event_spacing = {o['min_event_spacing']:g} s in a row near "
                     f"t = {t:.9g} (event accumulation / chattering)")
+            if status is None and len(events) > zeno_events and t - events[-zeno_events].time < o["zeno_window"]:
+                status, message = SimulationStatus.ZENO, (
+                    f"{zeno_events} transitions within {t - events[-zeno_events].time:.3g} s < zeno_window = "
+                    f"{o['zeno_window']:.3g} s near t = {t:.9g} (event accumulation / chattering; the window is "
+                    "1e-3 of the span or 1/10 of the forcing's time scale unless given)")
             if status is None and len(events) > o["max_events"]:
                 status, message = SimulationStatus.EVENT_LIMIT, f"max_events = {o['max_events']} reached at t = {t:.9g}"
     except (SimulationError, ModelError) as exc:   # keep what was computed
