@@ -25,54 +25,97 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from ..mechanics.expressions import Expression
+from ..errors import ModelError
+from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, Distance, PointForce, Prescribed, Torque
 
-__all__ = ["forcing_time_scale", "first_crossing"]
+__all__ = ["TimeScale", "forcing_time_scale", "first_crossing"]
 
 _FAST = {"sin", "cos", "tan", "exp", "sinh", "cosh", "tanh"}
 
 
 def _expressions(system):
+    """The time functions of a system (Expressions; numbers and strings as the assembly parses them)."""
+    items = []
     for f in system.forces.values():
         if isinstance(f, PointForce):
-            yield from f.value
+            items += [(v, FORCE_VARIABLES) for v in f.value]
         elif isinstance(f, Torque):
-            yield f.value
+            items.append((f.value, FORCE_VARIABLES))
     for j in system.joints.values():
         if isinstance(j, Prescribed):
-            yield j.value
+            items.append((j.value, ("t",)))
         elif isinstance(j, Distance):
-            yield j.length
+            items.append((j.length, ("t",)))
+    for v, variables in items:
+        try:
+            yield parse(v, {}, variables)
+        except ModelError:      # the assembly reports it
+            continue
+
+
+class TimeScale:
+    """The time scale of a model's time functions, over any interval.
+
+    Rates are ``|du/dt|`` of the argument ``u`` of every ``sin``, ``cos``, ``tan``,
+    ``exp``, ``sinh``, ``cosh``, ``tanh`` in a force, torque, prescribed motion or
+    rod length (differentiated by the expression layer; state variables of force
+    expressions at 0).  ``tau(t0, t1)`` = 1 / (largest rate at 9 times across
+    ``[t0, t1]``), ``inf`` without such functions.  Expressions that cannot be
+    evaluated somewhere are skipped there.
+    """
+
+    def __init__(self, system):
+        self._rates = []
+        for e in _expressions(system):
+            for node in ast.walk(e.node):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FAST
+                        and node.args):
+                    du = Expression(node.args[0]).diff("t")
+                    if du.is_constant:
+                        if du.value:
+                            self._rates.append(abs(du.value))
+                    else:
+                        self._rates.append(du)
+        self._env = {v: 0.0 for v in FORCE_VARIABLES}
+
+    def tau(self, t0, t1):
+        rate = 0.0
+        for r in self._rates:
+            if isinstance(r, float):
+                rate = max(rate, r)
+                continue
+            for t in np.linspace(t0, t1, 9):
+                try:
+                    v = abs(float(r(**{**self._env, "t": float(t)})))
+                except (ArithmeticError, ValueError, TypeError, KeyError, RecursionError):
+                    continue
+                if math.isfinite(v):
+                    rate = max(rate, v)
+        return 1.0 / rate if rate > 0 else math.inf
+
+    def window(self, ta, tb, cap, intervals):
+        """(end, h): a window [ta, end] of at most ``intervals`` samples h ≤ min(cap, τ/8) apart, τ over the window."""
+        step = lambda end: min(cap, self.tau(ta, end) / 8)  # noqa: E731
+        hi = min(tb, ta + intervals * cap)            # the largest window whose own τ allows it (bisection)
+        if ta + intervals * step(hi) >= hi:
+            return hi, step(hi)
+        lo = ta + intervals * step(hi)                # allowed: τ over [ta, lo] ≥ τ over [ta, hi]
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            if ta + intervals * step(mid) >= mid:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-3 * (lo - ta):
+                break
+        end, h = lo, step(lo)
+        return min(end, tb), h
 
 
 def forcing_time_scale(system, t0, t1):
-    """τ = 1 / (fastest rate of an oscillating or exponential time function of the model); inf if none.
-
-    Rates are ``|du/dt|`` of the argument ``u`` of every ``sin``, ``cos``, ``tan``,
-    ``exp``, ``sinh``, ``cosh``, ``tanh`` in a force, torque, prescribed motion or rod
-    length, evaluated at 9 times across ``[t0, t1]`` (state variables of force
-    expressions at 0).  Expressions that cannot be evaluated there are skipped.
-    """
-    rate = 0.0
-    times = np.linspace(t0, t1, 9)
-    env0 = {v: 0.0 for v in FORCE_VARIABLES}
-    for e in _expressions(system):
-        if not isinstance(e, Expression) or e.is_constant:
-            continue
-        for node in ast.walk(e.node):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FAST
-                    and node.args):
-                continue
-            try:
-                du = Expression(node.args[0]).diff("t")
-                for t in times:
-                    r = abs(float(du(**{**env0, "t": float(t)})))
-                    if math.isfinite(r):
-                        rate = max(rate, r)
-            except (ArithmeticError, ValueError, TypeError, KeyError, RecursionError):
-                continue
-    return 1.0 / rate if rate > 0 else math.inf
+    """τ = 1 / (fastest rate of an oscillating or exponential time function of the model) on [t0, t1]."""
+    return TimeScale(system).tau(t0, t1)
 
 
 def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
@@ -83,8 +126,10 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
     G : callable
         ``G(t)`` → 1-D array of event-function values (each ≥ 0 at ``ta``).
     ta, tb : float
-    h : float
-        Largest sampling interval (should resolve the time functions of ``G``).
+    h : float or callable
+        Largest sampling interval (must resolve the time functions of ``G``), or
+        ``h(ta, tb)`` → (end, step): a window starting at ``ta`` and its step
+        (e.g. :meth:`TimeScale.window`).
     t_extra : array_like
         More sample times (e.g. the integrator's step ends).
     dt_min : float, optional
@@ -98,32 +143,30 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
     """
     if dt_min is None:
         dt_min = 1e-11 * max(1.0, abs(ta), abs(tb))
-    n = max(8, int(math.ceil((tb - ta) / h)))
-    ts = np.linspace(ta, tb, n + 1)
     extra = np.asarray(t_extra, dtype=float).reshape(-1)
-    ts = np.unique(np.concatenate([ts, extra[(extra > ta) & (extra < tb)]]))
-    ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
-    ts[-1] = tb
-    # evaluated block by block (an early event does not pay for the whole span); each block carries
-    # one sample either side for the curvature stencils
-    block = 64
-    for lo in range(0, len(ts) - 1, block):
-        i0, i1 = max(0, lo - 2), min(len(ts), lo + block + 3)
-        tt = ts[i0:i1]
-        vals = np.array([np.asarray(G(t), dtype=float) for t in tt])
+    t0 = ta
+    while t0 < tb:
+        # windows of at most 64 intervals: an early event does not pay for the whole span
+        end, step = h(t0, tb) if callable(h) else (min(tb, t0 + 64 * h), h)
+        n = max(4, int(math.ceil((end - t0) / step)))
+        ts = np.linspace(t0, end, n + 1)
+        ts = np.unique(np.concatenate([ts, extra[(extra > t0) & (extra < end)]]))
+        ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
+        ts[-1] = end
+        vals = np.array([np.asarray(G(t), dtype=float) for t in ts])
         if vals.ndim != 2 or vals.shape[1] == 0:
             return None, None
         d2 = np.zeros_like(vals)           # |second divided differences|: estimates of |g''|
-        if len(tt) >= 3:
-            s1 = np.diff(vals, axis=0) / np.diff(tt)[:, None]
-            d2[1:-1] = np.abs(2 * np.diff(s1, axis=0) / (tt[2:] - tt[:-2])[:, None])
+        if len(ts) >= 3:
+            s1 = np.diff(vals, axis=0) / np.diff(ts)[:, None]
+            d2[1:-1] = np.abs(2 * np.diff(s1, axis=0) / (ts[2:] - ts[:-2])[:, None])
             d2[0], d2[-1] = d2[1], d2[-2]
-        for i in range(lo, min(lo + block, len(ts) - 1)):
-            j = i - i0
-            bound = 2.0 * d2[max(0, j - 1):j + 3].max(axis=0)
-            hit = _scan(G, tt[j], vals[j], tt[j + 1], vals[j + 1], bound, dt_min)
+        for i in range(len(ts) - 1):
+            bound = 2.0 * d2[max(0, i - 1):i + 3].max(axis=0)
+            hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bound, dt_min)
             if hit[0] is not None:
                 return hit
+        t0 = end
     return None, None
 
 

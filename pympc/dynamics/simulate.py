@@ -23,7 +23,7 @@ from scipy.integrate import solve_ivp
 from ..complementarity import enumerate_solutions, solve
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
-from .crossings import first_crossing, forcing_time_scale
+from .crossings import TimeScale, first_crossing
 from .events import event_problem, read_mode
 from .modes import Baumgarte, Mode, Motion, solve_mode
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
@@ -127,7 +127,7 @@ class _Run:
         recovers between two samples is found.  Returns (time, index) of the
         first event, or (None, None).
         """
-        return first_crossing(lambda s: np.array([f(s, x) for f in funcs]), t, t1, self.opts["scan_step"])
+        return first_crossing(lambda s: np.array([f(s, x) for f in funcs]), t, t1, self.window)
 
     def scan_phase(self, sol, t, tb, funcs):
         """The first event of an integrated piece on [t, tb], searched on the dense output inside every step.
@@ -135,9 +135,12 @@ class _Run:
         A sign test at step ends would miss a dip inside a step.  Returns (time,
         index, state) or (None, None, None).
         """
-        te, i = first_crossing(lambda s: np.array([f(s, sol.sol(s)) for f in funcs]), t, tb,
-                               self.opts["scan_step"], sol.sol.ts)
+        te, i = first_crossing(lambda s: np.array([f(s, sol.sol(s)) for f in funcs]), t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
+
+    def window(self, ta, tb, intervals=64):
+        """(end, step): a scan window from ``ta`` whose step resolves the forcing there (≤ ``scan_step``, ≤ τ/8)."""
+        return self.opts["timescale"].window(ta, tb, self.opts["scan_step"], intervals)
 
     # ----------------------------------------------------------------- events
     def project(self, t, q, qd, stick=()):
@@ -345,8 +348,9 @@ def _options(system, t_span, explicit):
         o["stick_max_step"] = o["max_step"]
     # events are searched between samples at most this far apart, curvature-bounded in between
     # (dynamics/crossings.py): fine enough to resolve the forcing whatever the steps
-    o["time_scale"] = tau = forcing_time_scale(system, o["t_start"], o["t_end"])
-    o["scan_step"] = min(o["stick_max_step"], span / 200, tau / 8)
+    o["timescale"] = TimeScale(system)
+    o["scan_step"] = min(o["stick_max_step"], span / 200)        # a cap; τ/8 of each window below it
+    tau = o["timescale"].tau(o["t_start"], o["t_end"])
     if o["zeno_window"] is None:
         # chattering: zeno_events transitions within a small fraction of the span or of the forcing's time scale
         o["zeno_window"] = min(span * 1e-3, tau / 10)
@@ -483,7 +487,7 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
                 # starts at zero for a root): the first crossing ends the phase
                 ta, xa, te = t, x, None
                 while True:
-                    tb = min(t1, ta + 32 * o["scan_step"])
+                    tb = run.window(ta, t1, 32)[0]
                     ins = inside[(inside > ta) & (inside < tb)]
                     sol = solve_ivp(run.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"], atol=o["atol"],
                                     t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,

@@ -1,0 +1,115 @@
+"""Event location that does not depend on the steps, and the Zeno guard (issue 12, item 1).
+
+Oracle: the forced friction oscillator without spring (K = 0), a particle in a horizontal slot with
+normal force m g.  At rest it sticks while |F0 sin(w t)| ≤ μ_s m g, so every breakaway is at a rising
+crossing w t = asin(μ_s m g / F0) + kπ; a slip from t_b in direction d has the closed-form velocity
+v(t) = F0/(m w) (cos w t_b − cos w t) − d μ g (t − t_b), and stops where it returns to zero.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from conftest import MODELS
+from scipy.optimize import brentq
+
+import pympc
+from pympc.dynamics import EventKind, SimulationStatus
+from pympc.dynamics.crossings import TimeScale, first_crossing
+from pympc.mechanics import Particle, PointForce, Slot, System
+
+
+def oracle(F0, w, mu, mu_s, t_end, m=1.0, g=9.8):
+    """Breakaway and slip-stop times of the K = 0 oscillator, from the closed forms."""
+    c = mu_s * m * g / F0
+    breaks, stops = [], []
+    t, k = 0.0, 0
+    while True:
+        # next rising crossing of |F0 sin wt| = μ_s m g after t
+        k = max(k, math.floor((w * t - math.asin(c)) / math.pi) + 1) if c < 1 else None
+        if k is None:
+            break
+        tb = (math.asin(c) + k * math.pi) / w
+        if tb >= t_end:
+            break
+        breaks.append(tb)
+        d = math.copysign(1.0, math.sin(w * tb))
+        v = lambda s: d * (F0 / (m * w) * (math.cos(w * tb) - math.cos(w * s)) - d * mu * g * (s - tb))  # noqa: E731
+        grid = tb + np.linspace(0, 2 * math.pi / w, 20001)[1:]
+        vals = np.array([v(s) for s in grid])
+        j = int(np.flatnonzero(vals < 0)[0])
+        ts = brentq(v, grid[j - 1], grid[j], xtol=1e-15)
+        assert abs(F0 * math.sin(w * ts)) <= mu_s * m * g      # it sticks again (no reversal in these cases)
+        if ts >= t_end:
+            break
+        stops.append(ts)
+        t = ts
+    return breaks, stops
+
+
+@pytest.mark.parametrize("F0, mu, mu_s", [(3.95, 0.3, 0.4), (3.921, 0.4, 0.4)])
+def test_every_breakaway_of_the_forced_oscillator_is_found(F0, mu, mu_s):
+    """The issue's cases: 12 of 96 and 1 of 96 breakaways were found with default settings."""
+    w = 10.0
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", overrides=dict(F0=F0, w=w, K=0, mu=mu, mu_s=mu_s))
+    assert tr.success, tr.message
+    breaks, stops = oracle(F0, w, mu, mu_s, 30.0)
+    assert len(breaks) >= 95
+    got_b = [e.time for e in tr.events if e.kind == EventKind.BREAKAWAY]
+    got_s = [e.time for e in tr.events if e.kind == EventKind.SLIP_STOP]
+    assert len(got_b) == len(breaks) and len(got_s) == len(stops)
+    np.testing.assert_allclose(got_b, breaks, atol=1e-9)
+    np.testing.assert_allclose(got_s, stops, atol=1e-7)
+    assert tr.energy_error < 1e-6      # relative to tiny energies in the μ = μ_s case (slips of ~1e-7 m)
+
+
+def test_event_times_do_not_depend_on_max_step():
+    kw = dict(overrides=dict(F0=3.921, w=10.0, K=0, mu=0.4, mu_s=0.4), t_span=(0.0, 3.0))
+    a = pympc.simulate(MODELS / "friction_oscillator.toml", **kw)
+    b = pympc.simulate(MODELS / "friction_oscillator.toml", max_step=0.001, **kw)
+    breaks, stops = oracle(3.921, 10.0, 0.4, 0.4, 3.0)
+    assert [e.kind for e in a.events] == [e.kind for e in b.events] and len(a.events) == 1 + len(breaks) + len(stops)
+    np.testing.assert_allclose([e.time for e in a.events], [e.time for e in b.events], atol=1e-9)
+
+
+def block(push, mu=0.4):
+    s = System("block")
+    s.add(Particle("p", mass=1.0))
+    s.add(Slot("slot", "p", "ground", mu=mu))
+    s.add(PointForce("push", "p", value=push))
+    return s
+
+
+def test_high_frequency_stick_slip_is_not_zeno():
+    """Dense but legitimate stick-slip: a breakaway every forcing half-period (1.57 ms), about 637 in 1 s."""
+    tr = pympc.simulate(block(("4.0001*sin(2000*t)", -10.0)), (0.0, 1.0))
+    assert tr.success, tr.message
+    n = sum(e.kind == EventKind.BREAKAWAY for e in tr.events)
+    assert n == math.floor((1.0 * 2000 - math.asin(4 / 4.0001)) / math.pi) + 1
+
+
+def test_accumulating_events_end_with_zeno():
+    """A forcing sin(1/(1.2 − t)) whose breakaways accumulate at t = 1.2 (a true Zeno point): the rate
+    criterion stops it (the old min_event_spacing = 1e-9 s never tripped) before the event budget."""
+    tr = pympc.simulate(block(("4.04*sin(1/(1.2 - t))", -10.0)), (0.0, 1.5))
+    assert tr.status == SimulationStatus.ZENO and "chattering" in tr.message
+    assert 40 < len(tr.events) < 2000 and 1.18 < tr.events[-1].time < 1.2
+    gaps = np.diff([e.time for e in tr.events])
+    assert gaps[-20:].max() < 1e-4 and gaps.min() > 1e-9      # dense, yet never under the old spacing
+    # every breakaway found is on the closed form: |sin(1/(1.2 − t))| = 4/4.04
+    tb = np.array([e.time for e in tr.events if e.kind == EventKind.BREAKAWAY])
+    np.testing.assert_allclose(np.abs(np.sin(1 / (1.2 - tb))), 4 / 4.04, atol=1e-7)
+    # and none is missed: consecutive breakaways are one half-period of the phase 1/(1.2 − t) apart
+    phase = 1 / (1.2 - tb)
+    np.testing.assert_allclose(np.diff(phase), np.pi, rtol=1e-6)
+
+
+def test_first_crossing_finds_a_dip_between_samples():
+    g = lambda t: np.array([1.0, 1e-3 - np.exp(-((t - 0.50123) / 1e-3) ** 2)])  # noqa: E731 (2 ms dip)
+    t, i = first_crossing(g, 0.0, 1.0, 0.01)
+    assert i == 1 and t == pytest.approx(0.50123 - 1e-3 * math.sqrt(math.log(1e3)), abs=1e-12)
+    assert first_crossing(lambda t: np.array([1 - np.sin(t)]), 0.0, 3.0, 0.01) == (None, None)  # a touch
+    s = System("ts")
+    s.add(Particle("p", mass=1.0))
+    s.add(PointForce("f", "p", value=("sin(5*t) + exp(t/2)", "0")))
+    assert TimeScale(s).tau(0.0, 1.0) == pytest.approx(0.2)
