@@ -110,7 +110,8 @@ def _cmd_simulate(args):
     t_span = None if args.t_end is None else (float(system.simulation.get("t_start", 0.0)), args.t_end)
     bar = _Progress()
     tr = simulate(system, t_span, formulation=args.formulation,
-                  crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar)
+                  crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar,
+                  project_initial=args.project_initial)
     bar.close()
     print(f"model     {system.name} ({args.model}), formulation {tr.info['formulation']}, "
           f"{len(tr.slot_names)} slot(s), {len(tr.coordinate_names)} coordinates")
@@ -169,6 +170,9 @@ def build_parser():
                    help="rule for event HLCPs with several solutions (default: stop)")
     m.add_argument("--out", default=None, help="output directory (default: results/<model name>)")
     m.add_argument("--no-plots", action="store_true", help="write the trajectory only")
+    m.add_argument("--project-initial", action="store_true",
+                   help="project initial positions/velocities that are off the constraints onto them (default: "
+                        "refuse them); the violation is printed in the summary")
     m.set_defaults(func=_cmd_simulate)
     ch = sub.add_parser("chain", help="write the model file of a chain of N friction slots")
     ch.add_argument("n", type=int)

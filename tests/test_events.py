@@ -113,3 +113,70 @@ def test_first_crossing_finds_a_dip_between_samples():
     s.add(Particle("p", mass=1.0))
     s.add(PointForce("f", "p", value=("sin(5*t) + exp(t/2)", "0")))
     assert TimeScale(s).tau(0.0, 1.0) == pytest.approx(0.2)
+
+
+# ---------------------------------------------------------------- item 4: inconsistent initial conditions
+def off_slot(position=(0.0, 0.5), velocity=(0.0, 0.0)):
+    from pympc.mechanics import Gravity
+    s = System("off slot")
+    s.add(Particle("p", mass=1.0, position=position, velocity=velocity))
+    s.add(Slot("slot", "p", "ground", mu=0.3))
+    s.add(Gravity("gravity", g=(0.0, -9.8)))
+    return s
+
+
+@pytest.mark.parametrize("position, velocity, needle", [((0.0, 0.5), (0.0, 0.0), "slot: position off by 0.5"),
+                                                         ((0.0, 0.0), (1.0, 0.3), "slot: velocity across it 0.3")])
+def test_an_inconsistent_start_is_refused_unless_projection_is_asked_for(position, velocity, needle):
+    with pytest.raises(pympc.ModelError, match="project_initial=True") as err:
+        pympc.simulate(off_slot(position, velocity), (0.0, 0.2))
+    assert needle in str(err.value)
+    tr = pympc.simulate(off_slot(position, velocity), (0.0, 0.2), project_initial=True)
+    iv = tr.initial_violation
+    assert iv["projected"] and iv["over"] == [needle]
+    assert iv["position"]["slot"] == pytest.approx(position[1]) and iv["velocity"]["slot"] == pytest.approx(velocity[1])
+    assert abs(tr.q[0, 1]) < 1e-12 and abs(tr.qd[0, 1]) < 1e-12          # it was projected
+    assert "PROJECTED" in tr.summary() and needle in tr.summary()
+
+
+def test_initial_violation_is_saved_and_printed_by_the_cli(tmp_path, capsys):
+    from pympc.cli import main
+    from pympc.mechanics import dump_model
+    (tmp_path / "off.toml").write_text(dump_model(off_slot((0.0, 0.5))))
+    assert main(["simulate", str(tmp_path / "off.toml"), "--t-end", "0.1", "--no-plots", "--out", str(tmp_path)]) == 2
+    assert "project-initial" in capsys.readouterr().err
+    assert main(["simulate", str(tmp_path / "off.toml"), "--t-end", "0.1", "--no-plots", "--project-initial",
+                 "--out", str(tmp_path)]) == 0
+    assert "PROJECTED onto the constraints: slot: position off by 0.5" in capsys.readouterr().out
+    back = pympc.dynamics.Trajectory.load(tmp_path / "trajectory.npz")
+    assert back.initial_violation["projected"] and back.initial_violation["position"]["slot"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("model", sorted(p.stem for p in MODELS.glob("*.toml")))
+def test_shipped_models_start_consistently(model):
+    s = pympc.load_model(MODELS / f"{model}.toml")
+    t0 = float(s.simulation.get("t_start", 0.0))
+    tr = pympc.simulate(s, (t0, t0 + 1e-3), samples=2)
+    iv = tr.initial_violation
+    assert not iv["projected"] and not iv["over"]
+    assert max(iv["position"].values(), default=0) < 1e-12 and max(iv["velocity"].values(), default=0) < 1e-12
+
+
+# ---------------------------------------------------------------- trajectory files and reprs
+def test_loading_something_that_is_not_a_trajectory_names_the_file(tmp_path):
+    Trajectory = pympc.dynamics.Trajectory
+    np.savez(tmp_path / "other.npz", a=np.arange(3))
+    np.savez(tmp_path / "pickled.npz", meta=np.array([{"x": 1}], dtype=object))
+    (tmp_path / "junk.npz").write_bytes(b"not a zip file at all")
+    for name, needle in (("other.npz", "not a pympc trajectory file"), ("pickled.npz", "not a"),
+                         ("junk.npz", "not a readable pympc trajectory file"), ("missing.npz", "no such")):
+        with pytest.raises(pympc.SimulationError, match=needle) as err:
+            Trajectory.load(tmp_path / name)
+        assert name in str(err.value) and "allow_pickle" not in str(err.value)
+
+
+def test_trajectory_and_event_reprs_are_short():
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", (0.0, 5.0))
+    r = repr(tr)
+    assert len(r) < 200 and "SUCCESS" in r and f"{len(tr.t)} samples" in r and f"{len(tr.events)} events" in r
+    assert all(len(repr(e)) < 200 for e in tr.events) and "BREAKAWAY" in repr(tr.events[1])

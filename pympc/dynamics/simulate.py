@@ -23,6 +23,7 @@ from scipy.integrate import solve_ivp
 from ..complementarity import enumerate_solutions, solve
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
+from ..mechanics.assembly import AbsoluteModel
 from .crossings import TimeScale, first_crossing
 from .events import event_problem, read_mode
 from .modes import Baumgarte, Mode, Motion, solve_mode
@@ -141,6 +142,33 @@ class _Run:
     def window(self, ta, tb, intervals=64):
         """(end, step): a scan window from ``ta`` whose step resolves the forcing there (≤ ``scan_step``, ≤ τ/8)."""
         return self.opts["timescale"].window(ta, tb, self.opts["scan_step"], intervals)
+
+    def initial_violation(self, system, t0):
+        """How far the model's initial positions and velocities are off the constraints (absolute coordinates).
+
+        Returns ``{"position": {name: |g|}, "velocity": {name: |ġ|}, "tolerance": {"position": tp,
+        "velocity": tv}, "over": [...], "projected": False}``: one entry per joint row and slot (joints with
+        two rows as ``name[0]``, ``name[1]``); the tolerances are ``initial_tol`` relative to the largest
+        coordinate (at least 1) and the largest velocity (at least 1); ``over`` lists the entries above them.
+        """
+        model = AbsoluteModel(system)
+        q, qd = model.initial_state()
+        (g, _, _, gd), slots, *_ = model.evaluate(q, qd, t0)
+        gN, vN = slots[0], slots[3]
+        names = []
+        ends = [r0 for _, r0, _ in model._joints[1:]] + [model.m]
+        for (j, r0, _), r1 in zip(model._joints, ends):
+            names += [j.name] if r1 - r0 == 1 else [f"{j.name}[{i}]" for i in range(r1 - r0)]
+        pos = {n: float(abs(v)) for n, v, h in zip(names, g, model.holonomic) if h}
+        vel = {n: float(abs(v)) for n, v in zip(names, gd)}
+        for sl, a, b in zip(model.slots, gN, vN):
+            pos[sl.name], vel[sl.name] = float(abs(a)), float(abs(b))
+        rtol = self.opts["initial_tol"]
+        tol = {"position": rtol * max(1.0, float(np.abs(q).max(initial=0))),
+               "velocity": rtol * max(1.0, float(np.abs(qd).max(initial=0)))}
+        over = [f"{n}: position off by {v:.6g}" for n, v in pos.items() if v > tol["position"]]
+        over += [f"{n}: velocity across it {v:.6g}" for n, v in vel.items() if v > tol["velocity"]]
+        return {"position": pos, "velocity": vel, "tolerance": tol, "over": over, "projected": False}
 
     # ----------------------------------------------------------------- events
     def project(self, t, q, qd, stick=()):
@@ -360,7 +388,7 @@ def _options(system, t_span, explicit):
 def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, atol=None, crosscheck=None,
              on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20, zeno_window=None, max_step=None,
              baumgarte=None, samples=None, t_eval=None, enumerate_pairs=8, velocity_tol=1e-8, probe_delta=1e-6,
-             progress=None, overrides=None):
+             progress=None, overrides=None, project_initial=False, initial_tol=1e-6):
     """Simulate a mechanism with friction slots, event by event.
 
     Parameters
@@ -416,10 +444,23 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
         Called as ``progress(t, t0, t1)`` after every phase.
     overrides : dict, optional
         Parameter overrides when ``system`` is a path.
+    project_initial : bool
+        Initial positions or velocities off the constraints (beyond ``initial_tol``)
+        are an error unless this is True; then they are projected onto the
+        constraints, and the violation is kept in ``Trajectory.initial_violation``
+        (always recorded, per joint row and slot).
+    initial_tol : float
+        Tolerance of the initial violation, relative to the largest coordinate and
+        the largest velocity (each at least 1): default 1e-6.
 
     Returns
     -------
     Trajectory
+
+    Raises
+    ------
+    ModelError
+        If the initial state is off the constraints and ``project_initial`` is False.
 
     Examples
     --------
@@ -451,12 +492,22 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
     if isinstance(stab, dict):
         stab = Baumgarte(**stab)
     o.update(on_ambiguous=on_ambiguous, crosscheck=_CROSSCHECK[crosscheck], enumerate_pairs=int(enumerate_pairs),
-             velocity_tol=float(velocity_tol), probe_delta=float(probe_delta))
+             velocity_tol=float(velocity_tol), probe_delta=float(probe_delta), initial_tol=float(initial_tol))
+    if isinstance(initial_tol, bool) or not isinstance(initial_tol, (int, float)) or not 0 <= initial_tol < np.inf:
+        raise OptionError(f"initial_tol must be a finite number >= 0, got {initial_tol!r}")
     form = make_formulation(system, formulation)
     run = _Run(form, stab, o)
     t0, t1 = o["t_start"], o["t_end"]
     grid = np.asarray(t_eval, float) if t_eval is not None else np.linspace(t0, t1, int(o["samples"]))
     n = form.n
+    initial = run.initial_violation(system, t0)
+    if initial["over"] and not project_initial:
+        raise ModelError(f"{system.name}: the initial state is off the constraints ({'; '.join(initial['over'][:6])}"
+                         f"{'; …' if len(initial['over']) > 6 else ''}; tolerances {initial['tolerance']['position']:.3g}"
+                         f" in position, {initial['tolerance']['velocity']:.3g} in velocity): fix the bodies' initial "
+                         "positions/velocities, or let simulate project them onto the constraints with "
+                         "project_initial=True (pympc simulate --project-initial)")
+    initial["projected"] = bool(initial["over"])
     q, qd = form.initial_state()
     event, q, qd, status, message = run.transition(t0, q, qd, EventKind.START, None, None)
     events = [event]
@@ -537,7 +588,9 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
         progress(t, t0, t1)
     if not phases:
         phases.append((np.array([t]), x[:, None], mode))
-    return _trajectory(run, phases, events, status, message)
+    tr = _trajectory(run, phases, events, status, message)
+    tr.initial_violation = initial
+    return tr
 
 
 def _phase(sol, ta, xa, tb, xb, mode):
