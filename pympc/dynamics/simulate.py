@@ -136,7 +136,11 @@ class _Run:
         A sign test at step ends would miss a dip inside a step.  Returns (time,
         index, state) or (None, None, None).
         """
-        te, i = first_crossing(lambda s: np.array([f(s, sol.sol(s)) for f in funcs]), t, tb, self.window, sol.sol.ts)
+        def values(s):
+            xs = sol.sol(s)
+            return np.array([f(s, xs) for f in funcs])
+
+        te, i = first_crossing(values, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 
     def window(self, ta, tb, intervals=64):
