@@ -180,3 +180,70 @@ def test_trajectory_and_event_reprs_are_short():
     r = repr(tr)
     assert len(r) < 200 and "SUCCESS" in r and f"{len(tr.t)} samples" in r and f"{len(tr.events)} events" in r
     assert all(len(repr(e)) < 200 for e in tr.events) and "BREAKAWAY" in repr(tr.events[1])
+
+
+# ---------------------------------------------------------------- plots
+def _synthetic(slots, n=200):
+    """A Trajectory with ``slots`` slots and a body falling 180 m (no simulation needed to test the plots)."""
+    Trajectory = pympc.dynamics.Trajectory
+    t = np.linspace(0.0, 6.0, n)
+    names = [f"s{k}.x" for k in range(slots)] + [f"s{k}.y" for k in range(slots)] + ["rock.x", "rock.y", "arm.phi"]
+    q = np.column_stack([0.1 * np.sin(t + k) for k in range(slots)] + [np.zeros((n, slots)), np.full(n, 0.3),
+                                                                        5 - 4.9 * t**2, np.cos(t)])
+    f = np.column_stack([np.sin(t * (k + 1)) for k in range(slots)])
+    motions = np.sign(np.round(np.sin(t[:, None] * np.arange(1, slots + 1)))).astype(int)
+    return Trajectory(t=t, q=q, qd=np.gradient(q, t, axis=0), normal_force=10 + f, friction_force=f,
+                      slip_velocity=f, walls=np.ones((n, slots), int), motions=motions, kinetic=t**2,
+                      potential=-t**2, dissipated=0.01 * t, work=0.01 * t, drift=np.zeros(n), events=[],
+                      status=SimulationStatus.SUCCESS, message="synthetic", coordinate_names=names,
+                      slot_names=[f"slot{k}" for k in range(slots)])
+
+
+@pytest.mark.parametrize("slots", [2, 50])
+def test_plots_have_units_own_panels_for_big_curves_and_legends_outside(slots, tmp_path, monkeypatch):
+    import matplotlib
+    from matplotlib.collections import QuadMesh
+
+    from pympc.dynamics.plots import MAX_CURVES, plot_trajectory, trajectory_figures
+
+    def no_use(*a, **k):
+        raise AssertionError("matplotlib.use called")
+
+    monkeypatch.setattr(matplotlib, "use", no_use)
+    tr = _synthetic(slots)
+    figs = trajectory_figures(tr)
+    assert set(figs) == {"coordinates", "velocities", "forces", "modes", "energy"}
+    for name, fig in figs.items():
+        fig.canvas.draw()
+        for ax in fig.axes:
+            if ax.get_label() == "<colorbar>":
+                assert "[" in ax.get_ylabel() or ax.get_yticklabels(), (name, ax.get_ylabel())
+                continue
+            assert "[" in ax.get_ylabel() or ax.get_ylabel() == "slot" or "slot" in ax.get_ylabel(), (name, ax.get_ylabel())
+            leg = ax.get_legend()
+            if leg is not None:
+                assert len(leg.get_texts()) <= MAX_CURVES + 1
+                assert leg.get_window_extent().x0 >= ax.get_window_extent().x1 - 1      # outside the data
+        assert any(a.get_xlabel() == "t [s]" for a in fig.axes)
+    # the falling rock has a panel of its own: no axes holds both rock.y and a slider's coordinate
+    for ax in figs["coordinates"].axes:
+        labels = {l.get_label() for l in ax.get_lines()}
+        assert not ("rock.y" in labels and labels & {"s0.x", "s1.x"})
+    units = {ax.get_ylabel() for ax in figs["coordinates"].axes}
+    assert units == {"coordinates [m]", "coordinates [rad]"}
+    assert any(isinstance(c, QuadMesh) for ax in figs["modes"].axes for c in ax.collections) == (slots > 6)
+    files = plot_trajectory(tr, tmp_path)
+    assert all(p.stat().st_size > 1000 for p in files)
+
+
+def test_plotting_leaves_the_callers_backend_alone():
+    """(Pyomo's import machinery switches matplotlib to Agg by itself, so this runs without the test module.)"""
+    import inspect
+    import subprocess
+    import sys
+    code = ("import matplotlib\nmatplotlib.use('svg')\nimport numpy as np\nimport pympc\n"
+            "from pympc.dynamics import SimulationStatus\n" + inspect.getsource(_synthetic) +
+            "from pympc.dynamics.plots import trajectory_figures\ntrajectory_figures(_synthetic(3))\n"
+            "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

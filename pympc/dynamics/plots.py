@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_trajectory", "MAX_CURVES", "SPLIT_RATIO", "HEATMAP_SLOTS"]
+__all__ = ["plot_trajectory", "trajectory_figures", "MAX_CURVES", "SPLIT_RATIO", "HEATMAP_SLOTS"]
 
 MAX_CURVES = 8
 """Labelled curves per panel at most; the rest are drawn as a grey band (their min..max)."""
@@ -97,7 +97,7 @@ def _coordinate_unit(name, rate=False):
     return f"{base}/s" if rate else base
 
 
-def _heatmap(fig, ax, tr, values, label, cmap, vmin=None, vmax=None, ticks=None, ticklabels=None):
+def _heatmap(fig, ax, tr, values, label, cmap, vmin=None, vmax=None, ticks=None, ticklabels=None, extend="neither"):
     s = values.shape[1]
     t = tr.t
     edges = np.concatenate([[t[0]], 0.5 * (t[1:] + t[:-1]), [t[-1]]]) if len(t) > 1 else np.array([t[0], t[0] + 1])
@@ -105,7 +105,7 @@ def _heatmap(fig, ax, tr, values, label, cmap, vmin=None, vmax=None, ticks=None,
     step = max(1, int(np.ceil(s / 12)))
     ax.set_yticks(range(0, s, step), [tr.slot_names[k] for k in range(0, s, step)], fontsize=7)
     ax.set_ylabel("slot")
-    cb = fig.colorbar(mesh, ax=ax, pad=0.01, ticks=ticks)
+    cb = fig.colorbar(mesh, ax=ax, pad=0.01, ticks=ticks, extend=extend)
     cb.set_label(label, fontsize=8)
     if ticklabels is not None:
         cb.ax.set_yticklabels(ticklabels, fontsize=7)
@@ -131,12 +131,20 @@ def plot_trajectory(tr, out_dir, prefix=""):
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = []
-
-    def save(fig, name, axes):
-        axes[-1].set_xlabel("t [s]")
+    for name, fig in trajectory_figures(tr).items():
         path = out / f"{prefix}{name}.png"
         fig.savefig(path, dpi=100)
         files.append(path)
+    return files
+
+
+def trajectory_figures(tr):
+    """The figures of :func:`plot_trajectory` as ``{name: matplotlib.figure.Figure}`` (Agg canvas, not shown)."""
+    figures = {}
+
+    def save(fig, name, axes):
+        axes[-1].set_xlabel("t [s]")
+        figures[name] = fig
 
     names = list(tr.coordinate_names)
     for name, data, rate, title in (("coordinates", tr.q, False, "coordinates"),
@@ -152,10 +160,13 @@ def plot_trajectory(tr, out_dir, prefix=""):
     if s:
         fig, axes = _figure(2)
         if s > HEATMAP_SLOTS:
-            lim = max(1e-300, float(np.abs(tr.normal_force).max(initial=0)))
-            _heatmap(fig, axes[0], tr, tr.normal_force, "normal force λ [N]", "RdBu_r", -lim, lim)
-            lim = max(1e-300, float(np.abs(tr.friction_force).max(initial=0)))
-            _heatmap(fig, axes[1], tr, tr.friction_force, "friction force F [N]", "PuOr_r", -lim, lim)
+            for ax, data, lab, cmap in ((axes[0], tr.normal_force, "normal force λ [N]", "RdBu_r"),
+                                        (axes[1], tr.friction_force, "friction force F [N]", "PuOr_r")):
+                # the colour scale follows most slots; one far larger slot saturates (arrow on the colour bar)
+                lim = max(1e-300, float(np.percentile(np.abs(data), 98)) if data.size else 1.0)
+                big = data.size and np.abs(data).max() > lim
+                _heatmap(fig, ax, tr, data, lab + (" (beyond the arrows: saturated)" if big else ""), cmap,
+                         -lim, lim, extend="both" if big else "neither")
         else:
             for ax, data, lab, sym in ((axes[0], tr.normal_force, "normal force λ [N]", "λ"),
                                        (axes[1], tr.friction_force, "friction force F [N]", "F")):
@@ -206,4 +217,4 @@ def plot_trajectory(tr, out_dir, prefix=""):
     _legend(ax, 1)
     _events(ax, tr)
     save(fig, "energy", axes)
-    return files
+    return figures
