@@ -104,7 +104,24 @@ class _Run:
             if m == Motion.STICK:
                 funcs.append(self._event(lambda a, s, k=k, w=w: self.mu_s[k] * w * s.lam[k] - abs(s.F[k]) + band,
                                          EventKind.BREAKAWAY, k, mode))
-        return funcs
+        return _EventFunctions(funcs, self._vector(funcs, mode, band))
+
+    def _vector(self, funcs, mode, band):
+        """All event functions at once (same order and values as ``funcs``): ``vector(t, x)`` → array."""
+        kind = np.array([int(f.kind) for f in funcs], dtype=int)
+        slot = np.array([f.slot for f in funcs], dtype=int)
+        m, w = np.asarray(mode.motions, float)[slot], np.asarray(mode.walls, float)[slot]
+        sl, wa, br = (kind == EventKind.SLIP_STOP), (kind == EventKind.WALL_SWITCH), (kind == EventKind.BREAKAWAY)
+        mu_s = self.mu_s[slot[br]]
+
+        def vector(t, x):
+            a, s = self.evaluate(t, x, mode)
+            out = np.empty(len(funcs))
+            out[sl] = m[sl] * a.vT[slot[sl]]
+            out[wa] = w[wa] * s.lam[slot[wa]] + band
+            out[br] = mu_s * w[br] * s.lam[slot[br]] - np.abs(s.F[slot[br]]) + band
+            return out
+        return vector
 
     def _event(self, value, kind, slot, mode):
         def f(t, x, *_):
@@ -128,7 +145,7 @@ class _Run:
         recovers between two samples is found.  Returns (time, index) of the
         first event, or (None, None).
         """
-        return first_crossing(lambda s: np.array([f(s, x) for f in funcs]), t, t1, self.window)
+        return first_crossing(lambda s: funcs.vector(s, x), t, t1, self.window)
 
     def scan_phase(self, sol, t, tb, funcs):
         """The first event of an integrated piece on [t, tb], searched on the dense output inside every step.
@@ -136,11 +153,7 @@ class _Run:
         A sign test at step ends would miss a dip inside a step.  Returns (time,
         index, state) or (None, None, None).
         """
-        def values(s):
-            xs = sol.sol(s)
-            return np.array([f(s, xs) for f in funcs])
-
-        te, i = first_crossing(values, t, tb, self.window, sol.sol.ts)
+        te, i = first_crossing(lambda s: funcs.vector(s, sol.sol(s)), t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 
     def window(self, ta, tb, intervals=64):
@@ -340,6 +353,14 @@ class _Run:
             same = ans.success and np.allclose(np.concatenate([ans.x, ans.y]), ref, atol=1e-6 * (1 + np.abs(ref).max()))
             event.crosscheck[ans.solver] = {"agree": bool(same or (ans.success and rep.agree)), "status": ans.status,
                                             "success": bool(ans.success)}
+
+
+class _EventFunctions(list):
+    """The event functions of a phase (callables with ``kind`` and ``slot``) and ``vector(t, x)``, all at once."""
+
+    def __init__(self, funcs, vector):
+        super().__init__(funcs)
+        self.vector = vector
 
 
 def _options(system, t_span, explicit):
