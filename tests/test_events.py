@@ -247,3 +247,17 @@ def test_plotting_leaves_the_callers_backend_alone():
             "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("kwargs, needle", [({"zeno_window": 0}, "zeno_window"), ({"zeno_window": "x"}, "zeno_window"),
+                                            ({"zeno_events": 1}, "zeno_events"), ({"initial_tol": -1}, "initial_tol")])
+def test_bad_event_guard_options_are_refused(kwargs, needle):
+    with pytest.raises(pympc.OptionError, match=needle):
+        pympc.simulate(MODELS / "friction_oscillator.toml", **kwargs)
+
+
+def test_zeno_window_option_trips_on_the_dense_stick_slip():
+    """The guard's window is an option: with a window of 3 s the oscillator's legitimate stick-slip counts as
+    chattering (20 transitions within 3 s), which shows the default (0.01 s here) is what keeps it running."""
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", overrides=dict(F0=3.95, w=10.0, K=0), zeno_window=3.0)
+    assert tr.status == SimulationStatus.ZENO and "zeno_window = 3 s" in tr.message

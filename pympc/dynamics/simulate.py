@@ -518,6 +518,8 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
         stab = Baumgarte(**stab)
     o.update(on_ambiguous=on_ambiguous, crosscheck=_CROSSCHECK[crosscheck], enumerate_pairs=int(enumerate_pairs),
              velocity_tol=float(velocity_tol), probe_delta=float(probe_delta), initial_tol=float(initial_tol))
+    if isinstance(zeno_events, bool) or not isinstance(zeno_events, (int, np.integer)) or zeno_events < 2:
+        raise OptionError(f"zeno_events must be an integer >= 2, got {zeno_events!r}")
     if isinstance(initial_tol, bool) or not isinstance(initial_tol, (int, float)) or not 0 <= initial_tol < np.inf:
         raise OptionError(f"initial_tol must be a finite number >= 0, got {initial_tol!r}")
     form = make_formulation(system, formulation)

@@ -22,7 +22,8 @@ class SimulationStatus(_DocIntEnum):
     SUCCESS = 0, "Reached the end of the time span."
     PARADOX = 1, ("An event HLCP has no solution or several solutions selecting different modes "
                   "(a Painlevé-type paradox: jamming/wedging); see the last event.")
-    ZENO = 2, "Events accumulate (Zeno/chattering): too many events closer than min_event_spacing."
+    ZENO = 2, ("Events accumulate (Zeno/chattering): zeno_events transitions within zeno_window (by default 1e-3 "
+               "of the span or 1/10 of the forcing's time scale), or as many in a row closer than min_event_spacing.")
     EVENT_LIMIT = 3, "The event budget max_events was used up."
     INTEGRATION_FAILED = 4, "scipy.integrate.solve_ivp failed in a smooth phase (see the message)."
     MODE_FAILURE = 5, "The mode selected at an event does not verify (its forces or accelerations are inconsistent)."
