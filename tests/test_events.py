@@ -261,3 +261,8 @@ def test_zeno_window_option_trips_on_the_dense_stick_slip():
     chattering (20 transitions within 3 s), which shows the default (0.01 s here) is what keeps it running."""
     tr = pympc.simulate(MODELS / "friction_oscillator.toml", overrides=dict(F0=3.95, w=10.0, K=0), zeno_window=3.0)
     assert tr.status == SimulationStatus.ZENO and "zeno_window = 3 s" in tr.message
+
+
+def test_a_forcing_too_fast_to_resolve_stops_with_an_error_not_a_hang_or_a_guess():
+    tr = pympc.simulate(block(("4.1*sin(1e7*t)", -10.0)), (0.0, 1.0))
+    assert tr.status == SimulationStatus.ERROR and "time scale" in tr.message and "t_span" in tr.message

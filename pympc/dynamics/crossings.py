@@ -25,7 +25,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from ..errors import ModelError
+from ..errors import ModelError, SimulationError
 from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, Distance, PointForce, Prescribed, Torque
 
@@ -110,6 +110,11 @@ class TimeScale:
             if hi - lo <= 1e-3 * (lo - ta):
                 break
         end, h = lo, step(lo)
+        if h < 1e-4 * cap:      # a forcing faster than any sampling can follow: stop rather than hang or miss events
+            raise SimulationError(
+                f"the model's time functions vary on a time scale of {8 * h:.3g} s near t = {ta:.9g}, over 10⁴ "
+                f"times shorter than the scan step {cap:.3g} s; events there cannot be located reliably "
+                "(shorten t_span or check the forcing expressions)")
         return min(end, tb), h
 
 
