@@ -168,7 +168,8 @@ class _Run:
         two rows as ``name[0]``, ``name[1]``); the tolerances are ``initial_tol`` relative to the largest
         coordinate (at least 1) and the largest velocity (at least 1); ``over`` lists the entries above them.
         """
-        model = AbsoluteModel(system)
+        form = self.form          # the general method's compiled model holds every joint; the tree's does not
+        model = form._abs if getattr(form, "name", None) == "general" and hasattr(form, "_abs") else AbsoluteModel(system)
         q, qd = model.initial_state()
         (g, _, _, gd), slots, *_ = model.evaluate(q, qd, t0)
         gN, vN = slots[0], slots[3]
@@ -565,15 +566,29 @@ def simulate(system, t_span=None, *, formulation=None, method=None, rtol=None, a
                 # starts at zero for a root): the first crossing ends the phase
                 ta, xa, te = t, x, None
                 while True:
-                    tb = run.window(ta, t1, 32)[0]
+                    tb = run.window(ta, t1, 64)[0]
                     ins = inside[(inside > ta) & (inside < tb)]
-                    sol = solve_ivp(run.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"], atol=o["atol"],
-                                    t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
-                                    dense_output=True)
+                    # solve_ivp stops at the first step-end sign change of a function that starts positive
+                    # (a hint that ends the piece early); the scan decides
+                    # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
+                    g0 = funcs.vector(ta, xa)
+                    for hints in ([f for f, v in zip(funcs, g0) if v >= 0], [f for f, v in zip(funcs, g0) if v > 0]):
+                        sol = solve_ivp(run.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"], atol=o["atol"],
+                                        t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
+                                        dense_output=True, events=hints or None)
+                        tend, hint = tb, None
+                        if sol.status == 1:
+                            th, j = min((tv[0], j) for j, tv in enumerate(sol.t_events) if len(tv))
+                            tend, hint = th, (th, funcs.index(hints[j]), sol.y_events[j][0])
+                            if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[hint[1]] <= 0:
+                                continue
+                        break
                     if sol.status == -1:
                         break
-                    te, i, xe = run.scan_phase(sol, ta, tb, funcs)
-                    if te is not None or tb >= t1:
+                    te, i, xe = run.scan_phase(sol, ta, tend, funcs)
+                    if te is None and hint is not None:
+                        te, i, xe = hint
+                    if te is not None or tend >= t1:
                         break
                     phases.append(_phase(sol, ta, xa, None, None, mode))
                     ta, xa = tb, sol.sol(tb)
