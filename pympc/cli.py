@@ -124,7 +124,8 @@ def _cmd_simulate(args):
     t_span = None if args.t_end is None else (t_start, args.t_end)
     bar = _Progress()
     tr = simulate(system, t_span, formulation=args.formulation,
-                  crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar)
+                  crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar,
+                  project_initial=args.project_initial)
     bar.close()
     print(f"model     {system.name} ({args.model}), formulation {tr.info['formulation']}, "
           f"{len(tr.slot_names)} slot(s), {len(tr.coordinate_names)} coordinates")
@@ -258,6 +259,9 @@ def build_parser():
                    help="rule for event HLCPs with several solutions (default: stop)")
     m.add_argument("--out", default=None, help="output directory (default: results/<model name>)")
     m.add_argument("--no-plots", action="store_true", help="write the trajectory only")
+    m.add_argument("--project-initial", action="store_true",
+                   help="project initial positions/velocities that are off the constraints onto them (default: "
+                        "refuse them); the violation is printed in the summary")
     m.set_defaults(func=_cmd_simulate)
     ch = _sub(sub, "chain", "write the model file of a chain of N friction slots",
               "pympc chain 10 --mu 0.2 --out chain10.toml")

@@ -49,3 +49,15 @@ def test_search_time_limit_is_undecided_never_a_claim(rng):
     p = LCP(M, rng.integers(-3, 4, n).astype(float))
     r = milp(p, time_limit=1e-9)
     assert r.status.name == "UNDECIDED" and not r.success
+
+
+def test_a_solution_with_an_entry_at_the_round_off_threshold_is_found_not_refuted():
+    """A breakaway HLCP of the friction oscillator: its solution has y3 ≈ 1e-8, exactly at the size the
+    support re-solve used to zero as round-off; the search then claimed INFEASIBLE (a false proof)."""
+    import pympc
+    h = pympc.HLCP([[1.0, 0.0, 0.0], [0.0, 1.0, 0.5], [-0.8, 0.0, 1.0]],
+                   [[-1.0, 0.0, 0.0], [0.0, -0.5, -1.0], [-0.8, 1.0, 0.0]], [9.8, -3.92000001, 0.0])
+    assert pympc.enumerate_solutions(h).kind.name == "UNIQUE"
+    r = pympc.solve(h, method="milp")
+    assert r.success and h.is_solution(r.x, r.y)
+    assert abs(r.y[2] - 1e-8) < 1e-12

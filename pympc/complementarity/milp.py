@@ -169,6 +169,10 @@ def _exact_search(highspy, hlcp, tol, options, result):
     if status == "exhausted":
         return result(Status.INFEASIBLE, f"support search: every support is LP-infeasible ({nodes} LP(s)): "
                       "the problem has no solution", zeros, zeros, info)
+    if status == "undecided":
+        return result(Status.UNDECIDED, f"support search: a feasible support whose point does not verify (round-off "
+                      f"at the tolerance) after {nodes} LP(s): no proof either way; try method='enumerate'",
+                      zeros, zeros, info)
     info["highs_status"] = "Time limit reached"
     return result(Status.UNDECIDED, f"support search: time limit reached after {nodes} LP(s), undecided",
                   zeros, zeros, info)

@@ -108,7 +108,8 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
     ``verify(choice)`` re-solves on the support ``choice`` (True: ``x_i`` may
     be positive) and returns a verified ``(x, y)`` or None.  Returns
     ``(point, status, nodes)`` with status ``"found"``, ``"exhausted"`` (no
-    solution) or ``"time"``.
+    solution: every leaf LP-infeasible), ``"undecided"`` (a feasible leaf whose
+    point did not verify: no proof either way) or ``"time"``.
     """
     from .milp import _add_dense_rows
 
@@ -127,6 +128,7 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
     zero_tol = 1e-9
     cols, lower = np.arange(2 * n, dtype=np.int32), np.zeros(2 * n)
     stack, nodes = [np.zeros(2 * n, bool)], 0
+    unproved = False       # a feasible leaf whose point did not verify: no proof that there is no solution
     while stack:
         if time_limit is not None and clock() - t0 > time_limit:
             return None, "time", nodes
@@ -163,10 +165,11 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
             if pt is not None:
                 return pt, "found", nodes
             if not free.any():
+                unproved = True
                 continue
         zero_x, zero_y = fixed.copy(), fixed.copy()
         zero_x[i], zero_y[n + i] = True, True
         first, second = (zero_x, zero_y) if x[i] <= y[i] else (zero_y, zero_x)
         stack.append(second)
         stack.append(first)
-    return None, "exhausted", nodes
+    return None, ("undecided" if unproved else "exhausted"), nodes

@@ -22,9 +22,10 @@ def solve_on_support(hlcp, choice, tol=1e-9):
     pt = hlcp.support_point(choice, rcond=1e-12)
     if pt is not None:
         x, y = pt
+        if hlcp.is_solution(x, y, tol):
+            return x, y
         small = tol * max(float(np.abs(x).max()), float(np.abs(y).max()))   # round-off, relative to the point
-        x[np.abs(x) <= small] = 0.0
-        y[np.abs(y) <= small] = 0.0
+        x, y = np.where(np.abs(x) <= small, 0.0, x), np.where(np.abs(y) <= small, 0.0, y)
     else:
         from scipy.optimize import linprog
 

@@ -9,7 +9,8 @@ solver (and, small enough, its whole solution set enumerated), the new mode is
 read off and verified, and integration restarts.  A phase in which the joints and
 the sticking slots lock every coordinate and nothing is driven is not
 integrated: its state is constant, and its events (functions of t alone) are
-located with ``scipy.optimize.brentq``.
+located by :func:`~pympc.dynamics.crossings.first_crossing`, which also searches
+inside every step of the integrated phases (dense output).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from pathlib import Path
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.optimize import brentq
 
 from ..complementarity import enumerate_solutions, solve
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
+from ..mechanics.assembly import AbsoluteModel
+from .crossings import TimeScale, first_crossing
 from .events import event_problem, read_mode
 from .modes import Baumgarte, Mode, Motion, solve_mode
 from .sensitivity import Sensitivities
@@ -41,7 +43,7 @@ _CROSSCHECK = {None: (), "ipopt": ("ipopt",), "milp": ("milp",), "all": ("ipopt"
 _METHODS = ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA")   # solve_ivp's methods (or an OdeSolver class)
 
 _DEFAULTS = dict(t_start=0.0, t_end=None, method="DOP853", rtol=1e-10, atol=1e-12, max_events=2000,
-                 min_event_spacing=1e-9, max_step=None, baumgarte=None, samples=501)
+                 min_event_spacing=1e-9, max_step=None, baumgarte=None, samples=501, zeno_window=None)
 
 
 def make_formulation(system, formulation=None):
@@ -103,7 +105,24 @@ class _Run:
             if m == Motion.STICK:
                 funcs.append(self._event(lambda a, s, k=k, w=w: self.mu_s[k] * w * s.lam[k] - abs(s.F[k]) + band,
                                          EventKind.BREAKAWAY, k, mode))
-        return funcs
+        return _EventFunctions(funcs, self._vector(funcs, mode, band))
+
+    def _vector(self, funcs, mode, band):
+        """All event functions at once (same order and values as ``funcs``): ``vector(t, x)`` → array."""
+        kind = np.array([int(f.kind) for f in funcs], dtype=int)
+        slot = np.array([f.slot for f in funcs], dtype=int)
+        m, w = np.asarray(mode.motions, float)[slot], np.asarray(mode.walls, float)[slot]
+        sl, wa, br = (kind == EventKind.SLIP_STOP), (kind == EventKind.WALL_SWITCH), (kind == EventKind.BREAKAWAY)
+        mu_s = self.mu_s[slot[br]]
+
+        def vector(t, x):
+            a, s = self.evaluate(t, x, mode)
+            out = np.empty(len(funcs))
+            out[sl] = m[sl] * a.vT[slot[sl]]
+            out[wa] = w[wa] * s.lam[slot[wa]] + band
+            out[br] = mu_s * w[br] * s.lam[slot[br]] - np.abs(s.F[slot[br]]) + band
+            return out
+        return vector
 
     def _event(self, value, kind, slot, mode):
         def f(t, x, *_):
@@ -120,20 +139,55 @@ class _Run:
         """A phase in which nothing moves: the state is constant, only the forcing changes with t.
 
         There is nothing to integrate; the event functions (functions of t alone
-        here) are sampled every ``stick_max_step`` and a sign change is located
-        by :func:`scipy.optimize.brentq`.  Returns (time, index) of the first
-        event, or (None, None).
+        here) are searched for their first downward zero crossing by
+        :func:`~pympc.dynamics.crossings.first_crossing` (samples at most
+        ``scan_step`` apart, a curvature bound between samples, bisection where a
+        dip below zero is not excluded), so a reserve that dips below zero and
+        recovers between two samples is found.  Returns (time, index) of the
+        first event, or (None, None).
         """
-        ts = np.append(np.arange(t, t1, self.opts["stick_max_step"]), t1)
-        prev = [f(ts[0], x) for f in funcs]
-        for ta, tb in zip(ts[:-1], ts[1:]):
-            cur = [f(tb, x) for f in funcs]
-            roots = [(brentq(lambda s, f=f: f(s, x), ta, tb, xtol=1e-15, rtol=4 * np.finfo(float).eps), i)
-                     for i, (f, ga, gb) in enumerate(zip(funcs, prev, cur)) if ga >= 0 >= gb]
-            if roots:
-                return min(roots)
-            prev = cur
-        return None, None
+        return first_crossing(lambda s: funcs.vector(s, x), t, t1, self.window)
+
+    def scan_phase(self, sol, t, tb, funcs):
+        """The first event of an integrated piece on [t, tb], searched on the dense output inside every step.
+
+        A sign test at step ends would miss a dip inside a step.  Returns (time,
+        index, state) or (None, None, None).
+        """
+        te, i = first_crossing(lambda s: funcs.vector(s, sol.sol(s)), t, tb, self.window, sol.sol.ts)
+        return (None, None, None) if te is None else (te, i, sol.sol(te))
+
+    def window(self, ta, tb, intervals=64):
+        """(end, step): a scan window from ``ta`` whose step resolves the forcing there (≤ ``scan_step``, ≤ τ/8)."""
+        return self.opts["timescale"].window(ta, tb, self.opts["scan_step"], intervals)
+
+    def initial_violation(self, system, t0):
+        """How far the model's initial positions and velocities are off the constraints (absolute coordinates).
+
+        Returns ``{"position": {name: |g|}, "velocity": {name: |ġ|}, "tolerance": {"position": tp,
+        "velocity": tv}, "over": [...], "projected": False}``: one entry per joint row and slot (joints with
+        two rows as ``name[0]``, ``name[1]``); the tolerances are ``initial_tol`` relative to the largest
+        coordinate (at least 1) and the largest velocity (at least 1); ``over`` lists the entries above them.
+        """
+        form = self.form          # the general method's compiled model holds every joint; the tree's does not
+        model = form._abs if getattr(form, "name", None) == "general" and hasattr(form, "_abs") else AbsoluteModel(system)
+        q, qd = model.initial_state()
+        (g, _, _, gd), slots, *_ = model.evaluate(q, qd, t0)
+        gN, vN = slots[0], slots[3]
+        names = []
+        ends = [r0 for _, r0, _ in model._joints[1:]] + [model.m]
+        for (j, r0, _), r1 in zip(model._joints, ends):
+            names += [j.name] if r1 - r0 == 1 else [f"{j.name}[{i}]" for i in range(r1 - r0)]
+        pos = {n: float(abs(v)) for n, v, h in zip(names, g, model.holonomic) if h}
+        vel = {n: float(abs(v)) for n, v in zip(names, gd)}
+        for sl, a, b in zip(model.slots, gN, vN):
+            pos[sl.name], vel[sl.name] = float(abs(a)), float(abs(b))
+        rtol = self.opts["initial_tol"]
+        tol = {"position": rtol * max(1.0, float(np.abs(q).max(initial=0))),
+               "velocity": rtol * max(1.0, float(np.abs(qd).max(initial=0)))}
+        over = [f"{n}: position off by {v:.6g}" for n, v in pos.items() if v > tol["position"]]
+        over += [f"{n}: velocity across it {v:.6g}" for n, v in vel.items() if v > tol["velocity"]]
+        return {"position": pos, "velocity": vel, "tolerance": tol, "over": over, "projected": False}
 
     # ----------------------------------------------------------------- events
     def project(self, t, q, qd, stick=()):
@@ -303,6 +357,14 @@ class _Run:
                                             "success": bool(ans.success)}
 
 
+class _EventFunctions(list):
+    """The event functions of a phase (callables with ``kind`` and ``slot``) and ``vector(t, x)``, all at once."""
+
+    def __init__(self, funcs, vector):
+        super().__init__(funcs)
+        self.vector = vector
+
+
 def _options(system, t_span, explicit):
     o = dict(_DEFAULTS)
     o.update({k: v for k, v in system.simulation.items() if k in o})
@@ -316,13 +378,14 @@ def _options(system, t_span, explicit):
         raise OptionError("t_span is needed (or t_end in the model's [simulation] table)")
     if not o["t_end"] > o["t_start"]:
         raise OptionError(f"t_span: t1 = {o['t_end']} must be after t0 = {o['t_start']}")
-    for key in ("rtol", "atol", "min_event_spacing") + (("max_step",) if o["max_step"] is not None else ()):
+    for key in ("rtol", "atol", "min_event_spacing") + tuple(k for k in ("max_step", "zeno_window") if o[k] is not None):
         try:
             o[key] = float(o[key])
         except (TypeError, ValueError):
             raise OptionError(f"{key} must be a number, got {o[key]!r}") from None
-        if not o[key] >= 0 or (key in ("rtol", "max_step") and o[key] == 0):
-            raise OptionError(f"{key} must be {'> 0' if key in ('rtol', 'max_step') else '>= 0'}, got {o[key]}")
+        positive = key in ("rtol", "max_step", "zeno_window")
+        if not o[key] >= 0 or (positive and o[key] == 0) or o[key] == np.inf:
+            raise OptionError(f"{key} must be a finite number {'> 0' if positive else '>= 0'}, got {o[key]}")
     for key, least in (("max_events", 0), ("samples", 2)):
         v = o[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < least:
@@ -330,21 +393,30 @@ def _options(system, t_span, explicit):
         o[key] = int(v)
     if isinstance(o["method"], str) and o["method"] not in _METHODS:
         raise OptionError(f"method must be one of scipy's solve_ivp methods {sorted(_METHODS)}, got {o['method']!r}")
+    span = o["t_end"] - o["t_start"]
     if o["max_step"] is None:
-        # event functions are only checked at step ends, and a sticking phase is trivial for the
-        # integrator (its error estimate cannot see a forcing that will break the stick):
-        # phases with a sticking slot get at most this step
-        o["stick_max_step"] = (o["t_end"] - o["t_start"]) / 200
+        # a sticking phase is trivial for the integrator (its error estimate cannot see a forcing
+        # that will break the stick): phases with a sticking slot get at most this step
+        o["stick_max_step"] = span / 200
         o["max_step"] = np.inf
     else:
         o["stick_max_step"] = o["max_step"]
+    # events are searched between samples at most this far apart, curvature-bounded in between
+    # (dynamics/crossings.py): fine enough to resolve the forcing whatever the steps
+    o["timescale"] = TimeScale(system)
+    o["scan_step"] = min(o["stick_max_step"], span / 200)        # a cap; τ/8 of each window below it
+    tau = o["timescale"].tau(o["t_start"], o["t_end"])
+    if o["zeno_window"] is None:
+        # chattering: zeno_events transitions within a small fraction of the span or of the forcing's time scale
+        o["zeno_window"] = min(span * 1e-3, tau / 10)
     return o
 
 
-def simulate(system, t_span=None, *, params=None, sensitivities=None, formulation=None, method=None, rtol=None, atol=None, crosscheck=None,
-             on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20, max_step=None,
+def simulate(system, t_span=None, *, params=None, sensitivities=None, formulation=None, method=None, rtol=None,
+             atol=None, crosscheck=None, on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20,
+             zeno_window=None, max_step=None,
              baumgarte=None, samples=None, t_eval=None, enumerate_pairs=8, velocity_tol=1e-8, probe_delta=1e-6,
-             progress=None, overrides=None):
+             progress=None, overrides=None, project_initial=False, initial_tol=1e-6):
     """Simulate a mechanism with friction slots, event by event.
 
     Parameters
@@ -369,9 +441,13 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
         Default: the system's.
     method, rtol, atol, max_step
         Passed to :func:`scipy.integrate.solve_ivp` (defaults DOP853, 1e-10, 1e-12; by default
-        phases with a sticking slot take steps of at most 1/200 of the time span: events are
-        detected at step ends, and the error control alone would take huge steps through a
-        stick phase, where the motion is trivial but the forcing is not).
+        phases with a sticking slot take steps of at most 1/200 of the time span: the error
+        control alone would take huge steps through a stick phase, where the motion is trivial
+        but the forcing is not).  Events do not depend on the steps: every phase's event
+        functions are searched on the dense output between samples at most
+        min(1/200 of the span, τ/8, max_step) apart, τ the forcing's time scale, with a
+        curvature bound and bisection in between (:mod:`pympc.dynamics.crossings`), so a
+        friction reserve that dips below zero and recovers within a step is found.
     crosscheck : {None, "ipopt", "milp", "all"}
         Build every event's Pyomo MPEC model afresh and solve it with these
         solvers as well; the agreement is recorded per event (each solver gets
@@ -386,6 +462,11 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
     min_event_spacing : float
         Events closer than this (default 1e-9 s) count towards the Zeno guard;
         ``zeno_events`` such events in a row end with status ZENO.
+    zeno_window : float, optional
+        Rate criterion of the Zeno guard: ``zeno_events`` (default 20) transitions
+        within this window end with status ZENO.  Default: 1e-3 of the time span or
+        1/10 of the forcing's time scale τ (1/fastest rate of the model's time
+        functions), whichever is smaller.
     baumgarte : Baumgarte, optional
         Constraint stabilization (default α = β = 10 1/s).
     samples : int
@@ -402,10 +483,23 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
         Called as ``progress(t, t0, t1)`` after every phase.
     overrides : dict, optional
         The same as ``params`` (the model-file spelling of ``--set``).
+    project_initial : bool
+        Initial positions or velocities off the constraints (beyond ``initial_tol``)
+        are an error unless this is True; then they are projected onto the
+        constraints, and the violation is kept in ``Trajectory.initial_violation``
+        (always recorded, per joint row and slot).
+    initial_tol : float
+        Tolerance of the initial violation, relative to the largest coordinate and
+        the largest velocity (each at least 1): default 1e-6.
 
     Returns
     -------
     Trajectory
+
+    Raises
+    ------
+    ModelError
+        If the initial state is off the constraints and ``project_initial`` is False.
 
     Examples
     --------
@@ -432,13 +526,17 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
     if crosscheck not in _CROSSCHECK:
         raise OptionError(f"crosscheck must be one of {list(_CROSSCHECK)}, got {crosscheck!r}")
     o = _options(system, t_span, dict(method=method, rtol=rtol, atol=atol, max_events=max_events,
-                                      min_event_spacing=min_event_spacing, max_step=max_step,
+                                      min_event_spacing=min_event_spacing, max_step=max_step, zeno_window=zeno_window,
                                       baumgarte=baumgarte, samples=samples))
     stab = o["baumgarte"] or Baumgarte()
     if isinstance(stab, dict):
         stab = Baumgarte(**stab)
     o.update(on_ambiguous=on_ambiguous, crosscheck=_CROSSCHECK[crosscheck], enumerate_pairs=int(enumerate_pairs),
-             velocity_tol=float(velocity_tol), probe_delta=float(probe_delta))
+             velocity_tol=float(velocity_tol), probe_delta=float(probe_delta), initial_tol=float(initial_tol))
+    if isinstance(zeno_events, bool) or not isinstance(zeno_events, (int, np.integer)) or zeno_events < 2:
+        raise OptionError(f"zeno_events must be an integer >= 2, got {zeno_events!r}")
+    if isinstance(initial_tol, bool) or not isinstance(initial_tol, (int, float)) or not 0 <= initial_tol < np.inf:
+        raise OptionError(f"initial_tol must be a finite number >= 0, got {initial_tol!r}")
     form = make_formulation(system, formulation)
     run = _Run(form, stab, o)
     sens = None
@@ -449,6 +547,14 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
     t0, t1 = o["t_start"], o["t_end"]
     grid = np.asarray(t_eval, float) if t_eval is not None else np.linspace(t0, t1, int(o["samples"]))
     n = form.n
+    initial = run.initial_violation(system, t0)
+    if initial["over"] and not project_initial:
+        raise ModelError(f"{system.name}: the initial state is off the constraints ({'; '.join(initial['over'][:6])}"
+                         f"{'; …' if len(initial['over']) > 6 else ''}; tolerances {initial['tolerance']['position']:.3g}"
+                         f" in position, {initial['tolerance']['velocity']:.3g} in velocity): fix the bodies' initial "
+                         "positions/velocities, or let simulate project them onto the constraints with "
+                         "project_initial=True (pympc simulate --project-initial)")
+    initial["projected"] = bool(initial["over"])
     q, qd = form.initial_state()
     event, q, qd, status, message = run.transition(t0, q, qd, EventKind.START, None, None)
     events = [event]
@@ -476,21 +582,46 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
                 phases.append((np.concatenate([[t], ins, [te]]), np.repeat(x[:, None], ins.size + 2, 1), mode))
             else:
                 step = o["stick_max_step"] if mode.sticking else o["max_step"]
-                sol = solve_ivp(run.rhs if sens is None else sens.rhs, (t, t1), x, method=o["method"], rtol=o["rtol"],
-                                atol=o["atol"], events=funcs,
-                                t_eval=np.append(inside, t1), args=(mode,), max_step=step)
+                # integrated in chunks with dense output, the events searched inside every step
+                # (solve_ivp's own event location only compares step ends, and takes a function that
+                # starts at zero for a root): the first crossing ends the phase
+                ta, xa, te = t, x, None
+                while True:
+                    tb = run.window(ta, t1, 64)[0]
+                    ins = inside[(inside > ta) & (inside < tb)]
+                    # solve_ivp stops at the first step-end sign change of a function that starts positive
+                    # (a hint that ends the piece early); the scan decides
+                    # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
+                    g0 = funcs.vector(ta, xa)
+                    for hints in ([f for f, v in zip(funcs, g0) if v >= 0], [f for f, v in zip(funcs, g0) if v > 0]):
+                        sol = solve_ivp(run.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"], atol=o["atol"],
+                                        t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
+                                        dense_output=True, events=hints or None)
+                        tend, hint = tb, None
+                        if sol.status == 1:
+                            th, j = min((tv[0], j) for j, tv in enumerate(sol.t_events) if len(tv))
+                            tend, hint = th, (th, funcs.index(hints[j]), sol.y_events[j][0])
+                            if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[hint[1]] <= 0:
+                                continue
+                        break
+                    if sol.status == -1:
+                        break
+                    te, i, xe = run.scan_phase(sol, ta, tend, funcs)
+                    if te is None and hint is not None:
+                        te, i, xe = hint
+                    if te is not None or tend >= t1:
+                        break
+                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t))
+                    ta, xa = tb, sol.sol(tb)
                 if sol.status == -1:
-                    status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {t:.9g}: {sol.message}"
-                    phases.append(_phase(sol, t, x, None, None, mode))
+                    status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {ta:.9g}: {sol.message}"
+                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t))
                     break
-                if sol.status == 0:
-                    phases.append(_phase(sol, t, x, None, None, mode))
+                if te is None:
+                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t))
                     t = t1
                     break
-                hits = [(te[0], i) for i, te in enumerate(sol.t_events) if len(te)]
-                te, i = min(hits)
-                xe = sol.y_events[i][0]
-                phases.append(_phase(sol, t, x, te, xe, mode))
+                phases.append(_phase(sol, ta, xa, te, xe, mode, start=ta == t))
             if progress is not None:
                 progress(te, t0, t1)
             f = funcs[i]
@@ -508,6 +639,11 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
                 status, message = SimulationStatus.ZENO, (
                     f"{close} events closer than min_event_spacing = {o['min_event_spacing']:g} s in a row near "
                     f"t = {t:.9g} (event accumulation / chattering)")
+            if status is None and len(events) > zeno_events and t - events[-zeno_events].time < o["zeno_window"]:
+                status, message = SimulationStatus.ZENO, (
+                    f"{zeno_events} transitions within {t - events[-zeno_events].time:.3g} s < zeno_window = "
+                    f"{o['zeno_window']:.3g} s near t = {t:.9g} (event accumulation / chattering; the window is "
+                    "1e-3 of the span or 1/10 of the forcing's time scale unless given)")
             if status is None and len(events) > o["max_events"]:
                 status, message = SimulationStatus.EVENT_LIMIT, f"max_events = {o['max_events']} reached at t = {t:.9g}"
     except (SimulationError, ModelError) as exc:   # keep what was computed
@@ -520,16 +656,20 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
         progress(t, t0, t1)
     if not phases:
         phases.append((np.array([t]), x[:, None], mode))
-    return _trajectory(run, phases, events, status, message, sens)
+    tr = _trajectory(run, phases, events, status, message, sens)
+    tr.initial_violation = initial
+    return tr
 
 
-def _phase(sol, ta, xa, tb, xb, mode):
-    """The samples of one smooth phase: its start, the requested times inside it, its end."""
+def _phase(sol, ta, xa, tb, xb, mode, start=True):
+    """The samples of one smooth phase (or of one piece of it): its start (unless ``start`` is False: a
+    piece that continues a phase), the requested times inside it, its end."""
     st = np.asarray(sol.t, dtype=float).reshape(-1)
     sy = np.asarray(sol.y, dtype=float).reshape(len(xa), st.size)
     keep = st > ta if tb is None else (st > ta) & (st < tb)
-    ts = np.concatenate([[ta], st[keep]] + ([[tb]] if tb is not None else []))
-    xs = np.hstack([xa[:, None], sy[:, keep]] + ([xb[:, None]] if tb is not None else []))
+    first = [[ta]] if start else []
+    ts = np.concatenate(first + [st[keep]] + ([[tb]] if tb is not None else []))
+    xs = np.hstack(([xa[:, None]] if start else []) + [sy[:, keep]] + ([xb[:, None]] if tb is not None else []))
     return ts, xs, mode
 
 

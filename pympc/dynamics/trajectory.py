@@ -22,7 +22,8 @@ class SimulationStatus(_DocIntEnum):
     SUCCESS = 0, "Reached the end of the time span."
     PARADOX = 1, ("An event HLCP has no solution or several solutions selecting different modes "
                   "(a Painlevé-type paradox: jamming/wedging); see the last event.")
-    ZENO = 2, "Events accumulate (Zeno/chattering): too many events closer than min_event_spacing."
+    ZENO = 2, ("Events accumulate (Zeno/chattering): zeno_events transitions within zeno_window (by default 1e-3 "
+               "of the span or 1/10 of the forcing's time scale), or as many in a row closer than min_event_spacing.")
     EVENT_LIMIT = 3, "The event budget max_events was used up."
     INTEGRATION_FAILED = 4, "scipy.integrate.solve_ivp failed in a smooth phase (see the message)."
     MODE_FAILURE = 5, "The mode selected at an event does not verify (its forces or accelerations are inconsistent)."
@@ -195,6 +196,10 @@ class Trajectory:
         ∂λ/∂θ and ∂F/∂θ.
     sensitivity_note : str
         Why the sensitivities are NaN from some event on (grazing or degenerate event), if they are.
+    initial_violation : dict
+        How far the model's initial state was off the constraints, per joint row and slot:
+        ``{"position": {name: |g|}, "velocity": {name: |ġ|}, "tolerance": {...}, "over": [...],
+        "projected": bool}`` (``projected``: it was above the tolerance and projected on request).
     """
 
     t: np.ndarray
@@ -224,6 +229,7 @@ class Trajectory:
     dnormal_force: np.ndarray | None = None
     dfriction_force: np.ndarray | None = None
     sensitivity_note: str = ""
+    initial_violation: dict = field(default_factory=dict)
 
     @property
     def success(self):
@@ -291,6 +297,15 @@ class Trajectory:
                  f"energy      balance error {self.energy_error:.2e} (relative); dissipated {self.dissipated[-1]:.6g} J,"
                  f" work in {self.work[-1]:.6g} J",
                  f"drift       max constraint violation {self.drift.max(initial=0):.2e}"]
+        iv = self.initial_violation
+        if iv:
+            worst = max([0.0, *iv.get("position", {}).values()]), max([0.0, *iv.get("velocity", {}).values()])
+            if iv.get("projected"):
+                lines.append(f"initial     PROJECTED onto the constraints: {'; '.join(iv['over'][:5])}"
+                             f"{'; …' if len(iv['over']) > 5 else ''}")
+            else:
+                lines.append(f"initial     consistent (largest violation {worst[0]:.2e} in position, "
+                             f"{worst[1]:.2e} in velocity)")
         for k, name in enumerate(self.slot_names):
             stick = float(np.mean(self.motions[:, k] == 0)) if len(self.t) else 0.0
             lines.append(f"slot {name:12s} |λ| max {np.abs(self.normal_force[:, k]).max(initial=0):.6g} N, "
@@ -317,27 +332,55 @@ class Trajectory:
                 "slot_names": self.slot_names, "events": [e._json() for e in self.events],
                 "info": {k: v for k, v in self.info.items() if _jsonable(v)},
                 "parameters": {k: float(v) for k, v in self.parameters.items()}, "model_hash": self.model_hash,
-                "sensitivity_names": self.sensitivity_names, "sensitivity_note": self.sensitivity_note}
+                "sensitivity_names": self.sensitivity_names, "sensitivity_note": self.sensitivity_note,
+                "initial_violation": self.initial_violation}
         sens = {k: getattr(self, k) for k in _SENSITIVITIES if getattr(self, k) is not None}
         np.savez_compressed(path, meta=np.array(json.dumps(meta)), **{k: getattr(self, k) for k in _ARRAYS}, **sens)
 
     @classmethod
     def load(cls, path):
-        """Read a trajectory written by :meth:`save`."""
+        """Read a trajectory written by :meth:`save`.
+
+        Raises
+        ------
+        SimulationError
+            If the file is missing, unreadable, or not a trajectory written by
+            :meth:`save` (the message names the file and what is wrong).
+        """
         path = Path(path)
+        if not path.is_file():
+            raise SimulationError(f"{path}: no such trajectory file")
         try:
             with np.load(path, allow_pickle=False) as f:
+                names = set(getattr(f, "files", ()))
+                missing = [k for k in ("meta",) + _ARRAYS if k not in names]
+                if missing:
+                    raise SimulationError(
+                        f"{path}: not a pympc trajectory file (no {', '.join(missing)}); trajectories are written "
+                        "by Trajectory.save or `pympc simulate`")
                 arrays = {k: f[k] for k in _ARRAYS}
                 arrays.update({k: f[k] for k in _SENSITIVITIES if k in f.files})
                 meta = json.loads(str(f["meta"]))
-        except (OSError, KeyError, ValueError) as exc:
-            raise SimulationError(f"{path}: not a pympc trajectory file ({exc})") from None
-        return cls(**arrays, events=[Event._from_json(e) for e in meta["events"]],
-                   status=SimulationStatus[meta["status"]], message=meta["message"],
-                   coordinate_names=meta["coordinate_names"], slot_names=meta["slot_names"], info=meta["info"],
-                   parameters=meta.get("parameters", {}), model_hash=meta.get("model_hash", ""),
-                   sensitivity_names=meta.get("sensitivity_names", []),
-                   sensitivity_note=meta.get("sensitivity_note", ""))
+            extra = {"initial_violation": meta.get("initial_violation", {}),
+                     "parameters": meta.get("parameters", {}), "model_hash": meta.get("model_hash", ""),
+                     "sensitivity_names": meta.get("sensitivity_names", []),
+                     "sensitivity_note": meta.get("sensitivity_note", "")}
+            return cls(**arrays, events=[Event._from_json(e) for e in meta["events"]],
+                       status=SimulationStatus[meta["status"]], message=meta["message"],
+                       coordinate_names=meta["coordinate_names"], slot_names=meta["slot_names"], info=meta["info"],
+                       **extra)
+        except SimulationError:
+            raise
+        except Exception as exc:    # a zip that is not one, pickled objects, damaged JSON or arrays, ...
+            why = "it holds pickled objects" if "pickle" in str(exc) else f"{type(exc).__name__}: {exc}"
+            raise SimulationError(f"{path}: not a readable pympc trajectory file ({why}); trajectories are "
+                                  "written by Trajectory.save or `pympc simulate`") from None
+
+    def __repr__(self):
+        span = f"{self.t[0]:g}..{self.t[-1]:g} s" if len(self.t) else "empty"
+        slots = ", ".join(self.slot_names[:4]) + (f", … ({len(self.slot_names)} slots)" if len(self.slot_names) > 4 else "")
+        return (f"Trajectory({self.status.name}, t {span}, {len(self.t)} samples, {len(self.events)} events, "
+                f"slots [{slots}])")
 
     def to_dataframe(self):
         """A pandas DataFrame of the sampled arrays (needs pandas)."""

@@ -1,0 +1,198 @@
+"""Event location that does not depend on the integrator's steps.
+
+An event function that dips below zero and recovers between two samples is
+invisible to a sign test at the samples.  :func:`first_crossing` samples the
+event functions on a grid no coarser than the forcing's time scale, bounds
+each function between two samples by its curvature (if ``|g''| ≤ G`` on
+``[a, b]`` then ``g ≥ min(g(a), g(b)) − G (b − a)²/8`` there) and bisects
+every interval where that bound does not exclude a zero, left to right, so the
+*first* downward crossing is found.  ``G`` is taken as twice the largest second
+divided difference of the samples around the interval: the grid resolves the
+forcing (spacing ≤ τ/8 with τ from :func:`forcing_time_scale`), so the sampled
+curvature is within a few per cent of the true one and the factor two covers
+its variation across the interval.
+
+:func:`forcing_time_scale` reads the time scale off the model's expressions:
+every ``sin``, ``cos``, ``exp``, … of an argument ``u(t)`` contributes the rate
+``|du/dt|`` (differentiated by the expression layer), and τ = 1 / (largest rate).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ..errors import ModelError, SimulationError
+from ..mechanics.expressions import Expression, parse
+from ..mechanics.system import FORCE_VARIABLES, Distance, PointForce, Prescribed, Torque
+
+__all__ = ["TimeScale", "forcing_time_scale", "first_crossing"]
+
+_FAST = {"sin", "cos", "tan", "exp", "sinh", "cosh", "tanh"}
+
+
+def _expressions(system):
+    """The time functions of a system (Expressions; numbers and strings as the assembly parses them)."""
+    items = []
+    for f in system.forces.values():
+        if isinstance(f, PointForce):
+            items += [(v, FORCE_VARIABLES) for v in f.value]
+        elif isinstance(f, Torque):
+            items.append((f.value, FORCE_VARIABLES))
+    for j in system.joints.values():
+        if isinstance(j, Prescribed):
+            items.append((j.value, ("t",)))
+        elif isinstance(j, Distance):
+            items.append((j.length, ("t",)))
+    for v, variables in items:
+        try:
+            yield parse(v, {}, variables)
+        except ModelError:      # the assembly reports it
+            continue
+
+
+class TimeScale:
+    """The time scale of a model's time functions, over any interval.
+
+    Rates are ``|du/dt|`` of the argument ``u`` of every ``sin``, ``cos``, ``tan``,
+    ``exp``, ``sinh``, ``cosh``, ``tanh`` in a force, torque, prescribed motion or
+    rod length (differentiated by the expression layer; state variables of force
+    expressions at 0).  ``tau(t0, t1)`` = 1 / (largest rate at 9 times across
+    ``[t0, t1]``), ``inf`` without such functions.  Expressions that cannot be
+    evaluated somewhere are skipped there.
+    """
+
+    def __init__(self, system):
+        self._rates = []
+        for e in _expressions(system):
+            for node in ast.walk(e.node):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FAST
+                        and node.args):
+                    du = Expression(node.args[0]).diff("t")
+                    if du.is_constant:
+                        if du.value:
+                            self._rates.append(abs(du.value))
+                    else:
+                        self._rates.append(du)
+        self._env = {v: 0.0 for v in FORCE_VARIABLES}
+
+    def tau(self, t0, t1):
+        rate = 0.0
+        for r in self._rates:
+            if isinstance(r, float):
+                rate = max(rate, r)
+                continue
+            for t in np.linspace(t0, t1, 9):
+                try:
+                    v = abs(float(r(**{**self._env, "t": float(t)})))
+                except (ArithmeticError, ValueError, TypeError, KeyError, RecursionError):
+                    continue
+                if math.isfinite(v):
+                    rate = max(rate, v)
+        return 1.0 / rate if rate > 0 else math.inf
+
+    def window(self, ta, tb, cap, intervals):
+        """(end, h): a window [ta, end] of at most ``intervals`` samples h ≤ min(cap, τ/8) apart, τ over the window."""
+        step = lambda end: min(cap, self.tau(ta, end) / 8)  # noqa: E731
+        hi = min(tb, ta + intervals * cap)            # the largest window whose own τ allows it (bisection)
+        if ta + intervals * step(hi) >= hi:
+            return hi, step(hi)
+        lo = ta + intervals * step(hi)                # allowed: τ over [ta, lo] ≥ τ over [ta, hi]
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            if ta + intervals * step(mid) >= mid:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-3 * (lo - ta):
+                break
+        end, h = lo, step(lo)
+        if h < 1e-4 * cap:      # a forcing faster than any sampling can follow: stop rather than hang or miss events
+            raise SimulationError(
+                f"the model's time functions vary on a time scale of {8 * h:.3g} s near t = {ta:.9g}, over 10⁴ "
+                f"times shorter than the scan step {cap:.3g} s; events there cannot be located reliably "
+                "(shorten t_span or check the forcing expressions)")
+        return min(end, tb), h
+
+
+def forcing_time_scale(system, t0, t1):
+    """τ = 1 / (fastest rate of an oscillating or exponential time function of the model) on [t0, t1]."""
+    return TimeScale(system).tau(t0, t1)
+
+
+def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
+    """The first downward zero crossing of the vector function ``G`` on ``[ta, tb]``.
+
+    Parameters
+    ----------
+    G : callable
+        ``G(t)`` → 1-D array of event-function values (each ≥ 0 at ``ta``).
+    ta, tb : float
+    h : float or callable
+        Largest sampling interval (must resolve the time functions of ``G``), or
+        ``h(ta, tb)`` → (end, step): a window starting at ``ta`` and its step
+        (e.g. :meth:`TimeScale.window`).
+    t_extra : array_like
+        More sample times (e.g. the integrator's step ends).
+    dt_min : float, optional
+        Intervals are not bisected below this width (default ``1e-11·max(1, |tb|)``);
+        a dip shorter than that which comes back up counts as a touch, not a crossing.
+
+    Returns
+    -------
+    (t, i) or (None, None)
+        Time and index of the first component crossing zero from above.
+    """
+    if dt_min is None:
+        dt_min = 1e-11 * max(1.0, abs(ta), abs(tb))
+    extra = np.asarray(t_extra, dtype=float).reshape(-1)
+    t0 = ta
+    while t0 < tb:
+        # windows of at most 64 intervals: an early event does not pay for the whole span
+        end, step = h(t0, tb) if callable(h) else (min(tb, t0 + 64 * h), h)
+        n = max(4, int(math.ceil((end - t0) / step)))
+        ts = np.linspace(t0, end, n + 1)
+        ts = np.unique(np.concatenate([ts, extra[(extra > t0) & (extra < end)]]))
+        ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
+        ts[-1] = end
+        vals = np.array([np.asarray(G(t), dtype=float) for t in ts])
+        if vals.ndim != 2 or vals.shape[1] == 0:
+            return None, None
+        d2 = np.zeros_like(vals)           # |second divided differences|: estimates of |g''|
+        if len(ts) >= 3:
+            s1 = np.diff(vals, axis=0) / np.diff(ts)[:, None]
+            d2[1:-1] = np.abs(2 * np.diff(s1, axis=0) / (ts[2:] - ts[:-2])[:, None])
+            d2[0], d2[-1] = d2[1], d2[-2]
+        for i in range(len(ts) - 1):
+            bound = 2.0 * d2[max(0, i - 1):i + 3].max(axis=0)
+            hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bound, dt_min)
+            if hit[0] is not None:
+                return hit
+        t0 = end
+    return None, None
+
+
+def _scan(G, a, ga, b, gb, bound, dt_min):
+    """First crossing in [a, b] by bisection where the curvature bound allows a zero."""
+    stack = [(a, ga, b, gb)]
+    while stack:
+        a, ga, b, gb = stack.pop()
+        w = b - a
+        possible = (np.minimum(ga, gb) - bound * w * w / 8 <= 0) & (ga >= 0)
+        if not possible.any():
+            continue
+        if w <= dt_min:
+            cross = [i for i in np.flatnonzero(possible) if gb[i] < 0]
+            if cross:
+                roots = [(brentq(lambda s, i=i: G(s)[i], a, b, xtol=1e-15, rtol=4 * np.finfo(float).eps), i)
+                         for i in cross]
+                return min(roots)
+            continue
+        m = 0.5 * (a + b)
+        gm = np.asarray(G(m), dtype=float)
+        stack.append((m, gm, b, gb))      # right half after the left one
+        stack.append((a, ga, m, gm))
+    return None, None
