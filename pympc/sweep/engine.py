@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -231,50 +233,85 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
     return report
 
 
+class _CtrlC:
+    """While a sweep runs in the main thread, Ctrl-C sets a flag that the loop turns into KeyboardInterrupt at a
+    safe point (not inside Dask's event-loop calls); a second Ctrl-C interrupts at once.  Restored on exit."""
+
+    def __enter__(self):
+        self.flag, self.prev = threading.Event(), None
+        if threading.current_thread() is threading.main_thread():
+            self.prev = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def _handler(self, signum, frame):
+        if self.flag.is_set():
+            raise KeyboardInterrupt
+        self.flag.set()
+
+    def check(self):
+        if self.flag.is_set():
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            signal.signal(signal.SIGINT, self.prev)
+
+
 def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_size, dashboard, progress):
     from dask.distributed import Client, as_completed
     cluster = own = None
-    if client is None:
-        if scheduler is not None:
-            client = own = Client(scheduler)
-        else:
-            cluster = local_cluster(n_workers, dashboard)
-            client = own = Client(cluster)
-            report.dashboard = cluster.dashboard_link if dashboard else None
     bar = _Bar(report.total, report.skipped) if progress is None else None
     tick = progress or bar
     futures = {}
-    try:
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        size = batch_size or spec.batch_size or max(1, min(100, math.ceil(len(pending) / (16 * workers))))
-        for batch in _batches(pending, size):
-            f = client.submit(_run_batch, spec.model, batch, spec.t_span, spec.options, spec.observables, pure=False)
-            futures[f] = batch
-        done = report.skipped
-        for f in as_completed(list(futures)):
-            batch = futures.pop(f)
-            try:
-                rows = f.result()
-            except Exception as exc:          # noqa: BLE001 — a worker died twice, or the task could not run
-                report.lost += len(batch)
-                report.lost_errors.append(f"runs {batch[0][0]}..{batch[-1][0]}: {type(exc).__name__}: {exc}")
-            else:
-                store.write_part(rows)
-                report.ran += len(rows)
-                report.failed += sum(r["status"] == "FAILED" for r in rows)
-                done += len(rows)
-            tick(done, report.failed, report.total - done - report.lost)
-    except BaseException:
-        if futures:
-            client.cancel(list(futures))
-        raise
-    finally:
-        if bar is not None:
-            bar.close()
-        if own is not None:
-            own.close()
-        if cluster is not None:
-            cluster.close()
+    with _CtrlC() as ctrl_c:
+        try:
+            if client is None:
+                if scheduler is not None:
+                    client = own = Client(scheduler)
+                else:
+                    cluster = local_cluster(n_workers, dashboard)
+                    client = own = Client(cluster)
+                    if dashboard:
+                        report.dashboard = cluster.dashboard_link
+                        print(f"dashboard {report.dashboard} (open while the sweep runs)", file=sys.stderr, flush=True)
+            ctrl_c.check()
+            workers = max(1, len(client.scheduler_info().get("workers", {})))
+            size = batch_size or spec.batch_size or max(1, min(100, math.ceil(len(pending) / (16 * workers))))
+            for batch in _batches(pending, size):
+                f = client.submit(_run_batch, spec.model, batch, spec.t_span, spec.options, spec.observables,
+                                  pure=False)
+                futures[f] = batch
+            done = report.skipped
+            finished = as_completed(list(futures))
+            while not finished.is_empty():
+                ctrl_c.check()
+                ready = finished.next_batch(block=False)
+                if not ready:
+                    time.sleep(0.02)
+                for f in ready:
+                    batch = futures.pop(f)
+                    try:
+                        rows = f.result()
+                    except Exception as exc:      # noqa: BLE001 — a worker died twice, or the task could not run
+                        report.lost += len(batch)
+                        report.lost_errors.append(f"runs {batch[0][0]}..{batch[-1][0]}: {type(exc).__name__}: {exc}")
+                    else:
+                        store.write_part(rows)
+                        report.ran += len(rows)
+                        report.failed += sum(r["status"] == "FAILED" for r in rows)
+                        done += len(rows)
+                    tick(done, report.failed, report.total - done - report.lost)
+        except BaseException:
+            if futures and client is not None:
+                client.cancel(list(futures))
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            if own is not None:
+                own.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def _tally(store, runs, axes, report):

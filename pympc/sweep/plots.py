@@ -88,7 +88,7 @@ def plot_regime(results, observable, x=None, y=None, ax=None, title=None):
     else:
         ys = df[y].to_numpy(float)
         ux, uy = np.unique(xs), np.unique(ys)
-        is_grid = ux.size * uy.size == len(df) and len(set(zip(xs, ys))) == len(df)
+        is_grid = len(set(zip(xs, ys))) == len(df) and len(df) >= 0.5 * ux.size * uy.size   # a grid, maybe unfinished
         if is_grid:
             Z = np.full((uy.size, ux.size), np.nan)
             Z[np.searchsorted(uy, ys), np.searchsorted(ux, xs)] = code
@@ -98,21 +98,21 @@ def plot_regime(results, observable, x=None, y=None, ax=None, title=None):
             cmap = ListedColormap([colours[c] for c in cats] or ["#ffffff"])
             norm = BoundaryNorm(np.arange(len(cats) + 1) - 0.5, max(1, len(cats)))
             if is_grid:
-                ax.pcolormesh(ux, uy, np.ma.masked_invalid(Z), cmap=cmap, norm=norm, shading="nearest")
+                ax.pcolormesh(_edges(ux), _edges(uy), np.ma.masked_invalid(Z), cmap=cmap, norm=norm)
             else:
                 ax.scatter(xs, ys, c=code, cmap=cmap, norm=norm, s=30)
             ax.legend(handles=[Patch(color=colours[c], label=_LABELS.get(str(c), str(c))) for c in cats],
                       loc="upper left", bbox_to_anchor=(1.01, 1.0), title=observable, frameon=False)
         else:
-            art = (ax.pcolormesh(ux, uy, np.ma.masked_invalid(Z), shading="nearest", cmap="viridis") if is_grid
+            art = (ax.pcolormesh(_edges(ux), _edges(uy), np.ma.masked_invalid(Z), cmap="viridis") if is_grid
                    else ax.scatter(xs, ys, c=code, s=30, cmap="viridis"))
             fig.colorbar(art, ax=ax, label=observable)
         ax.set_xlabel(x)
         ax.set_ylabel(y)
         if _geometric(uy):
-            ax.set_yscale("log")
-    if _geometric(ux if y is not None else np.unique(xs)):
-        ax.set_xscale("log")
+            _log_axis(ax.yaxis, ax.set_yscale)
+    if _geometric(np.unique(xs)):
+        _log_axis(ax.xaxis, ax.set_xscale)
     ax.set_title(title or (f"{observable} over ({x}, {y})" if y else f"{observable} over {x}"))
     return fig
 
@@ -124,3 +124,20 @@ def _geometric(v):
         return False
     r, d = v[1:] / v[:-1], np.diff(v)
     return bool(np.allclose(r, r[0], rtol=1e-6) and not np.allclose(d, d[0], rtol=1e-6))
+
+
+def _edges(v):
+    """Cell edges around grid values: midpoints (geometric ones on a log-spaced axis)."""
+    v = np.asarray(v, float)
+    if v.size == 1:
+        return v[0] + np.array([-0.5, 0.5]) * (0.2 * abs(v[0]) or 1.0)
+    w = np.log(v) if _geometric(v) else v
+    mid = 0.5 * (w[1:] + w[:-1])
+    e = np.concatenate([[2 * w[0] - mid[0]], mid, [2 * w[-1] - mid[-1]]])
+    return np.exp(e) if _geometric(v) else e
+
+
+def _log_axis(axis, set_scale):
+    from matplotlib.ticker import NullFormatter
+    set_scale("log")
+    axis.set_minor_formatter(NullFormatter())
