@@ -13,6 +13,7 @@ cluster pympc started and propagates: what was stored stays, and the same call
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -157,8 +158,16 @@ class _Bar:
             self.stream.flush()
 
 
-def _batches(pending, size):
-    return [pending[i:i + size] for i in range(0, len(pending), size)]
+def _batches(pending, workers, size=None):
+    """Split the pending runs: ``size`` each, or guided — a quarter of the remaining runs' share per worker
+    (at most 100), shrinking to single runs at the end, so that few tasks carry the work and the workers
+    finish together."""
+    out, i, n = [], 0, len(pending)
+    while i < n:
+        k = size or max(1, min(100, math.ceil((n - i) / (4 * workers))))
+        out.append(pending[i:i + k])
+        i += k
+    return out
 
 
 def _manifest(spec):
@@ -187,7 +196,8 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
     n_workers : int, optional
         Worker processes of the local cluster (default: one per core).
     batch_size : int, optional
-        Runs per task (default: the spec's, else about 16 batches per worker, at most 100 runs).
+        Runs per task (default: the spec's, else guided: batches of at most 100 runs shrinking to
+        single runs at the end, so that the workers finish together).
     resume : bool
         Require an existing store of this sweep to continue (finished runs are
         skipped in any case: a rerun is a resume).
@@ -211,10 +221,11 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
     old = store.manifest()
     if resume and not old:
         raise OptionError(f"--resume: {store.path} holds no sweep to resume; run without --resume to start it")
-    new = _manifest(spec)
-    if old and (old.get("model_hash"), old.get("axes")) != (new["model_hash"], new["axes"]):
-        raise OptionError(f"{store.path} holds another sweep (model {old.get('model')}, parameters {old.get('axes')});"
-                          " give another store directory")
+    new = json.loads(json.dumps(_manifest(spec)))
+    differ = sorted(k for k in new if k not in ("name", "model", "runs") and old and old.get(k) != new[k])
+    if differ:    # other keys: the store would mix two studies (the same point twice)
+        raise OptionError(f"{store.path} holds another sweep (its {', '.join(differ)} differ: "
+                          f"{ {k: old.get(k) for k in differ} }); give another store directory")
     t0 = time.perf_counter()
     runs, seen = [], set()
     for i, params in enumerate(spec.runs):
@@ -275,9 +286,8 @@ def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_s
                         report.dashboard = cluster.dashboard_link
                         print(f"dashboard {report.dashboard} (open while the sweep runs)", file=sys.stderr, flush=True)
             ctrl_c.check()
-            workers = max(1, len(client.scheduler_info().get("workers", {})))
-            size = batch_size or spec.batch_size or max(1, min(100, math.ceil(len(pending) / (16 * workers))))
-            for batch in _batches(pending, size):
+            workers = max(1, sum(client.nthreads().values()))          # parallel slots now on the cluster
+            for batch in _batches(pending, workers, batch_size or spec.batch_size):
                 f = client.submit(_run_batch, spec.model, batch, spec.t_span, spec.options, spec.observables,
                                   pure=False)
                 futures[f] = batch

@@ -7,6 +7,7 @@ A spec is a TOML file (or the same tables as a Python dict)::
     t_span = [0.0, 0.5]
     observables = ["status", "start_classification", "events"]
     batch_size = 16                           # optional: runs per Dask task
+    store = "results/sweeps/cross_slide"      # optional: results directory (relative to the working directory)
 
     [parameters]                              # fixed overrides for every run
     P = 40.0
