@@ -85,6 +85,7 @@ def test_samples_are_seeded_and_inside_bounds(method):
     ({"sweep": {"observables": ["first:STOP"]}}, OptionError, ["first:STOP", "event kind"]),
     ({"sweep": {"model": "../models/no_such_model.toml"}}, ModelError, ["no_such_model.toml", "model"]),
     ({"options": {"rtoll": 1e-6}}, OptionError, ["rtoll", "simulate option"]),
+    ({"options": {"on_ambiguous": "guess"}}, OptionError, ["[options]", "on_ambiguous", "guess"]),
 ])
 def test_bad_spec_is_a_clear_error_before_anything_runs(tmp_path, capsys, change, error, words):
     data = {"sweep": {"model": "../models/cross_slide.toml", "t_span": [0.0, 0.2]},

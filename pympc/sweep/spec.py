@@ -57,7 +57,7 @@ __all__ = ["SweepSpec", "ModelSource", "load_spec", "model_hash"]
 
 _SWEEP_KEYS = {"model", "t_span", "observables", "batch_size", "store"}
 _TOP = {"sweep", "parameters", "grid", "sample", "options"}
-_NOT_OPTIONS = {"system", "t_span", "progress", "overrides", "params", "crosscheck"}
+_NOT_OPTIONS = {"system", "t_span", "progress", "overrides", "params"}
 
 
 def model_hash(text):
@@ -180,12 +180,22 @@ def _sample(table, where):
     return names, [dict(zip(names, map(float, row))) for row in x]
 
 
-def _check_options(options, where):
-    from ..dynamics.simulate import simulate
+def _check_options(options, system, t_span, where):
+    """Names, and the values simulate checks up front (numbers, rules, formulation), before any run."""
+    from ..dynamics.simulate import _CROSSCHECK, _DEFAULTS, AMBIGUITY_RULES, _options, make_formulation, simulate
     allowed = set(inspect.signature(simulate).parameters) - _NOT_OPTIONS
     bad = set(options) - allowed
     if bad:
         raise OptionError(f"{where}: unknown simulate option(s) {sorted(bad)}; allowed: {sorted(allowed)}")
+    try:
+        _options(system, t_span, {k: v for k, v in options.items() if k in _DEFAULTS})
+        if options.get("on_ambiguous", "stop") not in AMBIGUITY_RULES:
+            raise OptionError(f"on_ambiguous must be one of {sorted(AMBIGUITY_RULES)}, got {options['on_ambiguous']!r}")
+        if options.get("crosscheck") not in _CROSSCHECK:
+            raise OptionError(f"crosscheck must be one of {list(_CROSSCHECK)}, got {options['crosscheck']!r}")
+        make_formulation(system, options.get("formulation"))
+    except OptionError as exc:
+        raise OptionError(f"{where}: {exc}") from None
     return dict(options)
 
 
@@ -279,7 +289,7 @@ class SweepSpec:
                 raise OptionError(f"{where}: [sweep] t_span: t1 must be after t0, got {list(t_span)}")
         elif "t_end" not in system.simulation:
             raise OptionError(f"{where}: [sweep] needs t_span = [t0, t1] (the model has no [simulation] t_end)")
-        options = _check_options(data.get("options", {}), f"{where}: [options]")
+        options = _check_options(data.get("options", {}), system, t_span, f"{where}: [options]")
         obs = list(sweep.get("observables", DEFAULT_OBSERVABLES)) + list(observables or [])
         check_observables(obs, where=f"{where}: [sweep] observables")
         clash = sorted((set(axes) | set(fixed)) & _RESERVED)
