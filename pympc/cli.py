@@ -208,7 +208,7 @@ def build_parser():
                     help="a running Dask scheduler (tcp://host:8786); default: a local cluster, one worker per core")
     sw.add_argument("--workers", type=int, default=None, help="worker processes of the local cluster (default: cores)")
     sw.add_argument("--batch-size", type=int, default=None, help="runs per Dask task (default: the spec's, or automatic)")
-    sw.add_argument("--dashboard", action="store_true", help="start the local cluster's dashboard (free port)")
+    sw.add_argument("--dashboard", action="store_true", help="start the local cluster's dashboard (loopback, free port; needs bokeh)")
     sw.add_argument("--plot", action="append", metavar="OBSERVABLE",
                     help="draw a regime map of this result column into the store (repeatable)")
     sw.set_defaults(func=_cmd_sweep)

@@ -14,7 +14,7 @@ from conftest import MODELS, ROOT
 import pympc
 import pympc.cli
 from pympc.errors import ModelError, OptionError
-from pympc.sweep import SweepSpec, load_results, load_spec, plot_regime, run_sweep
+from pympc.sweep import SweepSpec, load_results, load_spec, local_cluster, plot_regime, run_sweep
 from pympc.sweep.observables import evaluate
 from pympc.sweep.store import ResultStore
 
@@ -28,13 +28,22 @@ VOLATILE = ["wall_time"]
 @pytest.fixture(scope="module")
 def client():
     """The CI setting: 2 single-threaded worker processes on the loopback, no dashboard, system-chosen ports."""
-    from dask.distributed import Client, LocalCluster
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           host="127.0.0.1", scheduler_port=0)
+    from dask.distributed import Client
+    cluster = local_cluster(n_workers=2)
     c = Client(cluster)
     yield c
     c.close()
     cluster.close()
+
+
+def test_local_cluster_listens_on_loopback_only(client):
+    psutil = pytest.importorskip("psutil")
+    me = psutil.Process()
+    listening = [c.laddr for p in [me] + me.children(recursive=True) for c in p.net_connections(kind="tcp")
+                 if c.status == psutil.CONN_LISTEN]
+    assert len(listening) >= 4                   # scheduler, its HTTP server, two workers (and their nannies)
+    assert all(a.ip == "127.0.0.1" and a.port != 8787 for a in listening), listening
+    assert sum(client.nthreads().values()) == 2 and all(n == 1 for n in client.nthreads().values())
 
 
 def cross_spec(grid=None, observables=None, t_end=0.2, **sweep):

@@ -67,12 +67,18 @@ def _run_batch(model, batch, t_span, options, observables):
 def local_cluster(n_workers=None, dashboard=False):
     """A :class:`dask.distributed.LocalCluster` for sweeps: one single-threaded worker process per core,
     on the loopback address, ports chosen by the system, dashboard only if asked (then on a free port)."""
+    import importlib.util
     import logging
 
     from dask.distributed import LocalCluster
+    if dashboard and importlib.util.find_spec("bokeh") is None:
+        raise OptionError("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1' (or run without --dashboard)")
     n = n_workers or os.cpu_count() or 1
+    # the scheduler's HTTP server (health, metrics; the dashboard if asked) runs in any case: on the loopback
+    # address at a port the system chooses, not on 0.0.0.0 or a fixed 8787
     return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
-                        dashboard_address=":0" if dashboard else None, silence_logs=logging.ERROR)
+                        dashboard_address=None, silence_logs=logging.ERROR,
+                        scheduler_kwargs={"dashboard": bool(dashboard), "dashboard_address": "127.0.0.1:0"})
 
 
 @dataclass
