@@ -7,6 +7,8 @@
 2. ``pympc.sweep.run_sweep`` on a fresh ``LocalCluster`` of 2 single-threaded worker
    processes — cluster start, worker warm-up, batching, observables and the Parquet
    store all inside the measured time;
+   1 and 2 alternate over slices of the runs (``--rounds``, default 4: on a shared machine
+   the others' load then weighs on both alike);
 3. the same ``run_sweep`` again on the finished store (what ``--resume`` costs when
    nothing is left to do).
 
@@ -38,29 +40,35 @@ def _warm_up(model):
     pympc.simulate(model, (0.0, 0.5))
 
 
+def _spec(model, t_end, F0, mu_s):
+    return SweepSpec.from_dict({"sweep": {"model": str(model), "t_span": [0.0, t_end],
+                                          "observables": ["status", "events", "stick_phases", "stick_fraction",
+                                                          "dissipated"]},
+                                "grid": {"F0": F0, "mu_s": mu_s}})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--t-end", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="alternate loop and sweep over this many slices of the runs (a shared machine's load "
+                         "then weighs on both alike)")
     args = ap.parse_args()
     n_f = 40 if args.runs >= 40 else args.runs
     n_mu = max(1, args.runs // n_f)
-    spec = SweepSpec.from_dict({"sweep": {"model": str(MODEL), "t_span": [0.0, args.t_end],
-                                          "observables": ["status", "events", "stick_phases", "stick_fraction",
-                                                          "dissipated"]},
-                                "grid": {"F0": {"start": 2.0, "stop": 20.0, "num": n_f},
-                                         "mu_s": {"start": 0.35, "stop": 1.0, "num": n_mu}}})
+    F0 = [float(x) for x in np.linspace(2.0, 20.0, n_f)]
+    mus = [float(x) for x in np.linspace(0.35, 1.0, n_mu)]
+    spec = _spec(MODEL, args.t_end, F0, mus)
+    slices = [_spec(MODEL, args.t_end, F0, part) for part in np.array_split(mus, min(args.rounds, n_mu))]
     n = len(spec.runs)
-    print(f"{n} runs of {MODEL.name} for {args.t_end:g} s; {os.cpu_count()} cores "
-          f"(load average before: {os.getloadavg()[0]:.2f})", flush=True)
+    print(f"{n} runs of {MODEL.name} for {args.t_end:g} s; {os.cpu_count()} cores; loop and sweep alternate over "
+          f"{len(slices)} slices (load average before: {os.getloadavg()[0]:.2f})", flush=True)
 
     pympc.simulate(MODEL, (0.0, args.t_end))                     # warm-up: numba kernels from the disk cache
-    t = time.perf_counter()
-    statuses = [pympc.simulate(MODEL, (0.0, args.t_end), overrides=p).status.name for p in spec.runs]
-    loop = time.perf_counter() - t
-    print(f"loop done ({loop:.1f} s)", flush=True)
-
+    loop = sweep = 0.0
+    statuses = []
     with tempfile.TemporaryDirectory(prefix="pympc-sweep-bench-") as tmp:
         store = Path(tmp) / "store"
         t = time.perf_counter()
@@ -70,9 +78,16 @@ def main():
         t = time.perf_counter()
         client.run(_warm_up, str(MODEL))         # what every fresh worker pays once: import pympc, first run
         warm = time.perf_counter() - t
-        t = time.perf_counter()
-        report = run_sweep(spec, store, client=client)
-        sweep = time.perf_counter() - t
+        for k, part in enumerate(slices):
+            t = time.perf_counter()
+            statuses += [pympc.simulate(MODEL, (0.0, args.t_end), overrides=p).status.name for p in part.runs]
+            loop += time.perf_counter() - t
+            t = time.perf_counter()
+            report = run_sweep(part, store, client=client)
+            sweep += time.perf_counter() - t
+            assert report.complete and report.ran == len(part.runs)
+            print(f"slice {k + 1}/{len(slices)}: loop {loop:.1f} s, sweep {sweep:.1f} s so far "
+                  f"(load average {os.getloadavg()[0]:.2f})", flush=True)
         client.close()
         cluster.close()
         dask = start + warm + sweep
@@ -80,8 +95,10 @@ def main():
         again = run_sweep(spec, store, n_workers=args.workers, resume=True)
         resume = time.perf_counter() - t
         df = load_results(store)
-    assert report.complete and report.ran == n and again.ran == 0 and again.skipped == n
-    assert list(df.status) == statuses, "the sweep's statuses differ from the loop's"
+    assert again.ran == 0 and again.skipped == n
+    order = {tuple(sorted(p.items())): i for i, p in enumerate(r for part in slices for r in part.runs)}
+    assert [statuses[order[tuple(sorted({"F0": a, "mu_s": b}.items()))]] for a, b in zip(df.F0, df.mu_s)] == \
+        list(df.status), "the sweep's statuses differ from the loop's"
     inside = float(df.wall_time.sum())
     overhead = (dask * args.workers - inside) / n
     steady = (sweep * args.workers - inside) / n

@@ -96,9 +96,9 @@ def _axis(name, v, where):
     """The values of one grid axis: a list, {start, stop, num[, log]} or {start, stop, step}."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         v = [v]
-    if isinstance(v, list):
+    if isinstance(v, (list, tuple, np.ndarray)):        # tuples and arrays from the Python API
         try:
-            values = np.array([float(x) for x in v])
+            values = np.array([float(x) for x in np.asarray(v).ravel()])
         except (TypeError, ValueError):
             raise OptionError(f"{where}: {name} must be a list of numbers, got {v!r}") from None
     elif isinstance(v, dict):
