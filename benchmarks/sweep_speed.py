@@ -67,7 +67,7 @@ def main():
           f"{len(slices)} slices (load average before: {os.getloadavg()[0]:.2f})", flush=True)
 
     pympc.simulate(MODEL, (0.0, args.t_end))                     # warm-up: numba kernels from the disk cache
-    loop = sweep = 0.0
+    loop = sweep = loop_cpu = 0.0
     statuses = []
     with tempfile.TemporaryDirectory(prefix="pympc-sweep-bench-") as tmp:
         store = Path(tmp) / "store"
@@ -79,9 +79,10 @@ def main():
         client.run(_warm_up, str(MODEL))         # what every fresh worker pays once: import pympc, first run
         warm = time.perf_counter() - t
         for k, part in enumerate(slices):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             statuses += [pympc.simulate(MODEL, (0.0, args.t_end), overrides=p).status.name for p in part.runs]
             loop += time.perf_counter() - t
+            loop_cpu += time.process_time() - c
             t = time.perf_counter()
             report = run_sweep(part, store, client=client)
             sweep += time.perf_counter() - t
@@ -113,6 +114,9 @@ def main():
     print(f"{'overhead per run, all included':34s} {1000 * overhead:9.2f} ms  (target <= 5 ms; worker time outside the runs)")
     print(f"{'overhead per run, warm workers':34s} {1000 * steady:9.2f} ms  (scheduling, transfers, store, idle tail)")
     print(f"{'time inside a run, loop / sweep':34s} {1000 * loop / n:9.1f} / {1000 * inside / n:.1f} ms")
+    cpu = float(df.cpu_time.sum())
+    print(f"{'CPU time of a run, loop / sweep':34s} {1000 * loop_cpu / n:9.1f} / {1000 * cpu / n:.1f} ms  "
+          f"(CPU share the machine gave: loop {loop_cpu / loop:.2f}, sweep {cpu / sweep:.2f} cores)")
     print(f"{'resume on the finished sweep':34s} {resume:9.2f} s = {100 * resume / dask:.2f} % of the sweep "
           f"(target <= 2 %)")
     print(f"statuses: {dict(zip(*np.unique(df.status, return_counts=True)))}; "

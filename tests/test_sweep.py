@@ -22,7 +22,7 @@ distributed = pytest.importorskip("distributed")
 
 CROSS = MODELS / "cross_slide.toml"
 OSC = MODELS / "friction_oscillator.toml"
-VOLATILE = ["wall_time"]
+VOLATILE = ["wall_time", "cpu_time"]
 
 
 @pytest.fixture(scope="module")

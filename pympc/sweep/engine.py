@@ -40,7 +40,7 @@ def _run_one(model, params, t_span, options, observables):
     """
     from ..dynamics.simulate import simulate
     from ..dynamics.trajectory import SimulationStatus
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     try:
         tr = simulate(model.load(**params), t_span, **options)
         if tr.status == SimulationStatus.INTERRUPTED:    # Ctrl-C stops the sweep; it is not one run's result
@@ -49,7 +49,7 @@ def _run_one(model, params, t_span, options, observables):
     except Exception as exc:                              # noqa: BLE001 — recorded, the sweep goes on
         row = {"status": "FAILED", "message": f"{type(exc).__name__}: {exc}",
                "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-    row["wall_time"] = time.perf_counter() - t
+    row["wall_time"], row["cpu_time"] = time.perf_counter() - t, time.process_time() - cpu
     return row
 
 

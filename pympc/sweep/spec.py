@@ -315,7 +315,8 @@ class SweepSpec:
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
-_RESERVED = {"key", "run", "status", "message", "error", "traceback", "wall_time", "pympc_version", "model_hash",
+_RESERVED = {"key", "run", "status", "message", "error", "traceback", "wall_time", "cpu_time", "pympc_version",
+             "model_hash",
              "model", "finished_at", "worker"}
 
 

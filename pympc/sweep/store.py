@@ -104,7 +104,7 @@ def load_results(store, as_xarray=False):
     pandas.DataFrame
         One row per run (a retried run's latest row), in run order:
         parameters, observables, ``status``, ``message``, ``error``,
-        ``traceback``, ``wall_time``, ``pympc_version``, ``model_hash``,
+        ``traceback``, ``wall_time``, ``cpu_time`` (of the worker process), ``pympc_version``, ``model_hash``,
         ``key``.  ``df.attrs["parameters"]`` lists the swept parameters.
     """
     import pandas as pd
