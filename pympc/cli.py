@@ -4,6 +4,7 @@
 ``pympc classify FILE``  matrix-class tests and, for small problems, the full solution set.
 ``pympc crosscheck FILE``  lemke, ipopt and milp on the same problem, compared.
 ``pympc simulate MODEL.toml``  event-driven simulation: event table, summary, trajectory file and plots.
+``pympc sweep SPEC.toml``  a parameter sweep on Dask (resumable), its summary and regime maps.
 ``pympc chain N``  the model file of a chain of N friction slots (for scaling studies).
 ``pympc identify MODEL DATA --fit mu,mu_s``  estimate parameters from measured data; table, plots, result file.
 """
@@ -212,6 +213,33 @@ def _cmd_identify(args):
     return 0 if result.ok else 1
 
 
+def _cmd_sweep(args):
+    from pathlib import Path
+
+    from .sweep import load_results, load_spec, plot_regime, run_sweep
+
+    spec = load_spec(args.spec)                      # a bad spec stops here, before any worker starts
+    store = Path(args.store or spec.store or Path("results") / "sweeps" / spec.name)
+    print(f"sweep     {spec.name}: {len(spec.runs)} runs of {spec.model.source} over {', '.join(spec.axes)} "
+          f"({spec.kind}) -> {store}", flush=True)
+    try:
+        report = run_sweep(spec, store, scheduler=args.scheduler, n_workers=args.workers, batch_size=args.batch_size,
+                           resume=args.resume, retry_failed=args.retry_failed, dashboard=args.dashboard)
+    except KeyboardInterrupt:
+        print(f"\npympc: interrupted; finished batches are kept in {store}: run the same command with --resume "
+              "to continue", file=sys.stderr)
+        return 130
+    print(report.summary())
+    if args.plot:
+        df = load_results(store)
+        for obs in args.plot:
+            fig = plot_regime(df, obs)
+            path = store / f"{obs.replace('/', '_')}.png"
+            fig.savefig(path, dpi=110)
+            print(f"wrote     {path}")
+    return 0 if report.complete and not report.failed else 1
+
+
 def build_parser():
     from . import __version__
 
@@ -263,6 +291,21 @@ def build_parser():
                    help="project initial positions/velocities that are off the constraints onto them (default: "
                         "refuse them); the violation is printed in the summary")
     m.set_defaults(func=_cmd_simulate)
+    sw = _sub(sub, "sweep", "run a parameter sweep (spec file) on Dask; resumable results and regime maps",
+              "pympc sweep examples/sweep_oscillator.toml --plot stick_phases.slot")
+    sw.add_argument("spec", help="a TOML sweep spec (see examples/sweep_*.toml)")
+    sw.add_argument("--store", default=None, help="results directory (default: the spec's, else results/sweeps/<spec>)")
+    sw.add_argument("--resume", action="store_true",
+                    help="continue a stored sweep (finished runs are always skipped; this also checks the store exists)")
+    sw.add_argument("--retry-failed", action="store_true", help="run again the runs stored as FAILED")
+    sw.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="a running Dask scheduler (tcp://host:8786); default: a local cluster, one worker per core")
+    sw.add_argument("--workers", type=int, default=None, help="worker processes of the local cluster (default: cores)")
+    sw.add_argument("--batch-size", type=int, default=None, help="runs per Dask task (default: the spec's, or automatic)")
+    sw.add_argument("--dashboard", action="store_true", help="start the local cluster's dashboard (loopback, free port; needs bokeh)")
+    sw.add_argument("--plot", action="append", metavar="OBSERVABLE",
+                    help="draw a regime map of this result column into the store (repeatable)")
+    sw.set_defaults(func=_cmd_sweep)
     ch = _sub(sub, "chain", "write the model file of a chain of N friction slots",
               "pympc chain 10 --mu 0.2 --out chain10.toml")
     ch.add_argument("n", type=int, help="number of sliders (and friction slots) in the chain")

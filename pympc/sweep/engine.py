@@ -1,0 +1,356 @@
+"""The sweep engine: batches of runs on a Dask distributed cluster, results stored as they finish.
+
+The client (this process) splits the pending runs into batches, submits one
+Dask task per batch and writes each finished batch as one Parquet part file
+(atomically, see :mod:`pympc.sweep.store`): the store needs no shared file
+system, and a worker killed mid-batch loses that batch only (Dask reruns it on
+another worker; if that fails too, the batch is reported lost and a rerun does
+it).  A run that raises is recorded with its error and traceback; it never
+stops the sweep.  Ctrl-C (KeyboardInterrupt) cancels the tasks, shuts down the
+cluster pympc started and propagates: what was stored stays, and the same call
+(or ``pympc sweep --resume``) continues.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from ..errors import OptionError
+from .observables import evaluate
+from .spec import SweepSpec
+from .store import ResultStore
+
+__all__ = ["run_sweep", "SweepReport", "local_cluster"]
+
+
+def _run_one(system, params, t_span, options, observables):
+    """Simulate one run and evaluate its observables; the ONE place a run is executed.
+
+    ``system`` is the batch's model, read once on the worker (or the exception
+    reading it raised); the run's parameters are bound to it (``simulate(...,
+    params=...)``: validated, nothing parsed again).  An exception becomes a row
+    with status ``FAILED``, its error and traceback.
+    """
+    from ..dynamics.simulate import simulate
+    from ..dynamics.trajectory import SimulationStatus
+    t, cpu = time.perf_counter(), time.process_time()
+    try:
+        if isinstance(system, Exception):
+            raise system
+        tr = simulate(system, t_span, params=params, **options)
+        if tr.status == SimulationStatus.INTERRUPTED:    # Ctrl-C stops the sweep; it is not one run's result
+            raise KeyboardInterrupt
+        row = {**evaluate(observables, tr), "error": "", "traceback": ""}
+    except Exception as exc:                              # noqa: BLE001 — recorded, the sweep goes on
+        row = {"status": "FAILED", "message": f"{type(exc).__name__}: {exc}",
+               "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    row["wall_time"], row["cpu_time"] = time.perf_counter() - t, time.process_time() - cpu
+    return row
+
+
+def _run_batch(model, batch, t_span, options, observables):
+    """Run a batch of ``(run, key, params)``; the rows of its part file."""
+    from .. import __version__
+    rows = []
+    try:
+        system = model.load()                 # once per batch: the runs bind their parameters to it
+    except Exception as exc:                  # noqa: BLE001 — every run of the batch records it
+        system = exc
+    for run, key, params in batch:
+        row = _run_one(system, params, t_span, options, observables)
+        rows.append({"run": run, "key": key, **params, **row, "pympc_version": __version__,
+                     "model_hash": model.hash, "model": model.source})
+    return rows
+
+
+def local_cluster(n_workers=None, dashboard=False):
+    """A :class:`dask.distributed.LocalCluster` for sweeps: one single-threaded worker process per core,
+    on the loopback address, ports chosen by the system, dashboard only if asked (then on a free port)."""
+    import importlib.util
+    import logging
+
+    from dask.distributed import LocalCluster
+    if dashboard and importlib.util.find_spec("bokeh") is None:
+        raise OptionError("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1' (or run without --dashboard)")
+    n = n_workers or os.cpu_count() or 1
+    # the scheduler's HTTP server (health, metrics; the dashboard if asked) runs in any case: on the loopback
+    # address at a port the system chooses, not on 0.0.0.0 or a fixed 8787
+    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
+                        dashboard_address=None, silence_logs=logging.ERROR,
+                        scheduler_kwargs={"dashboard": bool(dashboard), "dashboard_address": "127.0.0.1:0"})
+
+
+@dataclass
+class SweepReport:
+    """What a sweep did.
+
+    Attributes
+    ----------
+    store : Path
+    total : int
+        Runs in the spec (distinct keys).
+    skipped : int
+        Already in the store (finished earlier).
+    ran : int
+        Run and stored now.
+    failed : int
+        Of those, runs that raised (status ``FAILED``).
+    lost : int
+        Runs of batches whose worker died (again) or whose task failed; not stored, a rerun does them.
+    counts : dict
+        Status → number of runs, over the whole sweep as stored.
+    failures : list of dict
+        ``run``, parameters and ``error`` of every stored failure.
+    wall_time : float
+    dashboard : str or None
+    """
+
+    store: object
+    total: int
+    skipped: int = 0
+    ran: int = 0
+    failed: int = 0
+    lost: int = 0
+    counts: dict = field(default_factory=dict)
+    failures: list = field(default_factory=list)
+    lost_errors: list = field(default_factory=list)
+    wall_time: float = 0.0
+    dashboard: str | None = None
+
+    @property
+    def complete(self):
+        return self.lost == 0 and sum(self.counts.values()) == self.total
+
+    def summary(self):
+        """The end-of-sweep text: counts per status and the failures."""
+        lines = [f"sweep     {self.total} runs: {self.ran} run now, {self.skipped} already stored, "
+                 f"{self.failed} failed, {self.lost} lost ({self.wall_time:.1f} s) -> {self.store}"]
+        lines.append("status    " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items(), key=lambda kv: -kv[1])))
+        for f in self.failures[:20]:
+            params = ", ".join(f"{k}={v:g}" for k, v in f["params"].items())
+            lines.append(f"failed    run {f['run']} ({params}): {f['error'].splitlines()[0] if f['error'] else ''}")
+        if len(self.failures) > 20:
+            lines.append(f"          ... and {len(self.failures) - 20} more (load_results(store), column 'error')")
+        for e in self.lost_errors[:5]:
+            lines.append(f"lost      {e}")
+        if self.lost:
+            lines.append("          rerun the same sweep (or --resume) to do the lost runs")
+        return "\n".join(lines)
+
+
+class _Bar:
+    """Runs done/failed/remaining and the time left, redrawn on a terminal only."""
+
+    def __init__(self, total, already, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.total, self.already, self.start = total, already, time.perf_counter()
+
+    def __call__(self, done, failed, remaining):
+        if not self.tty:
+            return
+        elapsed = time.perf_counter() - self.start
+        now = done - self.already
+        eta = f"{remaining * elapsed / now:.0f} s" if now > 0 else "?"
+        frac = done / self.total if self.total else 1.0
+        self.stream.write(f"\r[{'#' * int(30 * frac):30s}] {done}/{self.total} done, {failed} failed, "
+                          f"{remaining} remaining, ETA {eta}   ")
+        self.stream.flush()
+
+    def close(self):
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _batches(pending, workers, size=None):
+    """Split the pending runs: ``size`` each, or guided — a quarter of the remaining runs' share per worker
+    (at most 100), shrinking to single runs at the end, so that few tasks carry the work and the workers
+    finish together."""
+    out, i, n = [], 0, len(pending)
+    while i < n:
+        k = size or max(1, min(100, math.ceil((n - i) / (4 * workers))))
+        out.append(pending[i:i + k])
+        i += k
+    return out
+
+
+def _manifest(spec):
+    from .. import __version__
+    return {"name": spec.name, "model": spec.model.source, "model_hash": spec.model.hash, "kind": spec.kind,
+            "axes": spec.axes, "fixed": spec.fixed, "t_span": spec.t_span, "options": {k: repr(v) for k, v in
+                                                                                     spec.options.items()},
+            "observables": spec.observable_names(), "runs": len(spec.runs), "pympc_version": __version__}
+
+
+def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, batch_size=None, resume=False,
+              retry_failed=False, dashboard=False, progress=None):
+    """Run a sweep on Dask; store each finished batch; skip runs already stored.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+        From :func:`~pympc.sweep.load_spec` or :meth:`SweepSpec.from_dict`.
+    store : str or Path, optional
+        Results directory (default: the spec's ``store``, else ``results/sweeps/<spec name>``).
+    client : dask.distributed.Client, optional
+        Run on this client's cluster (not closed here).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``); default: a
+        :func:`local_cluster` started for this sweep and shut down after it.
+    n_workers : int, optional
+        Worker processes of the local cluster (default: one per core).
+    batch_size : int, optional
+        Runs per task (default: the spec's, else guided: batches of at most 100 runs shrinking to
+        single runs at the end, so that the workers finish together).
+    resume : bool
+        Require an existing store of this sweep to continue (finished runs are
+        skipped in any case: a rerun is a resume).
+    retry_failed : bool
+        Run again the runs stored as ``FAILED`` (their new row supersedes).
+    dashboard : bool
+        Start the local cluster's dashboard (on a free port; its address is in the report).
+    progress : callable, optional
+        Called as ``progress(done, failed, remaining)`` after every batch;
+        default: a bar on stderr when it is a terminal.
+
+    Returns
+    -------
+    SweepReport
+    """
+    if not isinstance(spec, SweepSpec):
+        raise OptionError(f"spec must be a SweepSpec (from pympc.sweep.load_spec), got {type(spec).__name__}")
+    if client is not None and scheduler is not None:
+        raise OptionError("give client or scheduler, not both")
+    store = ResultStore(store or spec.store or os.path.join("results", "sweeps", spec.name))
+    old = store.manifest()
+    if resume and not old:
+        raise OptionError(f"--resume: {store.path} holds no sweep to resume; run without --resume to start it")
+    new = json.loads(json.dumps(_manifest(spec)))
+    differ = sorted(k for k in new if k not in ("name", "model", "runs") and old and old.get(k) != new[k])
+    if differ:    # other keys: the store would mix two studies (the same point twice)
+        raise OptionError(f"{store.path} holds another sweep (its {', '.join(differ)} differ: "
+                          f"{ {k: old.get(k) for k in differ} }); give another store directory")
+    t0 = time.perf_counter()
+    runs, seen = [], set()
+    for i, params in enumerate(spec.runs):
+        k = spec.key(params)
+        if k not in seen:                     # the same values twice: one run
+            seen.add(k)
+            runs.append((i, k, params))
+    done_keys = store.finished(include_failed=not retry_failed)
+    pending = [r for r in runs if r[1] not in done_keys]
+    report = SweepReport(store.path, len(runs), skipped=len(runs) - len(pending))
+    store.write_manifest(new)
+    if pending:
+        _execute(spec, store, pending, report, client, scheduler, n_workers, batch_size, dashboard, progress)
+    _tally(store, runs, spec.axes, report)
+    report.wall_time = time.perf_counter() - t0
+    return report
+
+
+class _CtrlC:
+    """While a sweep runs in the main thread, Ctrl-C sets a flag that the loop turns into KeyboardInterrupt at a
+    safe point (not inside Dask's event-loop calls); a second Ctrl-C interrupts at once.  Restored on exit."""
+
+    def __enter__(self):
+        self.flag, self.prev = threading.Event(), None
+        if threading.current_thread() is threading.main_thread():
+            self.prev = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def _handler(self, signum, frame):
+        if self.flag.is_set():
+            raise KeyboardInterrupt
+        self.flag.set()
+
+    def check(self):
+        if self.flag.is_set():
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            signal.signal(signal.SIGINT, self.prev)
+
+
+def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_size, dashboard, progress):
+    from dask.distributed import Client, as_completed
+    cluster = own = None
+    bar = _Bar(report.total, report.skipped) if progress is None else None
+    tick = progress or bar
+    futures = {}
+    with _CtrlC() as ctrl_c:
+        try:
+            if client is None:
+                if scheduler is not None:
+                    client = own = Client(scheduler)
+                else:
+                    cluster = local_cluster(n_workers, dashboard)
+                    client = own = Client(cluster)
+                    if dashboard:
+                        report.dashboard = cluster.dashboard_link
+                        print(f"dashboard {report.dashboard} (open while the sweep runs)", file=sys.stderr, flush=True)
+            ctrl_c.check()
+            workers = max(1, sum(client.nthreads().values()))          # parallel slots now on the cluster
+            for batch in _batches(pending, workers, batch_size or spec.batch_size):
+                f = client.submit(_run_batch, spec.model, batch, spec.t_span, spec.options, spec.observables,
+                                  pure=False)
+                futures[f] = batch
+            done = report.skipped
+            finished = as_completed(list(futures))
+            while not finished.is_empty():
+                ctrl_c.check()
+                ready = finished.next_batch(block=False)
+                if not ready:
+                    time.sleep(0.02)
+                for f in ready:
+                    batch = futures.pop(f)
+                    try:
+                        rows = f.result()
+                    except Exception as exc:      # noqa: BLE001 — a worker died twice, or the task could not run
+                        report.lost += len(batch)
+                        report.lost_errors.append(f"runs {batch[0][0]}..{batch[-1][0]}: {type(exc).__name__}: {exc}")
+                    else:
+                        store.write_part(rows)
+                        report.ran += len(rows)
+                        report.failed += sum(r["status"] == "FAILED" for r in rows)
+                        done += len(rows)
+                    tick(done, report.failed, report.total - done - report.lost)
+        except BaseException:
+            if futures and client is not None:
+                client.cancel(list(futures))
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            if own is not None:
+                own.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _tally(store, runs, axes, report):
+    """Counts per status and the failures of this sweep's runs, as stored."""
+    import pyarrow.parquet as pq
+    keys = {k: (i, p) for i, k, p in runs}
+    latest = {}
+    for part in store.parts():
+        t = pq.read_table(part, columns=["key", "status", "error"]).to_pylist()
+        for r in t:
+            if r["key"] in keys:
+                latest[r["key"]] = r
+    counts, failures = {}, []
+    for k, r in latest.items():
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+        if r["status"] == "FAILED":
+            i, p = keys[k]
+            failures.append({"run": i, "params": {a: p[a] for a in axes}, "error": r["error"] or ""})
+    report.counts, report.failures = counts, sorted(failures, key=lambda f: f["run"])
