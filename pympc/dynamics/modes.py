@@ -18,12 +18,16 @@ from functools import cached_property
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..complementarity.results import _DocIntEnum
-from ..errors import SimulationError
+from ..errors import ModelError, SimulationError
+from ..mechanics import _kernels
+from ..mechanics.assembly import SparseAssembly
 
-__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte"]
+__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes"]
 
 
 class Motion(_DocIntEnum):
@@ -167,3 +171,125 @@ def solve_mode(a, mode, mu, mu_s, stab, mass_diagonal=None):
     F = fric * lam
     F[stick] = nu[m + s:]
     return ModeSolution(qdd, nu[:m], lam, F, a.WT @ qdd + a.bT)
+
+
+def _singular(mode, t):
+    return SimulationError(
+        f"the equations of mode {mode} are singular at t = {t:g}: redundant constraints, or a body "
+        "whose mass matrix is singular on its free motions (zero inertia with a free rotation?)")
+
+
+class _Plan:
+    """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
+
+    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view")
+
+
+class CompiledModes:
+    """Assembly and mode solve in one compiled call (general method, positive diagonal mass).
+
+    The per-mode work — which rows there are, the friction columns, a band
+    order of the Schur complement ``C M⁻¹ Gᵀ``, the buffers — is decided once
+    per mode and kept; every evaluation is then one compiled call
+    (:func:`pympc.mechanics._kernels.general_mode`) plus the joints' rows and
+    the forces that depend on the state, which stay in Python.  Results are
+    those of :func:`solve_mode` on :meth:`GeneralMethod.assemble`, to round-off.
+
+    Parameters
+    ----------
+    form : GeneralMethod
+    mu, mu_s : ndarray
+    stab : Baumgarte
+    """
+
+    def __init__(self, form, mu, mu_s, stab):
+        self.form, self.mu, self.mu_s, self.stab = form, mu, mu_s, stab
+        ab = self._abs = form._abs
+        self.mass = ab.mass
+        self.minv = 1.0 / ab.mass
+        self.n, self.m, self.ns = ab.n, ab.m, len(mu)
+        self._work = np.zeros(ab.n)
+        sl = ab._slot_table
+        self._slot_bodies = [tuple(int(b) for b in (sl[0][k], sl[1][k]) if b >= 0) for k in range(self.ns)]
+        self._joint_bodies = ab.joint_bodies()
+        self._plans = {}
+        self._last = None        # (plan, joints, T, V, P) of the last compute
+
+    @staticmethod
+    def applies(form):
+        """Can this path evaluate ``form``?"""
+        return getattr(form, "name", None) == "general" and form.mass_diagonal is not None
+
+    def plan(self, mode):
+        """The row plan of ``mode`` (made on first use)."""
+        p = self._plans.get(mode)
+        if p is not None:
+            return p
+        p = _Plan()
+        stick = mode.sticking
+        p.stick = np.array(stick, dtype=np.int64)
+        p.fric = -self.mu * mode._friction_sign
+        bodies = self._joint_bodies + self._slot_bodies + [self._slot_bodies[k] for k in stick]
+        R = len(bodies)
+        rows, cols = [], []
+        for r, bs in enumerate(bodies):
+            rows += [r] * len(bs)
+            cols += list(bs)
+        inc = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(R, max(1, self.n)))
+        adj = (inc @ inc.T).tocsr()        # rows that share a body
+        p.perm = (np.asarray(reverse_cuthill_mckee(adj, symmetric_mode=True), dtype=np.int64) if R
+                  else np.zeros(0, np.int64))
+        pos = np.empty(R, dtype=np.int64)
+        pos[p.perm] = np.arange(R)
+        coo = adj.tocoo()
+        d = pos[coo.col] - pos[coo.row] if coo.nnz else np.zeros(1, np.int64)
+        p.ku, p.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
+        p.jidx, p.jv, p.jnnz = np.zeros((self.m, 6), np.int64), np.zeros((self.m, 6)), np.zeros(self.m, np.int64)
+        layout, size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * p.kl + p.ku + 1)
+        p.fb = np.zeros(size)
+        p.ib = np.zeros(7 * self.ns + 7 * R, np.int64)
+        p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
+        ns = self.ns
+        p.view["snv"], p.view["stv"] = p.view["snv"].reshape(ns, 6), p.view["stv"].reshape(ns, 6)
+        p.view["sidx"], p.view["snnz"] = p.ib[:6 * ns].reshape(ns, 6), p.ib[6 * ns:7 * ns]
+        self._plans[mode] = p
+        return p
+
+    def compute(self, t, q, qd, mode):
+        """One compiled evaluation at (q, q̇, t) in ``mode``; returns the state derivative
+        ``(q̇, q̈, friction dissipation rate, power put in)`` (a new array)."""
+        ab = self._abs
+        joints, bI, tF, Qx, Px = ab.python_parts(q, qd, t, self.stab)
+        p = self._plans.get(mode) or self.plan(mode)
+        if self.m:     # a joint row involves at most two bodies: at most 6 coordinates
+            _kernels.dense_rows(joints[1], p.jidx, p.jv, p.jnnz)
+        out = np.empty(2 * self.n + 2)
+        ok, bad, T, V, P = _kernels.general_mode(
+            q, qd, ab._bx, ab._bphi, *ab._slot_table, *ab._pair_table, ab._tbody, ab._tpoint, tF, ab._gravity, Qx,
+            p.jidx, p.jv, p.jnnz, bI, p.fric, p.stick, self.stab.alpha, self.stab.beta, self.minv,
+            p.perm, p.kl, p.ku, p.fb, p.ib, self._work, out)
+        if bad >= 0:
+            raise ModelError(f"{ab._pair_names[bad]}: spring of positive rest length has zero length; "
+                             "its direction is undefined")
+        if not ok:
+            raise _singular(mode, t)
+        out[2 * self.n + 1] += Px
+        self._last = (t, p, joints, T, V, P + Px)
+        return out
+
+    def result(self):
+        """``(assembly, ModeSolution)`` of the last :meth:`compute` (copies: they stay valid)."""
+        t, p, joints, T, V, P = self._last
+        v = p.view
+        c = lambda k: v[k].copy()  # noqa: E731
+        m, ns = self.m, self.ns
+        a = SparseAssembly(t, self.mass, c("Q"), joints, self._abs.holonomic,
+                           (c("gN"), c("bN"), c("vN"), c("bT"), c("vT")), (c("sidx"), c("snv"), c("stv"), c("snnz")),
+                           T, V, P)
+        nu = v["nu"]
+        return a, ModeSolution(c("qdd"), nu[:m].copy(), c("lam"), c("F"), c("aT"))
+
+    def evaluate(self, t, q, qd, mode):
+        """``(assembly, ModeSolution)`` at (q, q̇, t) in ``mode``."""
+        self.compute(t, q, qd, mode)
+        return self.result()

@@ -24,7 +24,7 @@ from ..complementarity import enumerate_solutions, solve
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from .events import event_problem, read_mode
-from .modes import Baumgarte, Mode, Motion, solve_mode
+from .modes import Baumgarte, CompiledModes, Mode, Motion, solve_mode
 from .sensitivity import Sensitivities
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
 
@@ -67,19 +67,32 @@ class _Run:
         self.mu_s = np.array([float(s.static_mu) for s in form.slots])
         self.md = form.mass_diagonal
         self._cache_key, self._cache = None, None
+        self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     # ----------------------------------------------------------------- smooth phase
     def evaluate(self, t, x, mode):
         key = (t, x.tobytes(), mode)
         if key != self._cache_key:
             n = self.n
-            a = self.form.assemble(x[:n], x[n:2 * n], t)
-            self._cache = (a, solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md))
+            if self._fast is not None and isinstance(mode, Mode):   # one compiled call (general method)
+                self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
+                self._cache = None
+            else:
+                a = self.form.assemble(x[:n], x[n:2 * n], t)
+                self._cache = (a, solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md))
             self._cache_key = key
+        if self._cache is None:
+            self._cache = self._fast.result()
         return self._cache
 
     def rhs(self, t, x, mode):
         n = self.n
+        if self._fast is not None and isinstance(mode, Mode):
+            key = (t, x.tobytes(), mode)
+            if key != self._cache_key:
+                self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
+                self._cache_key, self._cache = key, None
+            return self._out.copy()
         a, s = self.evaluate(t, x, mode)
         qd = x[n:2 * n]
         out = np.empty_like(x)
