@@ -27,7 +27,11 @@ from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
 from ..mechanics.assembly import SparseAssembly
 
-__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes"]
+__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm"]
+
+SPARSE_FROM = 32
+"""Linear systems of at least this many constraint rows are solved sparse (:func:`banded_solve`); smaller
+ones with LAPACK, as they are cheapest."""
 
 
 class Motion(_DocIntEnum):
@@ -112,6 +116,49 @@ def _dense_solve(S, rhs):
     return x
 
 
+def banded_solve(S, rhs):
+    """``S⁻¹ rhs`` for a sparse square ``S`` (None if it is numerically singular).
+
+    S is permuted symmetrically to a band by reverse Cuthill–McKee on its
+    pattern and factorized by a compiled banded LU with partial pivoting
+    (:func:`pympc.mechanics._kernels.banded_lu_solve`): O(n · band²) plus
+    O(n · band) per right-hand side, no BLAS call.
+    """
+    S = scipy.sparse.csr_matrix(S)
+    n = S.shape[0]
+    pattern = (abs(S) + abs(S).T).tocsr()
+    perm = np.asarray(reverse_cuthill_mckee(pattern, symmetric_mode=True), dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    pos[perm] = np.arange(n)
+    coo = S.tocoo()
+    d = pos[coo.col] - pos[coo.row] if coo.nnz else np.zeros(1, np.int64)
+    Sp = np.ascontiguousarray(S[perm][:, perm].toarray())
+    X = np.array(rhs, dtype=float).reshape(n, -1)[perm]
+    if not _kernels.banded_lu_solve(Sp, int(max(-d.min(), 0)), int(max(d.max(), 0)), X) or not np.isfinite(X).all():
+        return None
+    out = np.empty_like(X)
+    out[perm] = X
+    return out.reshape(np.shape(rhs))
+
+
+def min_norm(J, r):
+    """The least-norm ``d`` with ``J d = r`` (what ``lstsq`` returns for a J of full row rank).
+
+    Large J (at least :data:`SPARSE_FROM` rows, no more rows than columns) go
+    through ``Jᵀ (J Jᵀ)⁻¹ r`` with J sparse (:func:`banded_solve`); the others,
+    and any J whose J Jᵀ is singular or leaves a residual, through ``lstsq``.
+    """
+    k, n = J.shape
+    if SPARSE_FROM <= k <= n:
+        Js = scipy.sparse.csr_matrix(J)
+        y = banded_solve(Js @ Js.T, r)
+        if y is not None:
+            d = Js.T @ y
+            if np.abs(Js @ d - r).max() <= 1e-12 * max(1.0, float(np.abs(r).max())):
+                return d
+    return np.linalg.lstsq(J, r, rcond=None)[0]
+
+
 def solve_linear(M, G, C, h, b, mass_diagonal=None):
     """Solve ``M q̈ = h + G ν``, ``C q̈ + b = 0`` for (q̈, ν); G is n×r, C r×n.
 
@@ -131,6 +178,12 @@ def solve_linear(M, G, C, h, b, mass_diagonal=None):
         return sol[:n], sol[n:]
     if not r:
         return x0, np.zeros((0,) + h.shape[1:])
+    if mass_diagonal is not None and r >= SPARSE_FROM:   # S = C M⁻¹ G is as sparse as the rows
+        Cs = scipy.sparse.csr_matrix(C)
+        nu = banded_solve(Cs @ scipy.sparse.csr_matrix(X), -b - Cs @ x0)
+        if nu is None:
+            raise np.linalg.LinAlgError("singular")
+        return x0 + scipy.sparse.csr_matrix(X) @ nu, nu
     nu = _dense_solve(C @ X, -b - C @ x0)
     return x0 + X @ nu, nu
 

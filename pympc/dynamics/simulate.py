@@ -20,11 +20,11 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from ..complementarity import enumerate_solutions, solve
+from ..complementarity import enumerate_solutions
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from .events import event_problem, read_mode
-from .modes import Baumgarte, CompiledModes, Mode, Motion, solve_mode
+from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
 
@@ -161,14 +161,14 @@ class _Run:
                 break
             last = err
             Jh = np.vstack([a.J[a.holonomic], a.WN])
-            q = q - np.linalg.lstsq(Jh, g, rcond=None)[0]
+            q = q - min_norm(Jh, g)
         else:  # out of iterations: q moved after the last assembly
             a = form.assemble(q, qd, t)
         stick = list(stick)
         Jv = np.vstack([a.J, a.WN, a.WT[stick]])
         r = np.concatenate([a.gdot, a.vN, a.vT[stick]])
         if Jv.shape[0]:
-            qd = qd - np.linalg.lstsq(Jv, r, rcond=None)[0]
+            qd = qd - min_norm(Jv, r)
         return q, qd
 
     def transition(self, t, q, qd, kind, slot, before):
@@ -189,7 +189,7 @@ class _Run:
             dirs[slot] = 0
         ev = event_problem(a, dirs, self.mu, self.mu_s, self.stab, self.md)
         walls_before = before.walls if before is not None else (1,) * len(self.mu)
-        res = solve(ev.hlcp)
+        res = ev.solve()
         classification, npoints, solver = "not enumerated", 0, "lemke"
         x = y = None
         status = message = None
@@ -261,7 +261,7 @@ class _Run:
         qp, qdp = q + d * qd + 0.5 * d * d * qdd, qd + d * qdd
         ap = self.form.assemble(qp, qdp, t + d)
         evp = event_problem(ap, dirs, self.mu, self.mu_s, self.stab, self.md)
-        rp = solve(evp.hlcp)
+        rp = evp.solve()
         walls, motions = list(mode.walls), list(mode.motions)
         if rp.success:
             pmode, pdeg = read_mode(evp, rp.x, rp.y, mode.walls)

@@ -370,3 +370,49 @@ def general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
     out[2 * n] = diss
     out[2 * n + 1] = work_in
     return ok, -1, T, V, P
+
+
+@njit(cache=True)
+def banded_lu_solve(A, kl, ku, X):
+    """Solve ``A Y = X`` in place (A: n×n with ``kl`` sub- and ``ku`` super-diagonals, X: n×k; both overwritten,
+    X by Y) by LU with partial pivoting inside the band, O(n·kl·(kl + ku + k)).  Returns False when A is
+    (numerically) singular."""
+    n = A.shape[0]
+    k_ = X.shape[1]
+    scale = 0.0
+    for i in range(n):
+        for j in range(max(0, i - kl), min(n, i + ku + 1)):
+            scale = max(scale, abs(A[i, j]))
+    tiny = 1e-13 * scale
+    for k in range(n):
+        last = min(n - 1, k + kl)
+        piv, best = k, abs(A[k, k])
+        for i in range(k + 1, last + 1):
+            if abs(A[i, k]) > best:
+                piv, best = i, abs(A[i, k])
+        if not best > tiny:
+            return False
+        cend = min(n - 1, k + kl + ku)
+        if piv != k:
+            for j in range(k, cend + 1):
+                A[k, j], A[piv, j] = A[piv, j], A[k, j]
+            for j in range(k_):
+                X[k, j], X[piv, j] = X[piv, j], X[k, j]
+        d = A[k, k]
+        for i in range(k + 1, last + 1):
+            f = A[i, k] / d
+            if f != 0.0:
+                for j in range(k + 1, cend + 1):
+                    A[i, j] -= f * A[k, j]
+                for j in range(k_):
+                    X[i, j] -= f * X[k, j]
+    for k in range(n - 1, -1, -1):
+        d = A[k, k]
+        for j in range(k + 1, min(n - 1, k + kl + ku) + 1):
+            f = A[k, j]
+            if f != 0.0:
+                for c in range(k_):
+                    X[k, c] -= f * X[j, c]
+        for c in range(k_):
+            X[k, c] /= d
+    return True
