@@ -235,7 +235,7 @@ def _singular(mode, t):
 class _Plan:
     """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
 
-    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view")
+    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs")
 
 
 class CompiledModes:
@@ -265,6 +265,8 @@ class CompiledModes:
         sl = ab._slot_table
         self._slot_bodies = [tuple(int(b) for b in (sl[0][k], sl[1][k]) if b >= 0) for k in range(self.ns)]
         self._joint_bodies = ab.joint_bodies()
+        self._sf, self._si = _kernels.pack_model(ab._slot_table, ab._pair_table, ab._bx, ab._bphi, ab._tbody,
+                                                 ab._tpoint, ab._gravity, self.minv)
         self._plans = {}
         self._last = None        # (plan, joints, T, V, P) of the last compute
 
@@ -297,11 +299,13 @@ class CompiledModes:
         coo = adj.tocoo()
         d = pos[coo.col] - pos[coo.row] if coo.nnz else np.zeros(1, np.int64)
         p.ku, p.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
-        p.jidx, p.jv, p.jnnz = np.zeros((self.m, 6), np.int64), np.zeros((self.m, 6)), np.zeros(self.m, np.int64)
+        p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, p.stick, p.perm, p.kl, p.ku, self.m)
         layout, size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * p.kl + p.ku + 1)
         p.fb = np.zeros(size)
         p.ib = np.zeros(7 * self.ns + 7 * R, np.int64)
         p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
+        p.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
+        p.offs = [slice(o, o + sz) for k, (o, sz) in layout.items()][:13]
         ns = self.ns
         p.view["snv"], p.view["stv"] = p.view["snv"].reshape(ns, 6), p.view["stv"].reshape(ns, 6)
         p.view["sidx"], p.view["snnz"] = p.ib[:6 * ns].reshape(ns, 6), p.ib[6 * ns:7 * ns]
@@ -317,10 +321,8 @@ class CompiledModes:
         if self.m:     # a joint row involves at most two bodies: at most 6 coordinates
             _kernels.dense_rows(joints[1], p.jidx, p.jv, p.jnnz)
         out = np.empty(2 * self.n + 2)
-        ok, bad, T, V, P = _kernels.general_mode(
-            q, qd, ab._bx, ab._bphi, *ab._slot_table, *ab._pair_table, ab._tbody, ab._tpoint, tF, ab._gravity, Qx,
-            p.jidx, p.jv, p.jnnz, bI, p.fric, p.stick, self.stab.alpha, self.stab.beta, self.minv,
-            p.perm, p.kl, p.ku, p.fb, p.ib, self._work, out)
+        ok, bad, T, V, P = _kernels.general_mode_packed(q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
+                                                        self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out)
         if bad >= 0:
             raise ModelError(f"{ab._pair_names[bad]}: spring of positive rest length has zero length; "
                              "its direction is undefined")
@@ -331,16 +333,16 @@ class CompiledModes:
         return out
 
     def result(self):
-        """``(assembly, ModeSolution)`` of the last :meth:`compute` (copies: they stay valid)."""
+        """``(assembly, ModeSolution)`` of the last :meth:`compute` (views of one copy: they stay valid)."""
         t, p, joints, T, V, P = self._last
-        v = p.view
-        c = lambda k: v[k].copy()  # noqa: E731
         m, ns = self.m, self.ns
-        a = SparseAssembly(t, self.mass, c("Q"), joints, self._abs.holonomic,
-                           (c("gN"), c("bN"), c("vN"), c("bT"), c("vT")), (c("sidx"), c("snv"), c("stv"), c("snnz")),
+        fb = p.fb[:p.prefix].copy()
+        ib = p.ib[:7 * ns].copy()
+        qdd, nu, lam, F, aT, Q, gN, bN, vN, bT, vT, snv, stv = [fb[o] for o in p.offs]
+        a = SparseAssembly(t, self.mass, Q, joints, self._abs.holonomic, (gN, bN, vN, bT, vT),
+                           (ib[:6 * ns].reshape(ns, 6), snv.reshape(ns, 6), stv.reshape(ns, 6), ib[6 * ns:]),
                            T, V, P)
-        nu = v["nu"]
-        return a, ModeSolution(c("qdd"), nu[:m].copy(), c("lam"), c("F"), c("aT"))
+        return a, ModeSolution(qdd, nu[:m], lam, F, aT)
 
     def evaluate(self, t, q, qd, mode):
         """``(assembly, ModeSolution)`` at (q, q̇, t) in ``mode``."""

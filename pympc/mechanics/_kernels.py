@@ -416,3 +416,65 @@ def banded_lu_solve(A, kl, ku, X):
         for c in range(k_):
             X[k, c] /= d
     return True
+
+
+def pack_model(slot_table, pair_table, bx, bphi, tbody, tpoint, gravity, minv):
+    """The static tables of :func:`general_mode` in one float and one int array (fewer arguments per call)."""
+    slider, guide, point, origin, direction = slot_table
+    a, b, pa, pb, is_spring, k, L0, c = pair_table
+    sf = np.concatenate([point.ravel(), origin.ravel(), direction.ravel(), pa.ravel(), pb.ravel(), k, L0, c,
+                         tpoint.ravel(), gravity, minv]).astype(float)
+    si = np.concatenate([[minv.size, slider.size, a.size, tbody.size, bx.size], bx, bphi, slider, guide, a, b,
+                         is_spring.astype(np.int64), tbody]).astype(np.int64)
+    return sf, si
+
+
+def pack_mode(fric, stick, perm, kl, ku, m):
+    """The per-mode tables of :func:`general_mode` (``pf``, ``pi``), and views of their joint rows to fill."""
+    R = perm.size
+    pf = np.zeros(fric.size + 6 * m)
+    pf[:fric.size] = fric
+    pi = np.zeros(5 + R + stick.size + 7 * m, np.int64)
+    pi[:5] = R, kl, ku, stick.size, m
+    pi[5:5 + R] = perm
+    pi[5 + R:5 + R + stick.size] = stick
+    o = 5 + R + stick.size
+    return pf, pi, (pi[o:o + 6 * m].reshape(m, 6), pf[fric.size:].reshape(m, 6), pi[o + 6 * m:o + 7 * m])
+
+
+@njit(cache=True)
+def general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out):
+    """:func:`general_mode` with the static tables packed by :func:`pack_model` and the mode's by :func:`pack_mode`."""
+    n, ns, npair, nt, nb = si[0], si[1], si[2], si[3], si[4]
+    o = 5
+    bx = si[o:o + nb]; o += nb                                             # noqa: E702
+    bphi = si[o:o + nb]; o += nb                                           # noqa: E702
+    slider = si[o:o + ns]; o += ns                                         # noqa: E702
+    guide = si[o:o + ns]; o += ns                                          # noqa: E702
+    pa_ = si[o:o + npair]; o += npair                                      # noqa: E702
+    pb_ = si[o:o + npair]; o += npair                                      # noqa: E702
+    is_spring = si[o:o + npair]; o += npair                                # noqa: E702
+    tbody = si[o:o + nt]
+    o = 0
+    point = sf[o:o + 2 * ns].reshape(ns, 2); o += 2 * ns                   # noqa: E702
+    origin = sf[o:o + 2 * ns].reshape(ns, 2); o += 2 * ns                  # noqa: E702
+    direction = sf[o:o + 2 * ns].reshape(ns, 2); o += 2 * ns               # noqa: E702
+    ppa = sf[o:o + 2 * npair].reshape(npair, 2); o += 2 * npair           # noqa: E702
+    ppb = sf[o:o + 2 * npair].reshape(npair, 2); o += 2 * npair           # noqa: E702
+    pk = sf[o:o + npair]; o += npair                                       # noqa: E702
+    pL0 = sf[o:o + npair]; o += npair                                      # noqa: E702
+    pc = sf[o:o + npair]; o += npair                                       # noqa: E702
+    tpoint = sf[o:o + 2 * nt].reshape(nt, 2); o += 2 * nt                 # noqa: E702
+    gravity = sf[o:o + n]; o += n                                          # noqa: E702
+    minv = sf[o:o + n]
+    R, kl, ku, nst, m = pi[0], pi[1], pi[2], pi[3], pi[4]
+    perm = pi[5:5 + R]
+    stick = pi[5 + R:5 + R + nst]
+    o = 5 + R + nst
+    jidx = pi[o:o + 6 * m].reshape(m, 6)
+    jnnz = pi[o + 6 * m:o + 7 * m]
+    fric = pf[:ns]
+    jv = pf[ns:ns + 6 * m].reshape(m, 6)
+    return general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
+                        pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, tbody, tpoint, tF, gravity, Qx,
+                        jidx, jv, jnnz, bI, fric, stick, alpha, beta, minv, perm, kl, ku, fb, ib, work, out)
