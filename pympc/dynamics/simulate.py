@@ -70,9 +70,18 @@ class _Run:
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     # ----------------------------------------------------------------- smooth phase
+    def _stale(self, t, x, mode):
+        """Is the cached evaluation not that of (t, x, mode)?  (The mode is compared by identity first:
+        solve_ivp passes the same object to every call of a phase, and a tuple compare costs O(slots).)"""
+        xb = x.tobytes()
+        k = self._cache_key
+        if k is not None and k[0] == t and k[1] == xb and (k[2] is mode or k[2] == mode):
+            return None
+        return (t, xb, mode)
+
     def evaluate(self, t, x, mode):
-        key = (t, x.tobytes(), mode)
-        if key != self._cache_key:
+        key = self._stale(t, x, mode)
+        if key is not None:
             n = self.n
             if self._fast is not None and isinstance(mode, Mode):   # one compiled call (general method)
                 self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
@@ -88,8 +97,8 @@ class _Run:
     def rhs(self, t, x, mode):
         n = self.n
         if self._fast is not None and isinstance(mode, Mode):
-            key = (t, x.tobytes(), mode)
-            if key != self._cache_key:
+            key = self._stale(t, x, mode)
+            if key is not None:
                 self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
                 self._cache_key, self._cache = key, None
             return self._out.copy()
