@@ -268,6 +268,7 @@ class CompiledModes:
         self._sf, self._si = _kernels.pack_model(ab._slot_table, ab._pair_table, ab._bx, ab._bphi, ab._tbody,
                                                  ab._tpoint, ab._gravity, self.minv)
         self._plans = {}
+        self._recent = (None, None)   # (mode, plan) of the last compute
         self._last = None        # (plan, joints, T, V, P) of the last compute
 
     @staticmethod
@@ -317,7 +318,8 @@ class CompiledModes:
         ``(q̇, q̈, friction dissipation rate, power put in)`` (a new array)."""
         ab = self._abs
         joints, bI, tF, Qx, Px = ab.python_parts(q, qd, t, self.stab)
-        p = self._plans.get(mode) or self.plan(mode)
+        p = self._recent[1] if mode is self._recent[0] else self.plan(mode)    # hashing a Mode is O(slots)
+        self._recent = (mode, p)
         if self.m:     # a joint row involves at most two bodies: at most 6 coordinates
             _kernels.dense_rows(joints[1], p.jidx, p.jv, p.jnnz)
         out = np.empty(2 * self.n + 2)
