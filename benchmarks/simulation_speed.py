@@ -179,13 +179,15 @@ def worker(case):
         hl = [e.hlcp for e in tr.events if e.hlcp is not None]
         out["pairs"] = [min(h.n for h in hl), max(h.n for h in hl)]
         pick = hl[::max(1, len(hl) // 15)]          # a sample of the event HLCPs, each solved 3 times
-        try:
+        try:                                        # as the simulator does: EventProblem.solve of a sparse build
             import scipy.sparse as sp
-            from pympc.dynamics.events import EventProblem
+            from pympc.dynamics.events import SPARSE_FROM, EventProblem
             probs = [EventProblem(h, [], np.zeros(0), np.zeros(0), np.zeros((0, 0)),
-                                  (sp.csr_matrix(h.A), sp.csr_matrix(h.B))) for h in pick]
+                                  (sp.csr_matrix(h.A), sp.csr_matrix(h.B)) if n >= SPARSE_FROM else None)
+                     for h in pick]
             solve = lambda e: e.solve()  # noqa: E731
-            reduced = [e.reduced() for e in probs]
+            reduced = [EventProblem(e.hlcp, [], None, None, None, (sp.csr_matrix(e.hlcp.A),
+                                    sp.csr_matrix(e.hlcp.B))).reduced() for e in probs]
         except (ImportError, TypeError):            # the base tree: no sparse path
             probs, solve, reduced = pick, pympc.solve, None
         for e in probs:

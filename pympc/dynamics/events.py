@@ -92,7 +92,7 @@ class EventProblem:
         else — a singular A, a ray, a point that fails verification — is
         :func:`pympc.solve` on the HLCP itself, which decides and reports.
         """
-        red = self.reduced()
+        red = self.reduced() if self.hlcp.n >= REDUCE_FROM else None
         if red is not None:
             r = solve(red)
             if r.success:
@@ -111,8 +111,13 @@ class EventProblem:
 
 
 SPARSE_FROM = 32
-"""Event HLCPs of at least this many slots are built with sparse matrices and solved through a sparse
-reduction (:meth:`EventProblem.solve`); smaller ones densely (the same problem, to round-off)."""
+"""Event HLCPs of at least this many slots are built with sparse products (the same problem, to round-off)."""
+
+REDUCE_FROM = 64
+"""Event HLCPs of at least this many pairs, built sparse, are reduced by the banded LU (:meth:`EventProblem.solve`);
+below it LAPACK's dense factorization inside :func:`pympc.solve` is cheaper than the sparse bookkeeping (and
+OpenBLAS's threads, which make a dense n = 100 factorization cost 100× its single-threaded time on a loaded
+machine, do not start yet)."""
 
 
 def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):

@@ -291,15 +291,17 @@ class CompiledModes:
         for r, bs in enumerate(bodies):
             rows += [r] * len(bs)
             cols += list(bs)
-        inc = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(R, max(1, self.n)))
-        adj = (inc @ inc.T).tocsr()        # rows that share a body
-        p.perm = (np.asarray(reverse_cuthill_mckee(adj, symmetric_mode=True), dtype=np.int64) if R
-                  else np.zeros(0, np.int64))
-        pos = np.empty(R, dtype=np.int64)
-        pos[p.perm] = np.arange(R)
-        coo = adj.tocoo()
-        d = pos[coo.col] - pos[coo.row] if coo.nnz else np.zeros(1, np.int64)
-        p.ku, p.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
+        if R <= 8:                          # a few rows: the band is the whole matrix, no ordering to find
+            p.perm, p.kl, p.ku = np.arange(R, dtype=np.int64), max(R - 1, 0), max(R - 1, 0)
+        else:
+            inc = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(R, max(1, self.n)))
+            adj = (inc @ inc.T).tocsr()        # rows that share a body
+            p.perm = np.asarray(reverse_cuthill_mckee(adj, symmetric_mode=True), dtype=np.int64)
+            pos = np.empty(R, dtype=np.int64)
+            pos[p.perm] = np.arange(R)
+            coo = adj.tocoo()
+            d = pos[coo.col] - pos[coo.row]
+            p.ku, p.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
         p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, p.stick, p.perm, p.kl, p.ku, self.m)
         layout, size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * p.kl + p.ku + 1)
         p.fb = np.zeros(size)
