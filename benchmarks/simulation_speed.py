@@ -1,22 +1,35 @@
-"""Simulation speed, side by side, one run.
+"""Simulation speed, side by side, one run: this tree against a checkout of another (``--base``).
 
-1. ``friction_oscillator.toml`` for 30 s: pympc's event-driven run against the same
-   model with regularized friction (F = −μ|λ| tanh(v/ε), ε = 1e-4, scipy Radau).
-   The event-time error is measured against a semi-analytic reference (every
-   smooth phase of this model is a linear ODE with a closed-form solution; only
-   the phase ends are found by root finding).  Stop events (slip velocity → 0)
-   are compared for both; the regularized run has no sharp breakaway, so its
-   stop times are the zero crossings of v after a slip.
-2. Chains of 10 and 50 friction slots (``pympc.mechanics.slider_chain``) for 1 s:
-   total time, events, the time of a whole transition, and of one event HLCP
-   solve (the recorded event HLCPs re-solved by pympc's Lemke; the same problems
-   reduced to LCPs and solved by quantecon's Lemke when it is installed).
+Every case is run by a worker process per code tree (``PYTHONPATH`` = that
+tree), one after the other in the same run, so the before/after ratios share
+the machine's load.
 
-    python benchmarks/simulation_speed.py
+1. ``friction_oscillator.toml`` for 30 s at the default rtol: wall time, right-hand
+   side calls and µs per call (timed inside the real run), event-time error
+   against a semi-analytic reference (every smooth phase of this model is a
+   linear ODE with a closed-form solution; only the phase ends are found by root
+   finding), next to the same model with regularized friction
+   (F = −μ|λ| tanh(v/ε), ε = 1e-4, scipy Radau; pympc's assembly, and a
+   hand-written scalar right-hand side) and the µs of a hand-written scalar NumPy
+   right-hand side of the oscillator.  The regularized run has no sharp
+   breakaway; its event times are the crossings of |v| = 10 ε.
+2. Chains of 10, 50, 100, 200 friction slots (``pympc.mechanics.slider_chain``)
+   for 1 s: total time, events, time per event, and per event HLCP the solve
+   the simulator does (this tree: the sparse reduction + Lemke,
+   :meth:`EventProblem.solve`; the base: ``pympc.solve`` on the HLCP), next to
+   quantecon's Lemke on the same reduced LCP (when quantecon is installed).
+3. The cross slide and the slider-crank (their model files' time spans).
+
+    python benchmarks/simulation_speed.py --base /path/to/checkout/of/bdd374b
 """
 
+import argparse
+import json
 import math
+import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -114,88 +127,183 @@ def regularized_run(rhs, jac, x0, t_end, eps, vi):
     return list(sol.t_events[0])
 
 
-def oscillator_table(**overrides):
-    system = pympc.load_model(MODEL, **overrides)
-    p, t_end = system.parameters, 30.0
-    ref = reference_events(p, t_end)
-    rows = []
-    eps = 1e-4
-    for name, (rhs, jac, _, x0), vi in (
-            ("regularized, same model (pympc assembly), Radau", regularized_model(system, eps), 2),
-            ("regularized, hand-written scalar RHS, Radau", regularized_scalar(p, eps), 1)):
-        wall = median_time(lambda: regularized_run(rhs, jac, x0, t_end, eps, vi), 3)
-        got = list(zip([k for k, _ in ref], regularized_run(rhs, jac, x0, t_end, eps, vi)))  # alternating
-        rows.append((name, wall, len(got), got))
-    for rtol in (1e-6, 1e-8, 1e-10):
-        run = lambda: pympc.simulate(system, (0.0, t_end), rtol=rtol, atol=rtol * 1e-2, samples=2)  # noqa: E731
-        wall = median_time(run, 3)
+def hand_rhs(p):
+    """The oscillator's right-hand side written by hand with scalars and NumPy, in a fixed slip direction."""
+    K, F0, g, mu, m = p["K"], p["F0"], p["g"], p["mu"], p["m"]
+
+    def rhs(t, y):
+        return np.array([y[1], (F0 * math.sin(t) - K * y[0] - mu * m * g * (1.0 if y[1] > 0 else -1.0)) / m])
+
+    return rhs
+
+
+def _rhs_timer():
+    """Count and time every call of the driver's right-hand side (the class method, wrapped)."""
+    import importlib
+    driver = importlib.import_module("pympc.dynamics.simulate")
+    original = driver._Run.rhs
+    stats = [0, 0.0]
+
+    def timed(self, t, x, mode):
+        t0 = time.perf_counter()
+        out = original(self, t, x, mode)
+        stats[1] += time.perf_counter() - t0
+        stats[0] += 1
+        return out
+
+    driver._Run.rhs = timed
+    return stats
+
+
+def worker(case):
+    """One case on the code tree this process imports; prints a JSON line."""
+    out = {}
+    if case == "oscillator":
+        system = pympc.load_model(MODEL)
+        ref = reference_events(system.parameters, 30.0)
+        run = lambda: pympc.simulate(system, (0.0, 30.0), samples=2)  # noqa: E731
+        out["wall"] = median_time(run, 5)
+        stats = _rhs_timer()
         tr = run()
         got = [(e.kind.name, e.time) for e in tr.events[1:]]
         assert [k for k, _ in got] == [k for k, _ in ref], "event sequence differs from the reference"
-        rows.append((f"pympc event-driven, DOP853 rtol={rtol:g}", wall, len(got), got))
-    print(f"\nfriction_oscillator.toml {overrides or ''}, 30 s: {len(ref)} reference events (closed-form phases); "
-          "ratios against the first row")
-    print(f"{'run':48s} {'wall':>9s} {'events':>7s} {'stop err':>9s} {'all err':>9s} {'speed-up':>9s} {'err ratio':>10s}")
-    base = None
-    for name, w, ne, got in rows:
-        k = min(len(got), len(ref))
-        err = max(abs(a[1] - b[1]) for a, b in zip(got[:k], ref[:k]))
-        err_stop = max(abs(a[1] - b[1]) for a, b in zip(got[:k], ref[:k]) if b[0] == "SLIP_STOP")
-        base = base or (w, err)
-        print(f"{name:48s} {w * 1e3:7.1f}ms {ne:7d} {err_stop:9.1e} {err:9.1e} {base[0] / w:8.1f}x {base[1] / err:9.1e}x")
-
-
-def chain_table():
-    try:
-        from quantecon.optimize import lcp_lemke
-    except ImportError:
-        lcp_lemke = None
-    print("\nchains of friction slots, 1 s (slider_chain(n)); per-event HLCP solve times are medians over the "
-          "recorded event HLCPs")
-    print(f"{'n':>3s} {'total':>8s} {'events':>7s} {'pairs':>9s} {'transition':>11s} {'pympc HLCP':>11s} {'max':>8s} "
-          f"{'quantecon LCP':>14s} {'ratio':>6s}")
-    import importlib
-    driver = importlib.import_module("pympc.dynamics.simulate")
-    original = driver._Run.transition
-    spent = []
-
-    def timed(self, *args):
-        t = time.perf_counter()
-        out = original(self, *args)
-        spent.append(time.perf_counter() - t)
-        return out
-
-    driver._Run.transition = timed
-    for n in (10, 50):
-        s = slider_chain(n)
-        spent.clear()
+        out.update(calls=stats[0], us_rhs=stats[1] / stats[0] * 1e6, events=len(got),
+                   err=max(abs(a[1] - b[1]) for a, b in zip(got, ref)))
+    elif case.startswith("chain"):
+        n = int(case[5:])
         t0 = time.perf_counter()
-        tr = pympc.simulate(s, (0.0, 1.0), samples=2)
-        total = time.perf_counter() - t0
-        per_transition = statistics.median(spent)
+        tr = pympc.simulate(slider_chain(n), (0.0, 1.0), samples=2)
+        out["wall"] = time.perf_counter() - t0
         assert tr.success, tr.message
-        hl = [e.hlcp for e in tr.events]
-        ts = [median_time(lambda h=h: pympc.solve(h), 5) for h in hl]
-        pairs = [h.n for h in hl]
-        q_med = float("nan")
-        if lcp_lemke is not None:
-            lcps = []
-            for h in hl:
-                try:
-                    lcps.append(h.to_lcp().lcp)
-                except pympc.ProblemError:
-                    pass
-            q_med = statistics.median(median_time(lambda L=L: lcp_lemke(L.M, L.q), 5) for L in lcps)
-        med = statistics.median(ts)
-        print(f"{n:3d} {total:7.2f}s {len(tr.events):7d} {min(pairs):4d}-{max(pairs):<4d} {per_transition * 1e3:9.2f}ms "
-              f"{med * 1e3:9.3f}ms "
-              f"{max(ts) * 1e3:6.2f}ms {q_med * 1e3:12.3f}ms {med / q_med:6.2f}")
-    driver._Run.transition = original
-    print("'transition': median time of a whole transition (projection, event HLCP assembly and solve, look-ahead,\n"
-          "verification); 'pympc HLCP': the event HLCP solve alone; 'ratio': pympc HLCP / quantecon on the reduced LCP")
+        out["events"] = len(tr.events) - 1
+        hl = [e.hlcp for e in tr.events if e.hlcp is not None]
+        out["pairs"] = [min(h.n for h in hl), max(h.n for h in hl)]
+        pick = hl[::max(1, len(hl) // 15)]          # a sample of the event HLCPs, each solved 3 times
+        try:                                        # as the simulator does: EventProblem.solve of a sparse build
+            import scipy.sparse as sp
+            from pympc.dynamics.events import SPARSE_FROM, EventProblem
+            probs = [EventProblem(h, [], np.zeros(0), np.zeros(0), np.zeros((0, 0)),
+                                  (sp.csr_matrix(h.A), sp.csr_matrix(h.B)) if n >= SPARSE_FROM else None)
+                     for h in pick]
+            solve = lambda e: e.solve()  # noqa: E731
+            reduced = [EventProblem(e.hlcp, [], None, None, None, (sp.csr_matrix(e.hlcp.A),
+                                    sp.csr_matrix(e.hlcp.B))).reduced() for e in probs]
+        except (ImportError, TypeError):            # the base tree: no sparse path
+            probs, solve, reduced = pick, pympc.solve, None
+        for e in probs:
+            assert solve(e).success
+        out["hlcp"] = statistics.median(median_time(lambda e=e: solve(e), 3) for e in probs)
+        try:
+            from quantecon.optimize import lcp_lemke
+        except ImportError:
+            lcp_lemke = None
+        if lcp_lemke is not None and reduced is not None:
+            lcps = [L for L in reduced if L is not None]
+            for L in lcps:
+                assert lcp_lemke(L.M, L.q).success
+            out["quantecon"] = statistics.median(median_time(lambda L=L: lcp_lemke(L.M, L.q), 3) for L in lcps)
+            # what the base's dense path costs on the same problems, in this process
+            out["dense_hlcp"] = statistics.median(median_time(lambda h=h: pympc.solve(h), 3) for h in pick)
+    else:
+        path = Path(__file__).parents[1] / "models" / f"{case}.toml"
+        out["wall"] = median_time(lambda: pympc.simulate(path, samples=2), 3)
+        tr = pympc.simulate(path, samples=2)
+        out["events"] = len(tr.events) - 1
+        out["status"] = tr.status.name
+    print(json.dumps(out))
+
+
+def run_case(tree, case):
+    """Run ``worker(case)`` in a process that imports pympc from ``tree``."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    res = subprocess.run([sys.executable, __file__, "--worker", case], env=env, capture_output=True, text=True,
+                         cwd=Path(__file__).parent)
+    if res.returncode:
+        raise RuntimeError(f"{case} on {tree} failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def oscillator_table(base):
+    here = Path(__file__).parents[1]
+    system = pympc.load_model(MODEL)
+    p, t_end, eps = system.parameters, 30.0, 1e-4
+    ref = reference_events(p, t_end)
+    after = run_case(here, "oscillator")
+    before = run_case(base, "oscillator") if base else None
+    reg = []
+    for name, (rhs, jac, _, x0), vi in (
+            ("regularized (tanh), same model, pympc assembly, Radau", regularized_model(system, eps), 2),
+            ("regularized (tanh), hand-written scalar RHS, Radau", regularized_scalar(p, eps), 1)):
+        wall = median_time(lambda: regularized_run(rhs, jac, x0, t_end, eps, vi), 3)
+        got = regularized_run(rhs, jac, x0, t_end, eps, vi)
+        err = max(abs(a - b[1]) for a, b in zip(got, ref))
+        reg.append((name, wall, len(got), err))
+    hand = hand_rhs(p)
+    us_hand = median_time(lambda: [hand(0.1, np.array([0.01, 0.2])) for _ in range(1000)], 5) * 1e3
+    print(f"\nfriction_oscillator.toml, 30 s, {len(ref)} reference events; pympc at its default rtol (DOP853 1e-10)")
+    print(f"{'run':58s} {'wall':>9s} {'RHS calls':>9s} {'µs/RHS':>8s} {'events':>6s} {'event err':>9s} "
+          f"{'vs regularized':>14s}")
+    base_w = reg[0][1]
+    rows = ([("pympc event-driven, base " + str(base), before)] if before else []) + \
+        [("pympc event-driven, this tree", after)]
+    for name, r in rows:
+        print(f"{name[:58]:58s} {r['wall'] * 1e3:7.1f}ms {r['calls']:9d} {r['us_rhs']:8.1f} {r['events']:6d} "
+              f"{r['err']:9.1e} {base_w / r['wall']:13.0f}x")
+    for name, w, ne, err in reg:
+        print(f"{name:58s} {w * 1e3:7.1f}ms {'':9s} {'':8s} {ne:6d} {err:9.1e} {base_w / w:13.1f}x")
+    print(f"{'hand-written scalar NumPy RHS of the oscillator (one call)':58s} {'':9s} {'':9s} {us_hand:8.1f}")
+    if before:
+        print(f"speed-up over the base: wall {before['wall'] / after['wall']:.1f}x, "
+              f"per RHS call {before['us_rhs'] / after['us_rhs']:.1f}x; this tree's RHS / hand NumPy RHS: "
+              f"{after['us_rhs'] / us_hand:.1f}x")
+
+
+def chain_table(base, sizes):
+    here = Path(__file__).parents[1]
+    print("\nchains of friction slots, 1 s (slider_chain(n)); per-event HLCP: median over a sample of the recorded "
+          "event HLCPs")
+    print(f"{'n':>4s} {'tree':>5s} {'total':>8s} {'events':>6s} {'pairs':>9s} {'per event':>10s} {'HLCP':>9s} "
+          f"{'dense HLCP':>10s} {'quantecon':>10s} {'HLCP/qe':>8s} {'speed-up':>8s}")
+    rows = {}
+    for n in sizes:
+        for tag, tree in (("base", base), ("this", here)):
+            if tree is None:
+                continue
+            r = rows[n, tag] = run_case(tree, f"chain{n}")
+            qe, dense = r.get("quantecon", float("nan")), r.get("dense_hlcp", float("nan"))
+            up = f"{rows[n, 'base']['wall'] / r['wall']:7.1f}x" if tag == "this" and (n, "base") in rows else ""
+            print(f"{n:4d} {tag:>5s} {r['wall']:7.2f}s {r['events']:6d} {r['pairs'][0]:4d}-{r['pairs'][1]:<4d} "
+                  f"{r['wall'] / max(1, r['events']) * 1e3:8.1f}ms {r['hlcp'] * 1e3:7.2f}ms {dense * 1e3:8.2f}ms "
+                  f"{qe * 1e3:8.2f}ms {r['hlcp'] / qe:8.2f} {up:>8s}")
+    if (50, "this") in rows and (200, "this") in rows:
+        a, b = rows[50, "this"], rows[200, "this"]
+        k = math.log((b["wall"] / b["events"]) / (a["wall"] / a["events"])) / math.log(4.0)
+        print(f"per-event cost grows as n^{k:.2f} from 50 to 200 slots (this tree)")
+    print("'HLCP': the solve the simulator does (this tree: sparse banded reduction + Lemke; base: pympc.solve); "
+          "'dense HLCP': pympc.solve\non the same problems in the same process; 'quantecon': quantecon's Lemke on "
+          "the same reduced LCP")
+
+
+def mechanism_table(base):
+    here = Path(__file__).parents[1]
+    print("\nmechanisms (model files' time spans)")
+    print(f"{'model':14s} {'base':>9s} {'this':>9s} {'events':>6s} {'speed-up':>8s}")
+    for case in ("cross_slide", "slider_crank"):
+        a = run_case(here, case)
+        b = run_case(base, case) if base else None
+        print(f"{case:14s} {b['wall'] * 1e3 if b else float('nan'):7.1f}ms {a['wall'] * 1e3:7.1f}ms {a['events']:6d} "
+              f"{b['wall'] / a['wall'] if b else float('nan'):7.1f}x")
 
 
 if __name__ == "__main__":
-    oscillator_table()
-    oscillator_table(mu_s=0.3)   # μ_s = μ: the regularized law can represent this one
-    chain_table()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", type=Path, help="a checkout of the code to compare with (e.g. git archive bdd374b)")
+    ap.add_argument("--chains", default="10,50,100,200", help="chain sizes (default 10,50,100,200)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker)
+    else:
+        oscillator_table(args.base)
+        mechanism_table(args.base)
+        chain_table(args.base, [int(v) for v in args.chains.split(",")])

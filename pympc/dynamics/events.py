@@ -14,12 +14,15 @@ and two per stick candidate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
-from ..complementarity import HLCP
-from .modes import Mode, Motion, _biases, solve_linear
+from ..complementarity import HLCP, LCP, solve
+from ..complementarity.problems import within
+from ..complementarity.results import HLCPResult, Status
+from .modes import Mode, Motion, _biases, banded_solve, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
 
@@ -44,6 +47,7 @@ class EventProblem:
     directions: np.ndarray
     qdd0: np.ndarray
     Q: np.ndarray
+    sparse: tuple = field(default=None, repr=False)   # (A, B) as scipy.sparse matrices, when built sparse
 
     @property
     def nslots(self):
@@ -63,6 +67,58 @@ class EventProblem:
         lp, lm, ap, am, fp, fm = self.split(x, y)
         return self.qdd0 + self.Q @ np.concatenate([lp, lm, ap, am, fp, fm])
 
+    def reduced(self):
+        """The LCP ``(M, q) = (−A⁻¹B, A⁻¹c)`` of the event HLCP through the basis "every x basic".
+
+        A is factorized in a band order of its sparsity pattern (reverse
+        Cuthill–McKee) by a compiled banded LU: O(n · band · n) for the n + 1
+        right-hand sides instead of a dense O(n³) and no BLAS call.  None when
+        A is singular or the problem was not built sparse.
+        """
+        if self.sparse is None:
+            return None
+        n = self.hlcp.n
+        S = banded_solve(self.sparse[0], np.column_stack([-self.hlcp.B, self.hlcp.c]))
+        if S is None:
+            return None
+        return LCP(S[:, :n], S[:, n])
+
+    def solve(self):
+        """Solve the event HLCP with Lemke's method (an :class:`~pympc.complementarity.HLCPResult`).
+
+        Large problems built sparse go through :meth:`reduced` and Lemke on that
+        LCP (the very LCP :func:`pympc.lemke` would form through a dense
+        factorization); the point is verified against this HLCP.  Anything
+        else — a singular A, a ray, a point that fails verification — is
+        :func:`pympc.solve` on the HLCP itself, which decides and reports.
+        """
+        red = self.reduced() if self.hlcp.n >= REDUCE_FROM else None
+        if red is not None:
+            r = solve(red)
+            if r.success:
+                A, B = self.sparse
+                x, y = r.w, r.z
+                c = self.hlcp.c
+                eq = float(np.abs(A @ x + B @ y - c).max(initial=0))
+                neg = float(max(0.0, -min(x.min(initial=0), y.min(initial=0))))
+                comp = float(np.abs(x * y).max(initial=0))
+                scale = max(float(np.abs(x).max(initial=0)), float(np.abs(y).max(initial=0)),
+                            float(np.abs(c).max(initial=0)))
+                if within(eq, neg, comp, 1e-9, scale):
+                    return HLCPResult(self.hlcp, Status.SOLVED, "solution found and verified (sparse reduction)",
+                                      x, y, r.pivots, "lemke", {"log": r.info["log"], "basis": np.ones(x.size, bool)})
+        return solve(self.hlcp)
+
+
+SPARSE_FROM = 32
+"""Event HLCPs of at least this many slots are built with sparse products (the same problem, to round-off)."""
+
+REDUCE_FROM = 64
+"""Event HLCPs of at least this many pairs, built sparse, are reduced by the banded LU (:meth:`EventProblem.solve`);
+below it LAPACK's dense factorization inside :func:`pympc.solve` is cheaper than the sparse bookkeeping (and
+OpenBLAS's threads, which make a dense n = 100 factorization cost 100× its single-threaded time on a loaded
+machine, do not start yet)."""
+
 
 def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
     """Build the event HLCP of assembly ``a``.
@@ -75,6 +131,11 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
     mu, mu_s : ndarray
         Kinetic and static coefficients of every slot.
     stab : Baumgarte
+    mass_diagonal : ndarray, optional
+        The (diagonal) mass matrix as a vector.  With it, no bilateral joints and
+        at least :data:`SPARSE_FROM` slots, the products of the slot Jacobians are
+        formed sparse (a slot couples only the bodies it joins) and the problem
+        keeps sparse copies of A and B for :meth:`EventProblem.solve`.
     """
     directions = np.asarray(directions, dtype=float)
     s = len(directions)
@@ -82,27 +143,37 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
     c = len(cand)
     n = a.M.shape[0]
     nz = 2 * s + 4 * c
-    Gz = np.zeros((n, nz))
     fr = -mu * directions
-    Gz[:, :s] = (a.WN + fr[:, None] * a.WT).T
-    Gz[:, s:2 * s] = (-a.WN + fr[:, None] * a.WT).T
-    Gz[:, 2 * s + 2 * c:2 * s + 3 * c] = 0.5 * a.WT[cand].T
-    Gz[:, 2 * s + 3 * c:] = -0.5 * a.WT[cand].T
     bI, bN, bT = _biases(a, stab, cand)
-    # q̈ = qdd0 + Q z after eliminating the bilateral multipliers
-    cols = np.hstack([a.h[:, None], Gz])
-    X = _accelerations(a, cols, bI, mass_diagonal)
-    qdd0, Q = X[:, 0], X[:, 1:]
-    E = np.zeros((s + 2 * c, nz))
-    e = np.zeros(s + 2 * c)
-    E[:s] = a.WN @ Q
-    e[:s] = -bN - a.WN @ qdd0
+    use_sparse = mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM
+    if use_sparse:
+        E, qdd0, Q = _sparse_products(a, cand, fr, mass_diagonal)
+        e = np.zeros(s + 2 * c)
+        L = sp.csr_matrix(np.vstack([a.WN, a.WT[cand]]))
+        v = L @ qdd0
+        e[:s] = -bN - v[:s]
+        e[s:s + c] = bT + v[s:]
+    else:
+        Gz = np.zeros((n, nz))
+        Gz[:, :s] = (a.WN + fr[:, None] * a.WT).T
+        Gz[:, s:2 * s] = (-a.WN + fr[:, None] * a.WT).T
+        Gz[:, 2 * s + 2 * c:2 * s + 3 * c] = 0.5 * a.WT[cand].T
+        Gz[:, 2 * s + 3 * c:] = -0.5 * a.WT[cand].T
+        # q̈ = qdd0 + Q z after eliminating the bilateral multipliers
+        cols = np.hstack([a.h[:, None], Gz])
+        X = _accelerations(a, cols, bI, mass_diagonal)
+        qdd0, Q = X[:, 0], X[:, 1:]
+        E = np.zeros((s + 2 * c, nz))
+        e = np.zeros(s + 2 * c)
+        E[:s] = a.WN @ Q
+        e[:s] = -bN - a.WN @ qdd0
+        for j, k in enumerate(cand):
+            E[s + j] = -(a.WT[k] @ Q)
+            e[s + j] = bT[j] + a.WT[k] @ qdd0
     for j, k in enumerate(cand):
         r = s + j
-        E[r] = -(a.WT[k] @ Q)
         E[r, 2 * s + j] += 1.0
         E[r, 2 * s + c + j] -= 1.0
-        e[r] = bT[j] + a.WT[k] @ qdd0
         r = s + c + j
         E[r, 2 * s + 2 * c + j] = 1.0
         E[r, 2 * s + 3 * c + j] = 1.0
@@ -113,7 +184,33 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
     scale = np.maximum(np.abs(A).max(axis=1, initial=0), np.abs(B).max(axis=1, initial=0))
     scale[scale == 0] = 1.0
     hl = HLCP(A / scale[:, None], B / scale[:, None], e / scale)
-    return EventProblem(hl, cand, directions, qdd0, Q)
+    if not use_sparse:
+        return EventProblem(hl, cand, directions, qdd0, Q)
+    return EventProblem(hl, cand, directions, qdd0, Q, (sp.csr_matrix(hl.A), sp.csr_matrix(hl.B)))
+
+
+def _sparse_products(a, cand, fr, mass_diagonal):
+    """``E`` (without its unit and saturation entries), ``qdd0`` and ``Q`` of a joint-free system with a diagonal
+    mass matrix: every block of ``E`` is a block of ``[WN; WT_cand] M⁻¹ [WN; WT]ᵀ``, one sparse product."""
+    s, c = len(fr), len(cand)
+    mi = 1.0 / mass_diagonal
+    WN, WT = a.WN, a.WT
+    WTc = WT[cand]
+    P = (sp.csr_matrix(np.vstack([WN, WTc]) * mi) @ sp.csr_matrix(np.vstack([WN, WT])).T).toarray()
+    PN, PC = P[:s], P[s:]                     # rows: WN M⁻¹ [WNᵀ WTᵀ], WT_cand M⁻¹ [WNᵀ WTᵀ]
+    E = np.zeros((s + 2 * c, 2 * s + 4 * c))
+    for rows, sign, Pr in ((slice(0, s), 1.0, PN), (slice(s, s + c), -1.0, PC)):
+        PrN, PrT = Pr[:, :s], Pr[:, s:]
+        E[rows, :s] = sign * (PrN + PrT * fr)
+        E[rows, s:2 * s] = sign * (-PrN + PrT * fr)
+        E[rows, 2 * s + 2 * c:2 * s + 3 * c] = sign * 0.5 * PrT[:, cand]
+        E[rows, 2 * s + 3 * c:] = -sign * 0.5 * PrT[:, cand]
+    Q = np.zeros((len(mi), 2 * s + 4 * c))
+    Q[:, :s] = mi[:, None] * (WN + fr[:, None] * WT).T
+    Q[:, s:2 * s] = mi[:, None] * (-WN + fr[:, None] * WT).T
+    Q[:, 2 * s + 2 * c:2 * s + 3 * c] = 0.5 * mi[:, None] * WTc.T
+    Q[:, 2 * s + 3 * c:] = -0.5 * mi[:, None] * WTc.T
+    return E, a.h * mi, Q
 
 
 def _accelerations(a, cols, bI, mass_diagonal):

@@ -18,12 +18,20 @@ from functools import cached_property
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..complementarity.results import _DocIntEnum
-from ..errors import SimulationError
+from ..errors import ModelError, SimulationError
+from ..mechanics import _kernels
+from ..mechanics.assembly import SparseAssembly
 
-__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte"]
+__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm"]
+
+SPARSE_FROM = 32
+"""Linear systems of at least this many constraint rows are solved sparse (:func:`banded_solve`); smaller
+ones with LAPACK, as they are cheapest."""
 
 
 class Motion(_DocIntEnum):
@@ -108,6 +116,49 @@ def _dense_solve(S, rhs):
     return x
 
 
+def banded_solve(S, rhs):
+    """``S⁻¹ rhs`` for a sparse square ``S`` (None if it is numerically singular).
+
+    S is permuted symmetrically to a band by reverse Cuthill–McKee on its
+    pattern and factorized by a compiled banded LU with partial pivoting
+    (:func:`pympc.mechanics._kernels.banded_lu_solve`): O(n · band²) plus
+    O(n · band) per right-hand side, no BLAS call.
+    """
+    S = scipy.sparse.csr_matrix(S)
+    n = S.shape[0]
+    pattern = (abs(S) + abs(S).T).tocsr()
+    perm = np.asarray(reverse_cuthill_mckee(pattern, symmetric_mode=True), dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    pos[perm] = np.arange(n)
+    coo = S.tocoo()
+    d = pos[coo.col] - pos[coo.row] if coo.nnz else np.zeros(1, np.int64)
+    Sp = np.ascontiguousarray(S[perm][:, perm].toarray())
+    X = np.array(rhs, dtype=float).reshape(n, -1)[perm]
+    if not _kernels.banded_lu_solve(Sp, int(max(-d.min(), 0)), int(max(d.max(), 0)), X) or not np.isfinite(X).all():
+        return None
+    out = np.empty_like(X)
+    out[perm] = X
+    return out.reshape(np.shape(rhs))
+
+
+def min_norm(J, r):
+    """The least-norm ``d`` with ``J d = r`` (what ``lstsq`` returns for a J of full row rank).
+
+    Large J (at least :data:`SPARSE_FROM` rows, no more rows than columns) go
+    through ``Jᵀ (J Jᵀ)⁻¹ r`` with J sparse (:func:`banded_solve`); the others,
+    and any J whose J Jᵀ is singular or leaves a residual, through ``lstsq``.
+    """
+    k, n = J.shape
+    if SPARSE_FROM <= k <= n:
+        Js = scipy.sparse.csr_matrix(J)
+        y = banded_solve(Js @ Js.T, r)
+        if y is not None:
+            d = Js.T @ y
+            if np.abs(Js @ d - r).max() <= 1e-12 * max(1.0, float(np.abs(r).max())):
+                return d
+    return np.linalg.lstsq(J, r, rcond=None)[0]
+
+
 def solve_linear(M, G, C, h, b, mass_diagonal=None):
     """Solve ``M q̈ = h + G ν``, ``C q̈ + b = 0`` for (q̈, ν); G is n×r, C r×n.
 
@@ -127,6 +178,12 @@ def solve_linear(M, G, C, h, b, mass_diagonal=None):
         return sol[:n], sol[n:]
     if not r:
         return x0, np.zeros((0,) + h.shape[1:])
+    if mass_diagonal is not None and r >= SPARSE_FROM:   # S = C M⁻¹ G is as sparse as the rows
+        Cs = scipy.sparse.csr_matrix(C)
+        nu = banded_solve(Cs @ scipy.sparse.csr_matrix(X), -b - Cs @ x0)
+        if nu is None:
+            raise np.linalg.LinAlgError("singular")
+        return x0 + scipy.sparse.csr_matrix(X) @ nu, nu
     nu = _dense_solve(C @ X, -b - C @ x0)
     return x0 + X @ nu, nu
 
@@ -167,3 +224,131 @@ def solve_mode(a, mode, mu, mu_s, stab, mass_diagonal=None):
     F = fric * lam
     F[stick] = nu[m + s:]
     return ModeSolution(qdd, nu[:m], lam, F, a.WT @ qdd + a.bT)
+
+
+def _singular(mode, t):
+    return SimulationError(
+        f"the equations of mode {mode} are singular at t = {t:g}: redundant constraints, or a body "
+        "whose mass matrix is singular on its free motions (zero inertia with a free rotation?)")
+
+
+class _Plan:
+    """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
+
+    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs")
+
+
+class CompiledModes:
+    """Assembly and mode solve in one compiled call (general method, positive diagonal mass).
+
+    The per-mode work — which rows there are, the friction columns, a band
+    order of the Schur complement ``C M⁻¹ Gᵀ``, the buffers — is decided once
+    per mode and kept; every evaluation is then one compiled call
+    (:func:`pympc.mechanics._kernels.general_mode`) plus the joints' rows and
+    the forces that depend on the state, which stay in Python.  Results are
+    those of :func:`solve_mode` on :meth:`GeneralMethod.assemble`, to round-off.
+
+    Parameters
+    ----------
+    form : GeneralMethod
+    mu, mu_s : ndarray
+    stab : Baumgarte
+    """
+
+    def __init__(self, form, mu, mu_s, stab):
+        self.form, self.mu, self.mu_s, self.stab = form, mu, mu_s, stab
+        ab = self._abs = form._abs
+        self.mass = ab.mass
+        self.minv = 1.0 / ab.mass
+        self.n, self.m, self.ns = ab.n, ab.m, len(mu)
+        self._work = np.zeros(ab.n)
+        sl = ab._slot_table
+        self._slot_bodies = [tuple(int(b) for b in (sl[0][k], sl[1][k]) if b >= 0) for k in range(self.ns)]
+        self._joint_bodies = ab.joint_bodies()
+        self._sf, self._si = _kernels.pack_model(ab._slot_table, ab._pair_table, ab._bx, ab._bphi, ab._tbody,
+                                                 ab._tpoint, ab._gravity, self.minv)
+        self._plans = {}
+        self._recent = (None, None)   # (mode, plan) of the last compute
+        self._last = None        # (plan, joints, T, V, P) of the last compute
+
+    @staticmethod
+    def applies(form):
+        """Can this path evaluate ``form``?"""
+        return getattr(form, "name", None) == "general" and form.mass_diagonal is not None
+
+    def plan(self, mode):
+        """The row plan of ``mode`` (made on first use)."""
+        p = self._plans.get(mode)
+        if p is not None:
+            return p
+        p = _Plan()
+        stick = mode.sticking
+        p.stick = np.array(stick, dtype=np.int64)
+        p.fric = -self.mu * mode._friction_sign
+        bodies = self._joint_bodies + self._slot_bodies + [self._slot_bodies[k] for k in stick]
+        R = len(bodies)
+        rows, cols = [], []
+        for r, bs in enumerate(bodies):
+            rows += [r] * len(bs)
+            cols += list(bs)
+        if R <= 8:                          # a few rows: the band is the whole matrix, no ordering to find
+            p.perm, p.kl, p.ku = np.arange(R, dtype=np.int64), max(R - 1, 0), max(R - 1, 0)
+        else:
+            inc = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(R, max(1, self.n)))
+            adj = (inc @ inc.T).tocsr()        # rows that share a body
+            p.perm = np.asarray(reverse_cuthill_mckee(adj, symmetric_mode=True), dtype=np.int64)
+            pos = np.empty(R, dtype=np.int64)
+            pos[p.perm] = np.arange(R)
+            coo = adj.tocoo()
+            d = pos[coo.col] - pos[coo.row]
+            p.ku, p.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
+        p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, p.stick, p.perm, p.kl, p.ku, self.m)
+        layout, size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * p.kl + p.ku + 1)
+        p.fb = np.zeros(size)
+        p.ib = np.zeros(7 * self.ns + 7 * R, np.int64)
+        p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
+        p.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
+        p.offs = [slice(o, o + sz) for k, (o, sz) in layout.items()][:13]
+        ns = self.ns
+        p.view["snv"], p.view["stv"] = p.view["snv"].reshape(ns, 6), p.view["stv"].reshape(ns, 6)
+        p.view["sidx"], p.view["snnz"] = p.ib[:6 * ns].reshape(ns, 6), p.ib[6 * ns:7 * ns]
+        self._plans[mode] = p
+        return p
+
+    def compute(self, t, q, qd, mode):
+        """One compiled evaluation at (q, q̇, t) in ``mode``; returns the state derivative
+        ``(q̇, q̈, friction dissipation rate, power put in)`` (a new array)."""
+        ab = self._abs
+        joints, bI, tF, Qx, Px = ab.python_parts(q, qd, t, self.stab)
+        p = self._recent[1] if mode is self._recent[0] else self.plan(mode)    # hashing a Mode is O(slots)
+        self._recent = (mode, p)
+        if self.m:     # a joint row involves at most two bodies: at most 6 coordinates
+            _kernels.dense_rows(joints[1], p.jidx, p.jv, p.jnnz)
+        out = np.empty(2 * self.n + 2)
+        ok, bad, T, V, P = _kernels.general_mode_packed(q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
+                                                        self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out)
+        if bad >= 0:
+            raise ModelError(f"{ab._pair_names[bad]}: spring of positive rest length has zero length; "
+                             "its direction is undefined")
+        if not ok:
+            raise _singular(mode, t)
+        out[2 * self.n + 1] += Px
+        self._last = (t, p, joints, T, V, P + Px)
+        return out
+
+    def result(self):
+        """``(assembly, ModeSolution)`` of the last :meth:`compute` (views of one copy: they stay valid)."""
+        t, p, joints, T, V, P = self._last
+        m, ns = self.m, self.ns
+        fb = p.fb[:p.prefix].copy()
+        ib = p.ib[:7 * ns].copy()
+        qdd, nu, lam, F, aT, Q, gN, bN, vN, bT, vT, snv, stv = [fb[o] for o in p.offs]
+        a = SparseAssembly(t, self.mass, Q, joints, self._abs.holonomic, (gN, bN, vN, bT, vT),
+                           (ib[:6 * ns].reshape(ns, 6), snv.reshape(ns, 6), stv.reshape(ns, 6), ib[6 * ns:]),
+                           T, V, P)
+        return a, ModeSolution(qdd, nu[:m], lam, F, aT)
+
+    def evaluate(self, t, q, qd, mode):
+        """``(assembly, ModeSolution)`` at (q, q̇, t) in ``mode``."""
+        self.compute(t, q, qd, mode)
+        return self.result()

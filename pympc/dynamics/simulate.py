@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..complementarity import enumerate_solutions, solve
+from ..complementarity import enumerate_solutions
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from ..mechanics.assembly import AbsoluteModel
 from .crossings import TimeScale, first_crossing
 from .events import event_problem, read_mode
-from .modes import Baumgarte, Mode, Motion, solve_mode
+from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
 
@@ -69,19 +69,41 @@ class _Run:
         self.mu_s = np.array([float(s.static_mu) for s in form.slots])
         self.md = form.mass_diagonal
         self._cache_key, self._cache = None, None
+        self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     # ----------------------------------------------------------------- smooth phase
+    def _stale(self, t, x, mode):
+        """Is the cached evaluation not that of (t, x, mode)?  (The mode is compared by identity first:
+        solve_ivp passes the same object to every call of a phase, and a tuple compare costs O(slots).)"""
+        xb = x.tobytes()
+        k = self._cache_key
+        if k is not None and k[0] == t and k[1] == xb and (k[2] is mode or k[2] == mode):
+            return None
+        return (t, xb, mode)
+
     def evaluate(self, t, x, mode):
-        key = (t, x.tobytes(), mode)
-        if key != self._cache_key:
+        key = self._stale(t, x, mode)
+        if key is not None:
             n = self.n
-            a = self.form.assemble(x[:n], x[n:2 * n], t)
-            self._cache = (a, solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md))
+            if self._fast is not None and isinstance(mode, Mode):   # one compiled call (general method)
+                self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
+                self._cache = None
+            else:
+                a = self.form.assemble(x[:n], x[n:2 * n], t)
+                self._cache = (a, solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md))
             self._cache_key = key
+        if self._cache is None:
+            self._cache = self._fast.result()
         return self._cache
 
     def rhs(self, t, x, mode):
         n = self.n
+        if self._fast is not None and isinstance(mode, Mode):
+            key = self._stale(t, x, mode)
+            if key is not None:
+                self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
+                self._cache_key, self._cache = key, None
+            return self._out.copy()
         a, s = self.evaluate(t, x, mode)
         qd = x[n:2 * n]
         out = np.empty_like(x)
@@ -202,14 +224,14 @@ class _Run:
                 break
             last = err
             Jh = np.vstack([a.J[a.holonomic], a.WN])
-            q = q - np.linalg.lstsq(Jh, g, rcond=None)[0]
+            q = q - min_norm(Jh, g)
         else:  # out of iterations: q moved after the last assembly
             a = form.assemble(q, qd, t)
         stick = list(stick)
         Jv = np.vstack([a.J, a.WN, a.WT[stick]])
         r = np.concatenate([a.gdot, a.vN, a.vT[stick]])
         if Jv.shape[0]:
-            qd = qd - np.linalg.lstsq(Jv, r, rcond=None)[0]
+            qd = qd - min_norm(Jv, r)
         return q, qd
 
     def transition(self, t, q, qd, kind, slot, before):
@@ -230,7 +252,7 @@ class _Run:
             dirs[slot] = 0
         ev = event_problem(a, dirs, self.mu, self.mu_s, self.stab, self.md)
         walls_before = before.walls if before is not None else (1,) * len(self.mu)
-        res = solve(ev.hlcp)
+        res = ev.solve()
         classification, npoints, solver = "not enumerated", 0, "lemke"
         x = y = None
         status = message = None
@@ -302,7 +324,7 @@ class _Run:
         qp, qdp = q + d * qd + 0.5 * d * d * qdd, qd + d * qdd
         ap = self.form.assemble(qp, qdp, t + d)
         evp = event_problem(ap, dirs, self.mu, self.mu_s, self.stab, self.md)
-        rp = solve(evp.hlcp)
+        rp = evp.solve()
         walls, motions = list(mode.walls), list(mode.motions)
         if rp.success:
             pmode, pdeg = read_mode(evp, rp.x, rp.y, mode.walls)

@@ -25,54 +25,28 @@ def _frame(q, qd, bx, bphi, b):
 
 @njit(cache=True)
 def slot_rows(q, qd, bx, bphi, slider, guide, point, origin, direction, n):
-    """Gaps, normal/tangential Jacobian rows, velocities and acceleration biases of every slot."""
+    """Gaps, normal/tangential Jacobian rows (dense), velocities and acceleration biases of every slot."""
     ns = slider.size
-    gN, bN, vN = np.zeros(ns), np.zeros(ns), np.zeros(ns)
-    bT, vT = np.zeros(ns), np.zeros(ns)
+    gN, bN, vN = np.empty(ns), np.empty(ns), np.empty(ns)
+    bT, vT = np.empty(ns), np.empty(ns)
+    idx, nnz = np.empty((ns, 6), np.int64), np.empty(ns, np.int64)
+    nv, tv = np.empty((ns, 6)), np.empty((ns, 6))
+    slot_into(q, qd, bx, bphi, slider, guide, point, origin, direction, idx, nv, tv, nnz, gN, bN, vN, bT, vT)
     WN, WT = np.zeros((ns, n)), np.zeros((ns, n))
     for k in range(ns):
-        bs, bg = slider[k], guide[k]
-        x, y, ph, vx, vy, ws = _frame(q, qd, bx, bphi, bs)
-        c, s = math.cos(ph), math.sin(ph)
-        px, py = c * point[k, 0] - s * point[k, 1], s * point[k, 0] + c * point[k, 1]
-        ex, ey = -py, px                                   # E R s: the slider's phi column
-        rPx, rPy = x + px, y + py
-        vPx, vPy = vx + ws * ex, vy + ws * ey
-        cPx, cPy = -ws * ws * px, -ws * ws * py
-        gx, gy, gph, gvx, gvy, wg = _frame(q, qd, bx, bphi, bg)
-        cg, sg = math.cos(gph), math.sin(gph)
-        ux = cg * direction[k, 0] - sg * direction[k, 1]
-        uy = sg * direction[k, 0] + cg * direction[k, 1]
-        nx, ny = -uy, ux
-        Ax = gx + cg * origin[k, 0] - sg * origin[k, 1]
-        Ay = gy + sg * origin[k, 0] + cg * origin[k, 1]
-        dx, dy = rPx - gx, rPy - gy
-        dvx, dvy = vPx - gvx, vPy - gvy
-        ud, nd = ux * dx + uy * dy, nx * dx + ny * dy
-        uv, nv = ux * dvx + uy * dvy, nx * dvx + ny * dvy
-        gN[k] = nx * (rPx - Ax) + ny * (rPy - Ay)
-        vN[k] = nv - wg * ud
-        vT[k] = uv + wg * nd
-        bN[k] = nx * cPx + ny * cPy - 2.0 * wg * uv - wg * wg * nd
-        bT[k] = ux * cPx + uy * cPy + 2.0 * wg * nv - wg * wg * ud
-        i = bx[bs]
-        WN[k, i] += nx
-        WN[k, i + 1] += ny
-        WT[k, i] += ux
-        WT[k, i + 1] += uy
-        if bphi[bs] >= 0:
-            WN[k, bphi[bs]] += nx * ex + ny * ey
-            WT[k, bphi[bs]] += ux * ex + uy * ey
-        if bg >= 0:
-            i = bx[bg]
-            WN[k, i] -= nx
-            WN[k, i + 1] -= ny
-            WT[k, i] -= ux
-            WT[k, i + 1] -= uy
-            if bphi[bg] >= 0:
-                WN[k, bphi[bg]] -= ud
-                WT[k, bphi[bg]] += nd
+        for e in range(nnz[k]):
+            WN[k, idx[k, e]] += nv[k, e]
+            WT[k, idx[k, e]] += tv[k, e]
     return gN, WN, bN, vN, WT, bT, vT
+
+
+@njit(cache=True)
+def _end(q, qd, bx, bphi, body, sx, sy):
+    """Position, velocity and the phi column (E R s) of a body-fixed point."""
+    x, y, ph, vx, vy, w = _frame(q, qd, bx, bphi, body)
+    cc, ss = math.cos(ph), math.sin(ph)
+    px, py = cc * sx - ss * sy, ss * sx + cc * sy
+    return x + px, y + py, vx - w * py, vy + w * px, -py, px
 
 
 @njit(cache=True)
@@ -80,19 +54,10 @@ def pair_forces(q, qd, bx, bphi, a, b, pa, pb, is_spring, k, L0, c, Q):
     """Add spring and damper forces to Q; returns (potential, damper power, index of a degenerate spring or -1)."""
     V, P = 0.0, 0.0
     for e in range(a.size):
-        ends = ((a[e], pa[e, 0], pa[e, 1]), (b[e], pb[e, 0], pb[e, 1]))
-        rx, ry, vx_, vy_ = np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2)
-        ex, ey = np.zeros(2), np.zeros(2)
-        for side in range(2):
-            body, sx, sy = ends[side]
-            x, y, ph, vx, vy, w = _frame(q, qd, bx, bphi, body)
-            cc, ss = math.cos(ph), math.sin(ph)
-            px, py = cc * sx - ss * sy, ss * sx + cc * sy
-            ex[side], ey[side] = -py, px
-            rx[side], ry[side] = x + px, y + py
-            vx_[side], vy_[side] = vx - w * py, vy + w * px
-        dx, dy = rx[0] - rx[1], ry[0] - ry[1]
-        ddx, ddy = vx_[0] - vx_[1], vy_[0] - vy_[1]
+        rxa, rya, vxa, vya, exa, eya = _end(q, qd, bx, bphi, a[e], pa[e, 0], pa[e, 1])
+        rxb, ryb, vxb, vyb, exb, eyb = _end(q, qd, bx, bphi, b[e], pb[e, 0], pb[e, 1])
+        dx, dy = rxa - rxb, rya - ryb
+        ddx, ddy = vxa - vxb, vya - vyb
         L = math.hypot(dx, dy)
         if is_spring[e]:
             if L0[e] == 0.0:
@@ -114,8 +79,402 @@ def pair_forces(q, qd, bx, bphi, a, b, pa, pb, is_spring, k, L0, c, Q):
             if body < 0:
                 continue
             sign = 1.0 if side == 0 else -1.0
+            ex, ey = (exa, eya) if side == 0 else (exb, eyb)
             Q[bx[body]] += sign * Fx
             Q[bx[body] + 1] += sign * Fy
             if bphi[body] >= 0:
-                Q[bphi[body]] += sign * (Fx * ex[side] + Fy * ey[side])
+                Q[bphi[body]] += sign * (Fx * ex + Fy * ey)
     return V, P, -1
+
+
+# ---------------------------------------------------------------------------- the mode system, compiled
+#
+# A fixed mode's equations with a diagonal mass matrix are solved through the
+# Schur complement S = C M⁻¹ Gᵀ of its constraint rows C and force columns G.
+# Each row touches a few coordinates (a slot: its slider's and its guide's), so
+# rows are kept sparse: ``idx[r, :nnz[r]]`` the coordinates, ``cv`` the entries
+# of C, ``gv`` those of G.  In the row order ``perm`` (reverse Cuthill–McKee on
+# "rows sharing a body", chosen once per mode) S is banded with ``kl`` sub- and
+# ``ku`` super-diagonals; it is factorized in band storage with partial
+# pivoting: O(rows · band²), no BLAS call (whose threads are a liability for
+# these small systems on a loaded machine).
+
+
+@njit(cache=True)
+def slot_into(q, qd, bx, bphi, slider, guide, point, origin, direction, idx, nv, tv, nnz, gN, bN, vN, bT, vT):
+    """Slot rows in sparse form (coordinates ``idx``, normal ``nv`` and tangential ``tv`` entries, ``nnz`` per
+    row), gaps, velocities and acceleration biases, written into the given arrays."""
+    ns = slider.size
+    for k in range(ns):
+        bs, bg = slider[k], guide[k]
+        x, y, ph, vx, vy, ws = _frame(q, qd, bx, bphi, bs)
+        c, s = math.cos(ph), math.sin(ph)
+        px, py = c * point[k, 0] - s * point[k, 1], s * point[k, 0] + c * point[k, 1]
+        ex, ey = -py, px
+        rPx, rPy = x + px, y + py
+        vPx, vPy = vx + ws * ex, vy + ws * ey
+        cPx, cPy = -ws * ws * px, -ws * ws * py
+        gx, gy, gph, gvx, gvy, wg = _frame(q, qd, bx, bphi, bg)
+        cg, sg = math.cos(gph), math.sin(gph)
+        ux = cg * direction[k, 0] - sg * direction[k, 1]
+        uy = sg * direction[k, 0] + cg * direction[k, 1]
+        nx, ny = -uy, ux
+        Ax = gx + cg * origin[k, 0] - sg * origin[k, 1]
+        Ay = gy + sg * origin[k, 0] + cg * origin[k, 1]
+        dx, dy = rPx - gx, rPy - gy
+        dvx, dvy = vPx - gvx, vPy - gvy
+        ud, nd = ux * dx + uy * dy, nx * dx + ny * dy
+        uv, nv_ = ux * dvx + uy * dvy, nx * dvx + ny * dvy
+        gN[k] = nx * (rPx - Ax) + ny * (rPy - Ay)
+        vN[k] = nv_ - wg * ud
+        vT[k] = uv + wg * nd
+        bN[k] = nx * cPx + ny * cPy - 2.0 * wg * uv - wg * wg * nd
+        bT[k] = ux * cPx + uy * cPy + 2.0 * wg * nv_ - wg * wg * ud
+        i = bx[bs]
+        e = 0
+        idx[k, 0], nv[k, 0], tv[k, 0] = i, nx, ux
+        idx[k, 1], nv[k, 1], tv[k, 1] = i + 1, ny, uy
+        e = 2
+        if bphi[bs] >= 0:
+            idx[k, e], nv[k, e], tv[k, e] = bphi[bs], nx * ex + ny * ey, ux * ex + uy * ey
+            e += 1
+        if bg >= 0:
+            i = bx[bg]
+            idx[k, e], nv[k, e], tv[k, e] = i, -nx, -ux
+            idx[k, e + 1], nv[k, e + 1], tv[k, e + 1] = i + 1, -ny, -uy
+            e += 2
+            if bphi[bg] >= 0:
+                idx[k, e], nv[k, e], tv[k, e] = bphi[bg], -ud, nd
+                e += 1
+        nnz[k] = e
+
+
+@njit(cache=True)
+def apply_point_forces(q, qd, bx, bphi, body, point, F, Q):
+    """Add point forces ``F[i]`` (absolute components) at body-fixed points to Q; returns their power."""
+    P = 0.0
+    for i in range(body.size):
+        b = body[i]
+        if b < 0:
+            continue
+        x, y, ph, vx, vy, w = _frame(q, qd, bx, bphi, b)
+        c, s = math.cos(ph), math.sin(ph)
+        px, py = c * point[i, 0] - s * point[i, 1], s * point[i, 0] + c * point[i, 1]
+        Fx, Fy = F[i, 0], F[i, 1]
+        Q[bx[b]] += Fx
+        Q[bx[b] + 1] += Fy
+        if bphi[b] >= 0:
+            Q[bphi[b]] += -py * Fx + px * Fy
+        P += Fx * (vx - w * py) + Fy * (vy + w * px)
+    return P
+
+
+@njit(cache=True)
+def band_solve(minv, h, idx, cv, gv, nnz, b, perm, kl, ku, work, S, rhs, y, qdd, nu):
+    """Solve ``M q̈ = h + Gᵀ ν``, ``C q̈ + b = 0`` (M = diag(1/minv)) for (q̈, ν) in the band order ``perm``.
+
+    Writes ``qdd`` and ``nu`` (row order); ``S`` (rows × (2 kl + ku + 1)), ``rhs``
+    and ``y`` are scratch, ``work`` a zero scratch vector of the coordinates'
+    length (left zero).  Returns False when S is (numerically) singular.
+    """
+    R = perm.size
+    S[:, :] = 0.0
+    for i in range(minv.size):
+        qdd[i] = minv[i] * h[i]
+    scale = 0.0
+    for p in range(R):
+        i = perm[p]
+        for e in range(nnz[i]):
+            work[idx[i, e]] = cv[i, e] * minv[idx[i, e]]
+        acc = -b[i]
+        for e in range(nnz[i]):
+            acc -= cv[i, e] * qdd[idx[i, e]]
+        rhs[p] = acc
+        for p2 in range(max(0, p - kl), min(R - 1, p + ku) + 1):
+            j = perm[p2]
+            s = 0.0
+            for e in range(nnz[j]):
+                s += work[idx[j, e]] * gv[j, e]
+            S[p, p2 - p + kl] = s
+            scale = max(scale, abs(s))
+        for e in range(nnz[i]):
+            work[idx[i, e]] = 0.0
+    tiny = 1e-13 * scale
+    for k in range(R):                       # banded LU, partial pivoting (rows k..k+kl)
+        last = min(R - 1, k + kl)
+        piv, best = k, abs(S[k, kl])
+        for i in range(k + 1, last + 1):
+            v = abs(S[i, k - i + kl])
+            if v > best:
+                piv, best = i, v
+        if not best > tiny:
+            nu[:] = 0.0
+            return False
+        cend = min(R - 1, k + kl + ku)
+        if piv != k:
+            for j in range(k, cend + 1):
+                a1, a2 = S[k, j - k + kl], S[piv, j - piv + kl]
+                S[k, j - k + kl], S[piv, j - piv + kl] = a2, a1
+            rhs[k], rhs[piv] = rhs[piv], rhs[k]
+        d = S[k, kl]
+        for i in range(k + 1, last + 1):
+            f = S[i, k - i + kl] / d
+            if f != 0.0:
+                for j in range(k + 1, cend + 1):
+                    S[i, j - i + kl] -= f * S[k, j - k + kl]
+                rhs[i] -= f * rhs[k]
+    for k in range(R - 1, -1, -1):
+        s = rhs[k]
+        for j in range(k + 1, min(R - 1, k + kl + ku) + 1):
+            s -= S[k, j - k + kl] * y[j]
+        y[k] = s / S[k, kl]
+    for p in range(R):
+        i = perm[p]
+        nu[i] = y[p]
+        for e in range(nnz[i]):
+            qdd[idx[i, e]] += minv[idx[i, e]] * gv[i, e] * y[p]
+    return True
+
+
+def mode_layout(n, m, ns, R, W):
+    """Offsets of the pieces of a mode's float buffer (see :func:`general_mode`), and its length."""
+    names = (("qdd", n), ("nu", R), ("lam", ns), ("F", ns), ("aT", ns), ("Q", n), ("gN", ns), ("bN", ns),
+             ("vN", ns), ("bT", ns), ("vT", ns), ("snv", 6 * ns), ("stv", 6 * ns), ("b", R), ("rhs", R), ("y", R),
+             ("cv", 6 * R), ("gv", 6 * R), ("S", R * W))
+    out, o = {}, 0
+    for k, size in names:
+        out[k] = (o, size)
+        o += size
+    return out, o
+
+
+@njit(cache=True)
+def mode_rows(ns, m, jidx, jv, jnnz, sidx, snv, stv, snnz, fric, stick, idx, cv, gv, nnz):
+    """Rows of a mode: joints (C = G = J), slots (C = WN, G = WN + fric WT), sticking slots (C = G = WT)."""
+    r = 0
+    for i in range(m):
+        for e in range(jnnz[i]):
+            idx[r, e], cv[r, e], gv[r, e] = jidx[i, e], jv[i, e], jv[i, e]
+        nnz[r] = jnnz[i]
+        r += 1
+    for k in range(ns):
+        for e in range(snnz[k]):
+            idx[r, e], cv[r, e], gv[r, e] = sidx[k, e], snv[k, e], snv[k, e] + fric[k] * stv[k, e]
+        nnz[r] = snnz[k]
+        r += 1
+    for k in stick:
+        for e in range(snnz[k]):
+            idx[r, e], cv[r, e], gv[r, e] = sidx[k, e], stv[k, e], stv[k, e]
+        nnz[r] = snnz[k]
+        r += 1
+
+
+@njit(cache=True)
+def dense_rows(J, idx, val, nnz):
+    """The nonzeros of the rows of a dense matrix, in the sparse row form (``idx``, ``val``, ``nnz``)."""
+    for i in range(J.shape[0]):
+        e = 0
+        for c in range(J.shape[1]):
+            if J[i, c] != 0.0:
+                idx[i, e], val[i, e] = c, J[i, c]
+                e += 1
+        nnz[i] = e
+
+
+@njit(cache=True)
+def general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
+                 pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, tbody, tpoint, tF, gravity, Qx,
+                 jidx, jv, jnnz, bI, fric, stick, alpha, beta, minv, perm, kl, ku, fb, ib, work, out):
+    """Applied forces, slot rows, the solve of one mode's equations (diagonal mass) and the state derivative.
+
+    The forces: the pair table (springs, dampers: :func:`pair_forces`), point
+    forces ``tF`` at ``tbody``/``tpoint``, uniform ``gravity`` and any other
+    generalized forces ``Qx`` (empty: none).  ``jidx``/``jv``/``jnnz`` are the
+    joint rows and ``bI`` their (stabilized) biases; ``fric`` the friction per
+    unit λ of each slot, ``stick`` the sticking slots, ``perm``/``kl``/``ku``
+    the band order of the mode's rows (:func:`band_solve`).  Everything is
+    written into the mode's buffers ``fb`` (floats, :func:`mode_layout`) and
+    ``ib`` (ints: slot row coordinates and counts, then the mode's rows), and
+    ``out = (q̇, q̈, friction dissipation rate, power put in)``.  Returns
+    ``(ok, bad_spring, T, V, P)``.
+    """
+    n, ns, m, R = q.size, slider.size, jnnz.size, perm.size
+    W = 2 * kl + ku + 1
+    o = 0
+    qdd = fb[o:o + n]; o += n                                      # noqa: E702
+    nu = fb[o:o + R]; o += R                                       # noqa: E702
+    lam = fb[o:o + ns]; o += ns                                    # noqa: E702
+    F = fb[o:o + ns]; o += ns                                      # noqa: E702
+    aT = fb[o:o + ns]; o += ns                                     # noqa: E702
+    Q = fb[o:o + n]; o += n                                        # noqa: E702
+    gN = fb[o:o + ns]; o += ns                                     # noqa: E702
+    bN = fb[o:o + ns]; o += ns                                     # noqa: E702
+    vN = fb[o:o + ns]; o += ns                                     # noqa: E702
+    bT = fb[o:o + ns]; o += ns                                     # noqa: E702
+    vT = fb[o:o + ns]; o += ns                                     # noqa: E702
+    snv = fb[o:o + 6 * ns].reshape(ns, 6); o += 6 * ns            # noqa: E702
+    stv = fb[o:o + 6 * ns].reshape(ns, 6); o += 6 * ns            # noqa: E702
+    b = fb[o:o + R]; o += R                                        # noqa: E702
+    rhs = fb[o:o + R]; o += R                                      # noqa: E702
+    y = fb[o:o + R]; o += R                                        # noqa: E702
+    cv = fb[o:o + 6 * R].reshape(R, 6); o += 6 * R                # noqa: E702
+    gv = fb[o:o + 6 * R].reshape(R, 6); o += 6 * R                # noqa: E702
+    S = fb[o:o + R * W].reshape(R, W)
+    sidx = ib[:6 * ns].reshape(ns, 6)
+    snnz = ib[6 * ns:7 * ns]
+    idx = ib[7 * ns:7 * ns + 6 * R].reshape(R, 6)
+    nnz = ib[7 * ns + 6 * R:7 * ns + 7 * R]
+
+    V, T = 0.0, 0.0
+    for i in range(n):
+        Q[i] = gravity[i] + (Qx[i] if Qx.size else 0.0)
+        V -= gravity[i] * q[i]
+        T += 0.5 * qd[i] * qd[i] / minv[i]
+    dV, P, bad = pair_forces(q, qd, bx, bphi, pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, Q)
+    if bad >= 0:
+        return False, bad, T, V, P
+    V += dV
+    P += apply_point_forces(q, qd, bx, bphi, tbody, tpoint, tF, Q)
+    slot_into(q, qd, bx, bphi, slider, guide, point, origin, direction, sidx, snv, stv, snnz, gN, bN, vN, bT, vT)
+    mode_rows(ns, m, jidx, jv, jnnz, sidx, snv, stv, snnz, fric, stick, idx, cv, gv, nnz)
+    for i in range(m):
+        b[i] = bI[i]
+    for k in range(ns):
+        b[m + k] = bN[k] + 2.0 * alpha * vN[k] + beta * beta * gN[k]
+    for j in range(stick.size):
+        k = stick[j]
+        b[m + ns + j] = bT[k] + 2.0 * alpha * vT[k]
+    ok = band_solve(minv, Q, idx, cv, gv, nnz, b, perm, kl, ku, work, S, rhs, y, qdd, nu)
+    diss = 0.0
+    work_in = P
+    for k in range(ns):
+        lam[k] = nu[m + k]
+        F[k] = fric[k] * lam[k]
+    for j in range(stick.size):
+        F[stick[j]] = nu[m + ns + j]
+    for k in range(ns):
+        s = bT[k]
+        for e in range(snnz[k]):
+            s += stv[k, e] * qdd[sidx[k, e]]
+        aT[k] = s
+        diss -= F[k] * vT[k]
+        work_in += lam[k] * vN[k]
+    for i in range(m):                 # joints do work when driven: ν·(J q̇)
+        s = 0.0
+        for e in range(jnnz[i]):
+            s += jv[i, e] * qd[jidx[i, e]]
+        work_in += nu[i] * s
+    for i in range(n):
+        out[i] = qd[i]
+        out[n + i] = qdd[i]
+    out[2 * n] = diss
+    out[2 * n + 1] = work_in
+    return ok, -1, T, V, P
+
+
+@njit(cache=True)
+def banded_lu_solve(A, kl, ku, X):
+    """Solve ``A Y = X`` in place (A: n×n with ``kl`` sub- and ``ku`` super-diagonals, X: n×k; both overwritten,
+    X by Y) by LU with partial pivoting inside the band, O(n·kl·(kl + ku + k)).  Returns False when A is
+    (numerically) singular."""
+    n = A.shape[0]
+    k_ = X.shape[1]
+    scale = 0.0
+    for i in range(n):
+        for j in range(max(0, i - kl), min(n, i + ku + 1)):
+            scale = max(scale, abs(A[i, j]))
+    tiny = 1e-13 * scale
+    for k in range(n):
+        last = min(n - 1, k + kl)
+        piv, best = k, abs(A[k, k])
+        for i in range(k + 1, last + 1):
+            if abs(A[i, k]) > best:
+                piv, best = i, abs(A[i, k])
+        if not best > tiny:
+            return False
+        cend = min(n - 1, k + kl + ku)
+        if piv != k:
+            for j in range(k, cend + 1):
+                A[k, j], A[piv, j] = A[piv, j], A[k, j]
+            for j in range(k_):
+                X[k, j], X[piv, j] = X[piv, j], X[k, j]
+        d = A[k, k]
+        for i in range(k + 1, last + 1):
+            f = A[i, k] / d
+            if f != 0.0:
+                for j in range(k + 1, cend + 1):
+                    A[i, j] -= f * A[k, j]
+                for j in range(k_):
+                    X[i, j] -= f * X[k, j]
+    for k in range(n - 1, -1, -1):
+        d = A[k, k]
+        for j in range(k + 1, min(n - 1, k + kl + ku) + 1):
+            f = A[k, j]
+            if f != 0.0:
+                for c in range(k_):
+                    X[k, c] -= f * X[j, c]
+        for c in range(k_):
+            X[k, c] /= d
+    return True
+
+
+def pack_model(slot_table, pair_table, bx, bphi, tbody, tpoint, gravity, minv):
+    """The static tables of :func:`general_mode` in one float and one int array (fewer arguments per call)."""
+    slider, guide, point, origin, direction = slot_table
+    a, b, pa, pb, is_spring, k, L0, c = pair_table
+    sf = np.concatenate([point.ravel(), origin.ravel(), direction.ravel(), pa.ravel(), pb.ravel(), k, L0, c,
+                         tpoint.ravel(), gravity, minv]).astype(float)
+    si = np.concatenate([[minv.size, slider.size, a.size, tbody.size, bx.size], bx, bphi, slider, guide, a, b,
+                         is_spring.astype(np.int64), tbody]).astype(np.int64)
+    return sf, si
+
+
+def pack_mode(fric, stick, perm, kl, ku, m):
+    """The per-mode tables of :func:`general_mode` (``pf``, ``pi``), and views of their joint rows to fill."""
+    R = perm.size
+    pf = np.zeros(fric.size + 6 * m)
+    pf[:fric.size] = fric
+    pi = np.zeros(5 + R + stick.size + 7 * m, np.int64)
+    pi[:5] = R, kl, ku, stick.size, m
+    pi[5:5 + R] = perm
+    pi[5 + R:5 + R + stick.size] = stick
+    o = 5 + R + stick.size
+    return pf, pi, (pi[o:o + 6 * m].reshape(m, 6), pf[fric.size:].reshape(m, 6), pi[o + 6 * m:o + 7 * m])
+
+
+@njit(cache=True)
+def general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out):
+    """:func:`general_mode` with the static tables packed by :func:`pack_model` and the mode's by :func:`pack_mode`."""
+    n, ns, npair, nt, nb = si[0], si[1], si[2], si[3], si[4]
+    o = 5
+    bx = si[o:o + nb]; o += nb                                             # noqa: E702
+    bphi = si[o:o + nb]; o += nb                                           # noqa: E702
+    slider = si[o:o + ns]; o += ns                                         # noqa: E702
+    guide = si[o:o + ns]; o += ns                                          # noqa: E702
+    pa_ = si[o:o + npair]; o += npair                                      # noqa: E702
+    pb_ = si[o:o + npair]; o += npair                                      # noqa: E702
+    is_spring = si[o:o + npair]; o += npair                                # noqa: E702
+    tbody = si[o:o + nt]
+    o = 0
+    point = sf[o:o + 2 * ns].reshape(ns, 2); o += 2 * ns                   # noqa: E702
+    origin = sf[o:o + 2 * ns].reshape(ns, 2); o += 2 * ns                  # noqa: E702
+    direction = sf[o:o + 2 * ns].reshape(ns, 2); o += 2 * ns               # noqa: E702
+    ppa = sf[o:o + 2 * npair].reshape(npair, 2); o += 2 * npair           # noqa: E702
+    ppb = sf[o:o + 2 * npair].reshape(npair, 2); o += 2 * npair           # noqa: E702
+    pk = sf[o:o + npair]; o += npair                                       # noqa: E702
+    pL0 = sf[o:o + npair]; o += npair                                      # noqa: E702
+    pc = sf[o:o + npair]; o += npair                                       # noqa: E702
+    tpoint = sf[o:o + 2 * nt].reshape(nt, 2); o += 2 * nt                 # noqa: E702
+    gravity = sf[o:o + n]; o += n                                          # noqa: E702
+    minv = sf[o:o + n]
+    R, kl, ku, nst, m = pi[0], pi[1], pi[2], pi[3], pi[4]
+    perm = pi[5:5 + R]
+    stick = pi[5 + R:5 + R + nst]
+    o = 5 + R + nst
+    jidx = pi[o:o + 6 * m].reshape(m, 6)
+    jnnz = pi[o + 6 * m:o + 7 * m]
+    fric = pf[:ns]
+    jv = pf[ns:ns + 6 * m].reshape(m, 6)
+    return general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
+                        pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, tbody, tpoint, tF, gravity, Qx,
+                        jidx, jv, jnnz, bI, fric, stick, alpha, beta, minv, perm, kl, ku, fb, ib, work, out)

@@ -25,13 +25,14 @@ from .system import (
     RigidBody, Rolling, Slot, Spring, Torque,
 )
 
-__all__ = ["Assembly", "AbsoluteModel"]
+__all__ = ["Assembly", "AbsoluteModel", "SparseAssembly"]
 
 _E = np.array([[0.0, -1.0], [1.0, 0.0]])
 _I2 = np.eye(2)
 _Z2 = np.zeros(2)
 _Z20 = np.zeros((2, 0))
-for _a in (_E, _I2, _Z2, _Z20):
+_Z0 = np.zeros(0)
+for _a in (_E, _I2, _Z2, _Z20, _Z0):
     _a.flags.writeable = False
 
 
@@ -86,6 +87,49 @@ class Assembly:
     kinetic: float
     potential: float
     power: float
+
+
+class SparseAssembly:
+    """An :class:`Assembly` whose slot Jacobians are kept sparse (the compiled fast path).
+
+    Same attributes as :class:`Assembly`; the dense ``M``, ``WN`` and ``WT`` are
+    built on first access, from the diagonal mass and the slot rows
+    ``sidx``/``snv``/``stv``/``snnz`` (coordinates and entries of each row).
+    """
+
+    __slots__ = ("t", "h", "g", "J", "w", "gdot", "holonomic", "gN", "bN", "vN", "bT", "vT",
+                 "kinetic", "potential", "power", "mass", "rows", "_dense")
+
+    def __init__(self, t, mass, h, joints, holonomic, slots, rows, kinetic, potential, power):
+        self.t, self.mass, self.h, self.holonomic = t, mass, h, holonomic
+        self.g, self.J, self.w, self.gdot = joints
+        self.gN, self.bN, self.vN, self.bT, self.vT = slots
+        self.rows = rows
+        self.kinetic, self.potential, self.power = kinetic, potential, power
+        self._dense = None
+
+    def _densify(self):
+        if self._dense is None:
+            idx, nv, tv, nnz = self.rows
+            ns, n = nnz.size, self.mass.size
+            WN, WT = np.zeros((ns, n)), np.zeros((ns, n))
+            for k in range(ns):
+                WN[k, idx[k, :nnz[k]]] = nv[k, :nnz[k]]
+                WT[k, idx[k, :nnz[k]]] = tv[k, :nnz[k]]
+            self._dense = (np.diag(self.mass), WN, WT)
+        return self._dense
+
+    @property
+    def M(self):
+        return self._densify()[0]
+
+    @property
+    def WN(self):
+        return self._densify()[1]
+
+    @property
+    def WT(self):
+        return self._densify()[2]
 
 
 class _Pose:
@@ -185,10 +229,19 @@ class AbsoluteModel:
         self._bx = np.array(self.offset, dtype=np.int64)
         self._bphi = np.array([o + 2 if r else -1 for o, r in zip(self.offset, self.rigid)], dtype=np.int64)
         self._slot_table = self._compile_slots(self.slots)
+        self._J0 = np.zeros((0, self.n))
+        self._J0.flags.writeable = False
         self._pair_names, self._pair_table = self._compile_pairs(
             [f for f in system.forces.values() if isinstance(f, (Spring, Damper))])
-        self._forces = [(f, self._compile_force(f)) for f in system.forces.values()
-                        if isinstance(f, (PointForce, Torque))]
+        forces = [(f, self._compile_force(f)) for f in system.forces.values() if isinstance(f, (PointForce, Torque))]
+        # point forces of time alone (the common drive F(t)) go to a compiled loop; the others stay here
+        timed = [(f, d) for f, d in forces if isinstance(f, PointForce) and not any(
+            c.depends_on(v) for c in d[2] for v in FORCE_VARIABLES if v != "t")]
+        self._forces = [(f, d) for f, d in forces if all(f is not g for g, _ in timed)]
+        self._tbody = np.array([d[0] for _, d in timed], dtype=np.int64)
+        self._tpoint = np.array([d[1] for _, d in timed], dtype=float).reshape(-1, 2)
+        self._tF = np.array([[c.value if c.is_constant else 0.0 for c in d[2]] for _, d in timed]).reshape(-1, 2)
+        self._tvary = [(i, j, c) for i, (_, d) in enumerate(timed) for j, c in enumerate(d[2]) if not c.is_constant]
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
         for f in system.forces.values():
             if isinstance(f, Gravity):
@@ -261,7 +314,7 @@ class AbsoluteModel:
     def evaluate(self, q, qd, t):
         """Constraints, slots, applied forces and energies at absolute (q, q̇, t)."""
         n, m = self.n, self.m
-        pose = _Pose(self, q, qd)
+        pose = _Pose(self, q, qd) if m or self._forces else None
         g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
         for j, r0, data in self._joints:
             self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
@@ -276,9 +329,71 @@ class AbsoluteModel:
                                  "its direction is undefined")
             V += dV
             P += dP
-        for f, data in self._forces:
-            P += self._force(f, data, pose, t, Q)
+        P += self._applied(q, qd, t, pose, Q)
         return (g, J, w, gd), slots, Q, 0.5 * float(qd @ (self.mass * qd)), V, P
+
+    def _applied(self, q, qd, t, pose, Q):
+        """Add the point forces and torques to Q; returns their power."""
+        P = 0.0
+        if self._tbody.size:
+            F = self._tF
+            if self._tvary:
+                F = F.copy()
+                for i, j, c in self._tvary:
+                    F[i, j] = c(t=t)
+            P += _kernels.apply_point_forces(q, qd, self._bx, self._bphi, self._tbody, self._tpoint, F, Q)
+        for f, data in self._forces:
+            P += self._force(f, data, pose or _Pose(self, q, qd), t, Q)
+        return P
+
+    def joint_bodies(self):
+        """For every joint row, the indices of the bodies whose coordinates it may involve."""
+        rows = [()] * self.m
+        for j, r0, data in self._joints:
+            if isinstance(j, Prescribed):
+                c = data[0]
+                b = max(i for i, o in enumerate(self.offset) if o <= c)
+                bodies = (b,)
+            else:
+                names = [getattr(j, a) for a in ("body_a", "body_b", "disc") if hasattr(j, a)]
+                bodies = tuple(self._b(nm) for nm in names if nm != GROUND)
+            for r in range(r0, r0 + (2 if isinstance(j, (Revolute, Rolling)) else 1)):
+                rows[r] = bodies
+        return rows
+
+    def python_parts(self, q, qd, t, stab):
+        """What the compiled mode solve (:func:`_kernels.general_mode`) takes from Python.
+
+        Returns ``((g, J, w, gd), bI, F, Qx, Px)``: the joint rows and their
+        acceleration bias with the Baumgarte terms of ``stab``, the values of the
+        point forces of time alone, and the generalized forces and power of the
+        forces that depend on the state (``Qx`` empty when there are none).
+        """
+        m = self.m
+        pose = None
+        if m:
+            n = self.n
+            pose = _Pose(self, q, qd)
+            g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
+            for j, r0, data in self._joints:
+                self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+            al, be = stab.alpha, stab.beta
+            bI = w + 2 * al * gd + be * be * np.where(self.holonomic, g, 0.0)
+        else:
+            g = w = gd = bI = _Z0
+            J = self._J0
+        F = self._tF
+        if self._tvary:
+            F = F.copy()
+            for i, j, c in self._tvary:
+                F[i, j] = c(t=t)
+        Qx, Px = _Z0, 0.0
+        if self._forces:
+            Qx = np.zeros(self.n)
+            pose = pose or _Pose(self, q, qd)
+            for f, data in self._forces:
+                Px += self._force(f, data, pose, t, Qx)
+        return (g, J, w, gd), bI, F, Qx, Px
 
     def _joint_rows(self, j, data, pose, t, g, J, w, gd):
         if isinstance(j, Revolute):

@@ -1,0 +1,147 @@
+"""The fast paths against the plain ones they replace: compiled mode solve, sparse event HLCP, banded solves.
+
+Oracles: :func:`solve_mode` on :meth:`GeneralMethod.assemble` (dense LAPACK), the dense event HLCP and
+``pympc.solve`` on it, ``numpy.linalg.solve`` and ``lstsq``.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import pympc
+from pympc.dynamics import Baumgarte, Mode, Motion, event_problem, solve_mode
+from pympc.dynamics import events as events_module
+from pympc.dynamics.modes import CompiledModes, banded_solve, min_norm, solve_linear
+from pympc.mechanics import GeneralMethod, Particle, RigidBody, Slot, System, slider_chain
+
+MODELS = Path(__file__).parents[1] / "models"
+
+
+def _random_mode(rng, ns):
+    return Mode(tuple(int(w) for w in rng.choice([-1, 1], ns)),
+                tuple(Motion(int(v)) for v in rng.choice([-1, 0, 1], ns)))
+
+
+@pytest.mark.parametrize("model", ["friction_oscillator", "cross_slide", "slider_crank", "chain5", "chain40"])
+def test_compiled_mode_solve_equals_the_dense_one(model, rng):
+    system = slider_chain(int(model[5:])) if model.startswith("chain") else pympc.load_model(MODELS / f"{model}.toml")
+    form = GeneralMethod(system)
+    mu = np.array([float(s.mu) for s in form.slots])
+    mus = np.array([float(s.static_mu) for s in form.slots])
+    stab = Baumgarte()
+    fast = CompiledModes(form, mu, mus, stab)
+    for _ in range(10):
+        q, qd = form.initial_state()
+        q = q + 0.1 * rng.standard_normal(q.size)
+        qd = qd + rng.standard_normal(q.size)
+        t = float(rng.uniform(0, 3))
+        mode = _random_mode(rng, len(mu))
+        a = form.assemble(q, qd, t)
+        ref = solve_mode(a, mode, mu, mus, stab, form.mass_diagonal)
+        b, got = fast.evaluate(t, q, qd, mode)
+        for key in ("qdd", "nu", "lam", "F", "aT"):
+            r, g = getattr(ref, key), getattr(got, key)
+            np.testing.assert_allclose(g, r, rtol=1e-11, atol=1e-11 * (1 + np.abs(r).max(initial=0)), err_msg=key)
+        for key in ("M", "h", "g", "J", "w", "gdot", "gN", "WN", "bN", "vN", "WT", "bT", "vT"):
+            np.testing.assert_allclose(getattr(b, key), getattr(a, key), rtol=1e-13, atol=1e-12, err_msg=key)
+        for key in ("kinetic", "potential", "power"):
+            assert getattr(b, key) == pytest.approx(getattr(a, key), rel=1e-13, abs=1e-12)
+
+
+def test_results_of_the_compiled_path_stay_valid_after_the_next_call():
+    form = GeneralMethod(slider_chain(3))
+    mu = np.full(3, 0.3)
+    fast = CompiledModes(form, mu, mu, Baumgarte())
+    q, qd = form.initial_state()
+    mode = Mode((1, 1, 1), (Motion.FORWARD, Motion.STICK, Motion.BACKWARD))
+    a1, s1 = fast.evaluate(0.0, q, qd, mode)
+    kept = s1.qdd.copy(), a1.vT.copy()
+    fast.evaluate(0.5, q + 0.1, -qd, mode)
+    np.testing.assert_array_equal(s1.qdd, kept[0])
+    np.testing.assert_array_equal(a1.vT, kept[1])
+
+
+def test_a_singular_mode_is_reported_by_the_compiled_path():
+    # a particle in two identical slots: the normal rows are equal, the mode's equations singular
+    s = System("twice")
+    s.add(Particle("p", mass=1.0))
+    s.add(Slot("a", "p", "ground", mu=0.3))
+    s.add(Slot("b", "p", "ground", mu=0.3))
+    form = GeneralMethod(s)
+    fast = CompiledModes(form, np.full(2, 0.3), np.full(2, 0.3), Baumgarte())
+    with pytest.raises(pympc.SimulationError, match="singular"):
+        fast.evaluate(0.0, *form.initial_state(), Mode((1, 1), (Motion.STICK, Motion.FORWARD)))
+
+
+def test_a_rigid_body_slider_in_the_compiled_path(rng):
+    # a rigid slider (phi column in the slot rows) guided by a moving rigid guide
+    s = System("rigid")
+    s.add(RigidBody("g", mass=2.0, inertia=0.3, position=(0.0, 0.0), angle=0.2, angular_velocity=0.5))
+    s.add(RigidBody("b", mass=1.0, inertia=0.1, position=(0.3, 0.1), angle=-0.4, velocity=(0.2, 0.0)))
+    s.add(Slot("s", "b", "g", direction=(1.0, 0.2), point=(0.05, 0.02), mu=0.4))
+    form = GeneralMethod(s)
+    mu = np.array([0.4])
+    fast = CompiledModes(form, mu, mu, Baumgarte())
+    q, qd = form.initial_state()
+    for mode in (Mode((1,), (Motion.STICK,)), Mode((-1,), (Motion.FORWARD,))):
+        a = form.assemble(q, qd, 0.0)
+        ref = solve_mode(a, mode, mu, mu, Baumgarte(), form.mass_diagonal)
+        _, got = fast.evaluate(0.0, q, qd, mode)
+        np.testing.assert_allclose(got.qdd, ref.qdd, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got.lam, ref.lam, rtol=1e-12, atol=1e-12)
+
+
+def test_sparse_event_hlcp_is_the_dense_one_and_solves_alike(monkeypatch):
+    form = GeneralMethod(slider_chain(60))
+    q, qd = form.initial_state()
+    a = form.assemble(q, qd, 0.0)
+    mu = np.full(60, 0.3)
+    dirs = np.sign(a.vT).astype(int)
+    dirs[[3, 17, 40]] = 0                             # stick candidates too
+    sparse = event_problem(a, dirs, mu, 1.5 * mu, Baumgarte(), form.mass_diagonal)
+    assert sparse.sparse is not None
+    monkeypatch.setattr(events_module, "SPARSE_FROM", 10 ** 9)
+    dense = event_problem(a, dirs, mu, 1.5 * mu, Baumgarte(), form.mass_diagonal)
+    assert dense.sparse is None
+    for key in ("A", "B", "c"):
+        np.testing.assert_allclose(getattr(sparse.hlcp, key), getattr(dense.hlcp, key), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sparse.Q, dense.Q, rtol=1e-13, atol=1e-13)
+    r1, r2 = sparse.solve(), pympc.solve(dense.hlcp)
+    assert r1.success and r2.success and "sparse" in r1.message
+    assert r1.is_solution() and sparse.hlcp.is_solution(r1.x, r1.y)
+    np.testing.assert_allclose(r1.x, r2.x, atol=1e-9)
+    np.testing.assert_allclose(r1.y, r2.y, atol=1e-9)
+    red = sparse.reduced()                            # the LCP of the basis "every x basic"
+    M, qv = np.linalg.solve(sparse.hlcp.A, -sparse.hlcp.B), np.linalg.solve(sparse.hlcp.A, sparse.hlcp.c)
+    np.testing.assert_allclose(red.M, M, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(red.q, qv, rtol=1e-10, atol=1e-10)
+
+
+def test_banded_solve_and_least_norm_match_lapack(rng):
+    n = 80
+    S = scipy.sparse.random(n, n, density=0.03, random_state=1) + scipy.sparse.diags(rng.uniform(1, 2, n))
+    perm = rng.permutation(n)                         # an unordered pattern: the RCM order must find the band
+    S = scipy.sparse.csr_matrix(S)[perm][:, perm]
+    X = rng.standard_normal((n, 3))
+    np.testing.assert_allclose(banded_solve(S, X), np.linalg.solve(S.toarray(), X), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(banded_solve(S, X[:, 0]), np.linalg.solve(S.toarray(), X[:, 0]), rtol=1e-9, atol=1e-10)
+    assert banded_solve(scipy.sparse.csr_matrix((3, 3)), np.ones(3)) is None        # singular
+    J = scipy.sparse.random(40, 90, density=0.05, random_state=2).toarray() + np.eye(40, 90)
+    r = rng.standard_normal(40)
+    np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-9, atol=1e-11)
+    J[5] = J[6]                                       # rank deficient: lstsq decides
+    np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-9, atol=1e-11)
+
+
+def test_sparse_solve_linear_equals_the_dense_one(rng):
+    form = GeneralMethod(slider_chain(50))
+    q, qd = form.initial_state()
+    a = form.assemble(q, qd, 0.0)
+    G, C = a.WN.T, a.WN
+    b = rng.standard_normal(50)
+    x1, n1 = solve_linear(a.M, G, C, a.h, b, form.mass_diagonal)   # 50 rows: the sparse banded path
+    x2, n2 = solve_linear(a.M, G, C, a.h, b, None)                 # Cholesky and LAPACK
+    np.testing.assert_allclose(x1, x2, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(n1, n2, rtol=1e-10, atol=1e-10)
