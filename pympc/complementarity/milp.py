@@ -117,7 +117,6 @@ def milp(problem, **options):
     if not is_lcp and not isinstance(problem, HLCP):
         raise OptionError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}.")
     hlcp = problem.to_hlcp() if is_lcp else problem
-    n = hlcp.n
 
     def result(status, message, x, y, info):
         if is_lcp:

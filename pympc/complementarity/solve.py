@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OptionError, ProblemError, SolverNotFound
+from ..errors import ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
 from .lemke import lemke
 from .milp import milp

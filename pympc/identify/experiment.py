@@ -9,20 +9,13 @@ identification runs the simulator) and read the simulated outputs at its times.
 
 from __future__ import annotations
 
-import inspect
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..dynamics import make_formulation, simulate
-from ..errors import ModelError, OptionError, SimulationError
-from ..mechanics import System, load_model
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from ..errors import OptionError, SimulationError
+from ..mechanics import Expression, System, load_model
 
 __all__ = ["Experiment", "output_names", "friction_pairs", "simulate_experiment", "read_data", "synthetic_record",
            "sample_rows", "trajectory_output"]
@@ -43,28 +36,28 @@ def output_names(system):
     return names + list(_ENERGIES)
 
 
-def friction_pairs(path):
-    """The friction coefficients of each slot of a model file, as parameter names.
+def friction_pairs(model):
+    """The friction coefficients of each slot of a model, as parameter names.
+
+    Parameters
+    ----------
+    model : System or path
+        A System (its elements as defined: fields are expressions of the
+        parameters) or a model file.
 
     Returns
     -------
     list of (slot name, kinetic parameter or None, static parameter or None)
-        A slot's ``mu``/``mu_s`` entry counts when it is exactly the name of a
-        parameter of the file's ``[parameters]`` table; a slot without ``mu_s``
-        has ``mu_s = mu`` (static parameter None).
+        A slot's ``mu``/``mu_s`` counts when it is exactly one parameter of the
+        model; a slot without ``mu_s`` has ``mu_s = mu`` (static parameter None).
     """
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ModelError(f"{path}: cannot read the model file ({exc})") from None
-    params = data.get("parameters", {})
-    out = []
-    for j in data.get("joints", []):
-        if isinstance(j, dict) and j.get("type") == "slot":
-            mu, mus = j.get("mu"), j.get("mu_s")
-            name = lambda v: v.strip() if isinstance(v, str) and v.strip() in params else None  # noqa: E731
-            out.append((j.get("name"), name(mu), name(mus)))
-    return out
+    system = model if isinstance(model, System) else load_model(model)
+
+    def name(v):
+        return v.text.strip() if isinstance(v, Expression) and v.text.strip() in v.parameters else None
+
+    return [(sl.name, name(system.definition(sl.name).mu), name(system.definition(sl.name).mu_s))
+            for sl in system.slots]
 
 
 def read_data(data, time="t"):
@@ -214,7 +207,7 @@ class Experiment:
     @property
     def friction_pairs(self):
         """(slot, kinetic parameter, static parameter) of each slot; see :func:`friction_pairs`."""
-        return friction_pairs(self.model)
+        return friction_pairs(self.system)
 
     @property
     def parameters(self):
