@@ -327,3 +327,10 @@ def test_to_dataframe_or_a_clear_error():
 def test_bad_integration_options_are_refused(kwargs, needle):
     with pytest.raises(OptionError, match=needle):
         pympc.simulate(MODELS / "friction_oscillator.toml", **kwargs)
+
+
+def test_a_run_that_stops_on_a_jam_returns_its_status_not_an_exception():
+    # the start HLCP has no solution, and the mode kept for the samples has singular equations
+    tr = pympc.simulate(MODELS / "cross_slide.toml", params={"mu1": 3.0, "mu2": 1.0})
+    assert tr.status == SimulationStatus.PARADOX and "no solution" in tr.message
+    assert len(tr.t) == 1 and np.all(np.isnan(tr.normal_force))

@@ -16,6 +16,7 @@ inside every step of the integrated phases (dense output).
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -705,7 +706,11 @@ def _trajectory(run, phases, events, status, message, sens=None):
             if sens is not None:
                 xj, Sj = sens.split(xj)
                 dsens.append(sens.outputs(tj, xj, Sj, mode))
-            a, ms = run.evaluate(tj, xj, mode)
+            try:
+                a, ms = run.evaluate(tj, xj, mode)
+            except SimulationError:       # a mode whose equations are singular here (a run that stopped on it):
+                a = form.assemble(xj[:n], xj[n:2 * n], tj)     # the state is kept, its forces are unknown
+                ms = SimpleNamespace(lam=np.full(s, np.nan), F=np.full(s, np.nan))
             qa, qda = form.absolute(xj[:n], xj[n:2 * n])
             drift = float(np.abs(np.concatenate([a.g[a.holonomic], a.gN])).max(initial=0))
             rows.append((tj, qa, qda, ms.lam, ms.F, a.vT, mode.walls, [int(m) for m in mode.motions],
