@@ -334,3 +334,10 @@ def test_a_run_that_stops_on_a_jam_returns_its_status_not_an_exception():
     tr = pympc.simulate(MODELS / "cross_slide.toml", params={"mu1": 3.0, "mu2": 1.0})
     assert tr.status == SimulationStatus.PARADOX and "no solution" in tr.message
     assert len(tr.t) == 1 and np.all(np.isnan(tr.normal_force))
+
+
+def test_every_requested_sample_is_in_the_trajectory():
+    for path, span in ((MODELS / "cross_slide.toml", (0.0, 2.0)), (MODELS / "friction_oscillator.toml", (0.0, 30.0))):
+        grid = np.linspace(*span, 501)
+        tr = pympc.simulate(path, span, t_eval=grid)
+        assert np.isin(grid, tr.t).all() and np.all(np.diff(tr.t) >= 0)

@@ -634,17 +634,17 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
                         te, i, xe = hint
                     if te is not None or tend >= t1:
                         break
-                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t))
+                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t or ta in inside))
                     ta, xa = tb, sol.sol(tb)
                 if sol.status == -1:
                     status, message = SimulationStatus.INTEGRATION_FAILED, f"solve_ivp failed after t = {ta:.9g}: {sol.message}"
-                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t))
+                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t or ta in inside))
                     break
                 if te is None:
-                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t))
+                    phases.append(_phase(sol, ta, xa, None, None, mode, start=ta == t or ta in inside))
                     t = t1
                     break
-                phases.append(_phase(sol, ta, xa, te, xe, mode, start=ta == t))
+                phases.append(_phase(sol, ta, xa, te, xe, mode, start=ta == t or ta in inside))
             if progress is not None:
                 progress(te, t0, t1)
             f = funcs[i]
