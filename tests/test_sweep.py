@@ -258,8 +258,10 @@ def test_killed_worker_loses_only_its_batch(client, tmp_path):
 
 def test_ctrl_c_stops_the_command_and_resume_finishes(tmp_path):
     spec = tmp_path / "osc.toml"
-    spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 1.0], "batch_size": 1},
-                           "grid": {"F0": {"start": 4.0, "stop": 12.0, "num": 8}}}))
+    # many single-run batches, so that the sweep is far from done when the first part is stored
+    n = 240
+    spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 3.0], "batch_size": 1},
+                           "grid": {"F0": {"start": 4.0, "stop": 12.0, "num": n}}}))
     store = tmp_path / "store"
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "pympc.cli", "sweep", str(spec), "--store", str(store), "--workers", "1"]
@@ -276,13 +278,13 @@ def test_ctrl_c_stops_the_command_and_resume_finishes(tmp_path):
     assert proc.returncode == 130, (out, err)
     assert "interrupted" in err and "--resume" in err
     stored = len(ResultStore(store).finished())
-    assert 1 <= stored < 8
+    assert 1 <= stored < n
     done = subprocess.run(cmd + ["--resume", "--plot", "stick.slot"], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
-    assert f"{8 - stored} run now, {stored} already stored" in done.stdout
+    assert f"{n - stored} run now, {stored} already stored" in done.stdout
     assert (store / "stick.slot.png").stat().st_size > 0
-    assert len(load_results(store)) == 8
+    assert len(load_results(store)) == n
 
 
 # ----------------------------------------------------------------------------- loading and maps
