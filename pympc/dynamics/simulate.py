@@ -708,8 +708,12 @@ def _trajectory(run, phases, events, status, message, sens=None):
                 dsens.append(sens.outputs(tj, xj, Sj, mode))
             try:
                 a, ms = run.evaluate(tj, xj, mode)
-            except SimulationError:       # a mode whose equations are singular here (a run that stopped on it):
-                a = form.assemble(xj[:n], xj[n:2 * n], tj)     # the state is kept, its forces are unknown
+            except SimulationError:
+                if status == SimulationStatus.ERROR:   # the mechanism itself is singular: the error, as raised
+                    raise
+                # a run that stopped on a paradox keeps the mode before it, which may be singular there:
+                # the state is kept, its forces are unknown
+                a = form.assemble(xj[:n], xj[n:2 * n], tj)
                 ms = SimpleNamespace(lam=np.full(s, np.nan), F=np.full(s, np.nan))
             qa, qda = form.absolute(xj[:n], xj[n:2 * n])
             drift = float(np.abs(np.concatenate([a.g[a.holonomic], a.gN])).max(initial=0))
