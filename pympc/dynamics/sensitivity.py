@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError, OptionError
+from .modes import min_norm
 from .trajectory import EventKind
 
 __all__ = ["Sensitivities"]
@@ -90,7 +91,7 @@ class Sensitivities:
         m = 2 * self.n + 2
         return y[:m], y[m:].reshape(2 * self.n, self.p)
 
-    def _diff(self, fun, x, S, t=None):
+    def _diff(self, fun, x, S):
         """Central directional derivatives of ``fun(run, x)`` along the columns (S_j, e_j)."""
         cols = []
         n2 = 2 * self.n
@@ -125,20 +126,24 @@ class Sensitivities:
             qm, qdm = self.minus[j].form.initial_state()
             S[:n, j] = (qp - qm) / (2 * self.h[j])
             S[n:, j] = (qdp - qdm) / (2 * self.h[j])
-        self._check_event(event, None)
+        self._check_event(event)
         if self.undefined is not None:
-            self.undefined_from = t
+            self._give_up(t, event)
         return self.project(t, x, S, stick)
+
+    def _give_up(self, t, event):
+        """No derivative from ``t`` on: outputs NaN from there (the integration goes on with zero columns,
+        as solve_ivp needs finite states); the event says why."""
+        self.undefined_from = min(self.undefined_from, t)
+        event.dtime = dict.fromkeys(self.names, float("nan"))
+        event.sensitivity_note = event.sensitivity_note or self.undefined
 
     def jump(self, t, x_minus, S, mode_before, kind, slot, x_plus, mode_after, event):
         """S after an event (saltation and projection); records ``event.dtime``."""
         if self.undefined is None:
-            self._check_event(event, None)
+            self._check_event(event)
         if self.undefined is not None:
-            # integration goes on with zero columns (solve_ivp needs finite states); outputs are NaN from here
-            self.undefined_from = min(self.undefined_from, t)
-            event.dtime = dict.fromkeys(self.names, float("nan"))
-            event.sensitivity_note = event.sensitivity_note or self.undefined
+            self._give_up(t, event)
             return np.zeros_like(S)
         n = self.n
         run = self.run
@@ -167,7 +172,8 @@ class Sensitivities:
         if abs(gdot) <= 1e-8 * scale:
             self.undefined = (f"{kind.name} event at t = {t:.9g} is grazing (ġ = {gdot:.3g}): the event time is "
                               "not differentiable")
-            return self.jump(t, x_minus, S, mode_before, kind, slot, x_plus, mode_after, event)
+            self._give_up(t, event)
+            return np.zeros_like(S)
         dtau = -dg / gdot
         _, s_after = run.evaluate(t, x_plus, mode_after)
         f_plus = np.concatenate([x_plus[n:2 * n], s_after.qdd])
@@ -176,7 +182,7 @@ class Sensitivities:
         event.sensitivity_note = ""
         return self.project(t, x_plus, S, mode_after.sticking)
 
-    def _check_event(self, event, _):
+    def _check_event(self, event):
         why = None
         # the part on whose boundary the event sits by construction (λ = 0 at a wall switch, a zero
         # reserve at a breakaway) is settled by the direction of the crossing: regular when transversal
@@ -190,12 +196,15 @@ class Sensitivities:
         if why is not None:
             self.undefined = (f"{event.kind.name} event at t = {event.time:.9g}: {why}; an arbitrarily small "
                               "perturbation may select another mode, so the motion is not differentiable there")
-        event.dtime = {k: (0.0 if event.kind == EventKind.START else float("nan")) if why is None else float("nan")
-                       for k in self.names}
+        regular_start = why is None and event.kind == EventKind.START     # τ = t0 does not move
+        event.dtime = dict.fromkeys(self.names, 0.0 if regular_start else float("nan"))
         event.sensitivity_note = why or ""
 
     def project(self, t, x, S, stick):
-        """The Jacobian of the event projection applied to S (position, then velocity constraints)."""
+        """The Jacobian of the event projection applied to S (position, then velocity constraints).
+
+        The least-norm corrections are the ones :meth:`_Run.project` applies to the state (:func:`min_norm`).
+        """
         if self.undefined is not None:
             return np.zeros_like(S)
         n = self.n
@@ -209,7 +218,7 @@ class Sensitivities:
                 return np.concatenate([b.g[b.holonomic], b.gN])
             dG = self._diff(gpos, x, S)
             S = S.copy()
-            S[:n] -= np.linalg.lstsq(Jh, dG, rcond=None)[0]
+            S[:n] -= min_norm(Jh, dG)
         Jv = np.vstack([a.J, a.WN, a.WT[stick]])
         if Jv.shape[0]:
             def gvel(r, xx):
@@ -217,7 +226,7 @@ class Sensitivities:
                 return np.concatenate([b.gdot, b.vN, b.vT[stick]])
             dR = self._diff(gvel, x, S)
             S = S.copy()
-            S[n:] -= np.linalg.lstsq(Jv, dR, rcond=None)[0]
+            S[n:] -= min_norm(Jv, dR)
         return S
 
     # ------------------------------------------------------------------ outputs
