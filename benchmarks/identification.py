@@ -14,14 +14,13 @@
    regularized as F = −m g (μ + (μ_s − μ) exp(−(v/v_s)²)) tanh(v/ε) (ε = 1e-3 m/s,
    v_s = 1e-2 m/s), ``solve_ivp`` (Radau, rtol 1e-8), ``least_squares`` with its own
    finite-difference Jacobian — against pympc shooting with its finite-difference
-   Jacobian (and with sensitivities, when ``pympc.simulate`` has them).
+   Jacobian and with its sensitivities (the default).
 4. Cross slide (μ1, μ2 from ``crosshead.x`` and ``particle.y``, P = 5 N, 1.5 s at 40 Hz,
    1 % noise) and slider-crank (its slot's μ from ``crank.phi``, μ_s held at 0.25, 2 s at
    100 Hz, 1 % noise): errors and times.
 """
 
 import argparse
-import inspect
 import statistics
 import time
 from pathlib import Path
@@ -37,14 +36,13 @@ from pympc.identify import synthetic_record as record
 MODELS = Path(__file__).parents[1] / "models"
 OSC = MODELS / "friction_oscillator.toml"
 TRUE = {"mu": 0.3, "mu_s": 0.4}
-HAS_SENS = "sensitivities" in inspect.signature(pympc.simulate).parameters
 
 
 def rel_err(est, true):
     return {k: abs(est[k] - v) / v for k, v in true.items()}
 
 
-def pympc_fit(df, sigma, jac="fd"):
+def pympc_fit(df, sigma, jac="sensitivity"):
     exp = Experiment(OSC, df, noise=sigma)
     t0 = time.perf_counter()
     res = estimate(exp, [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))], jac=jac)
@@ -86,8 +84,7 @@ def main():
     compare_seeds = 1 if args.quick else 3
     t = np.round(np.arange(0, 3001) * 0.01, 10)
     params = pympc.load_model(OSC).parameters
-    print(f"friction oscillator, 30 s at 100 Hz, mass.x measured; {seeds} seeds; pympc shooting, FD Jacobian"
-          + (" (sensitivities available)" if HAS_SENS else " (no sensitivities in this pympc)"))
+    print(f"friction oscillator, 30 s at 100 Hz, mass.x measured; {seeds} seeds; pympc shooting, sensitivity Jacobian")
     print(f"{'noise':>6s} {'med |Δμ|/μ':>11s} {'med |Δμs|/μs':>13s} {'Wald μ':>8s} {'Wald μs':>8s} {'both':>6s} "
           f"{'ok fits':>8s} {'med time':>9s}")
     records = {}
@@ -129,17 +126,15 @@ def main():
     print(f"{'noise':>6s} {'fit':42s} {'|Δμ|/μ':>9s} {'|Δμs|/μs':>9s} {'time':>8s}")
     for noise in (0.01, 0.05):
         rows = {"regularized (tanh/Stribeck) solve_ivp + least_squares FD": [], "pympc shooting, FD Jacobian": []}
-        if HAS_SENS:
-            rows["pympc shooting, sensitivities"] = []
+        rows["pympc shooting, sensitivities"] = []
         for seed in range(compare_seeds):
             df, sig = records[(noise, seed)]
             est, dt, _ = regularized_fit(df, params)
             rows["regularized (tanh/Stribeck) solve_ivp + least_squares FD"].append((rel_err(est, TRUE), dt))
-            res, dt = pympc_fit(df, sig)
+            res, dt = pympc_fit(df, sig, jac="fd")
             rows["pympc shooting, FD Jacobian"].append((rel_err(dict(zip(res.names, res.optimum)), TRUE), dt))
-            if HAS_SENS:
-                res, dt = pympc_fit(df, sig, jac="sensitivity")
-                rows["pympc shooting, sensitivities"].append((rel_err(dict(zip(res.names, res.optimum)), TRUE), dt))
+            res, dt = pympc_fit(df, sig)
+            rows["pympc shooting, sensitivities"].append((rel_err(dict(zip(res.names, res.optimum)), TRUE), dt))
         for name, vals in rows.items():
             print(f"{100 * noise:5.0f}% {name:42s} {100 * statistics.median(v[0]['mu'] for v in vals):8.3f}% "
                   f"{100 * statistics.median(v[0]['mu_s'] for v in vals):8.3f}% "
@@ -150,7 +145,7 @@ def main():
 
 def others():
     """Part 4: the cross slide and the slider-crank."""
-    print("\nother mechanisms (1% noise, seed 0, pympc shooting, FD Jacobian)")
+    print("\nother mechanisms (1% noise, seed 0, pympc shooting, sensitivity Jacobian)")
     cs = MODELS / "cross_slide.toml"
     tc = np.round(np.arange(0, 61) * 0.025, 10)
     df, sig = record(cs, tc, ["crosshead.x", "particle.y"], 0.01, 0, P=5.0)
