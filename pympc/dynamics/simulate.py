@@ -617,7 +617,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
                     # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
                     g0 = funcs.vector(ta, xa)
                     for hints in ([f for f, v in zip(funcs, g0) if v >= 0], [f for f, v in zip(funcs, g0) if v > 0]):
-                        sol = solve_ivp(run.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"], atol=o["atol"],
+                        sol = solve_ivp(run.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
+                                        atol=o["atol"] if sens is None else sens.atol(o["atol"]),
                                         t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
                                         dense_output=True, events=hints or None)
                         tend, hint = tb, None
