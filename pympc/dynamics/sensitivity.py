@@ -112,15 +112,19 @@ class Sensitivities:
 
     def _diff(self, fun, x, S):
         """Central directional derivatives of ``fun(run, x)`` along the columns (S_j, e_j)."""
-        cols = []
         n2 = 2 * self.n
+        step = (S * self.h).T                       # row j: the x-part of the step along column j
+        xp, xm = np.empty((self.p, x.size)), np.empty((self.p, x.size))
+        xp[:], xm[:] = x, x
+        xp[:, :n2] += step
+        xm[:, :n2] -= step
+        cols = None
         for j in range(self.p):
-            h = self.h[j]
-            xp, xm = x.copy(), x.copy()
-            xp[:n2] += h * S[:, j]
-            xm[:n2] -= h * S[:, j]
-            cols.append((np.asarray(fun(self.plus[j], xp)) - np.asarray(fun(self.minus[j], xm))) / (2 * h))
-        return np.array(cols).T
+            d = np.asarray(fun(self.plus[j], xp[j])) - np.asarray(fun(self.minus[j], xm[j]))
+            if cols is None:
+                cols = np.empty((d.size, self.p))
+            cols[:, j] = d
+        return (cols / (2 * self.h)).reshape(d.shape + (self.p,))
 
     # ------------------------------------------------------------------ smooth phases
     def rhs(self, t, y, mode):
