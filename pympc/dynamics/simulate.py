@@ -459,7 +459,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
         relation, :mod:`pympc.dynamics.sensitivity`); see
         :meth:`Trajectory.sensitivity` and ``Event.dtime`` (dτ/dθ).  Where they
         do not exist (grazing or degenerate events) they are NaN from that event
-        on, with the reason in ``Trajectory.sensitivity_note``.
+        on, with the reason in ``Trajectory.sensitivity_note``.  They are
+        error-controlled with ``rtol`` and, column θ_j, ``atol / (0.01 max(|θ_j|, 1e-2))``.
     formulation : {"general", "tree"} or formulation object, optional
         Default: the system's.
     method, rtol, atol, max_step
