@@ -9,12 +9,15 @@ slide (1 s, pushed back while sliding: θ = (μ1, μ2, P)):
 - the error of both against a reference: Richardson extrapolation of central
   differences at steps h and h/2 (relative to the largest |∂q/∂θ|), at
   parameters where the event sequence does not change;
+- the number of right-hand-side evaluations ``solve_ivp`` made (``nfev``) in the
+  plain and in the sensitivity run (where a sensitivity run's extra steps come from);
 - the cost of binding new parameter values (``System.bind`` + compiling the
   formulation) against one plain 30 s oscillator run.
 
     python benchmarks/sensitivity_speed.py
 """
 
+import importlib
 import time
 from pathlib import Path
 
@@ -25,6 +28,23 @@ import pympc
 from pympc.mechanics import GeneralMethod
 
 MODELS = Path(__file__).parents[1] / "models"
+_driver = importlib.import_module("pympc.dynamics.simulate")     # the module (pympc.dynamics.simulate is the function)
+
+
+def rhs_calls(run):
+    """Right-hand-side evaluations ``solve_ivp`` makes in ``run()`` (an untimed run)."""
+    total, solve_ivp = [0], _driver.solve_ivp
+
+    def counting(*args, **kwargs):
+        sol = solve_ivp(*args, **kwargs)
+        total[0] += sol.nfev
+        return sol
+    _driver.solve_ivp = counting
+    try:
+        run()
+    finally:
+        _driver.solve_ivp = solve_ivp
+    return total[0]
 
 
 def fd(system, span, grid, names, h_rel):
@@ -50,19 +70,20 @@ def case(label, path, span, names, params, repeats=3):
     d2 = fd(system, span, grid, names, 0.5e-4)
     ref = (4 * d2 - d1) / 3                             # Richardson: error O(h^4)
     tr = pympc.simulate(system, span, t_eval=grid, sensitivities=names)
+    nfev = [rhs_calls(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=s)) for s in (None, names)]
     keep = ~np.isin(tr.t, [e.time for e in tr.events])
     scale = np.abs(ref[keep]).max(axis=(0, 1))
     err_s = (np.abs(tr.dq[keep] - ref[keep]).max(axis=(0, 1)) / scale).max()
     err_fd = (np.abs(d1[keep] - ref[keep]).max(axis=(0, 1)) / scale).max()
     p = len(names)
     print(f"{label:28s} {p:3d} {len(tr.events):6d} {plain * 1e3:9.1f} {sens * 1e3:9.1f} {sens / plain:7.2f} "
-          f"{1 + p:7d} {fd_time * 1e3:9.1f} {fd_time / plain:7.2f} {err_s:10.1e} {err_fd:10.1e}")
+          f"{1 + p:7d} {fd_time * 1e3:9.1f} {fd_time / plain:7.2f} {err_s:10.1e} {err_fd:10.1e} {nfev[0]:6d} {nfev[1]:6d}")
 
 
 def main():
     print("sensitivities vs central finite differences (one run; times are medians; errors relative to max|dq/dθ|)")
     print(f"{'case':28s} {'n_θ':>3s} {'events':>6s} {'plain ms':>9s} {'sens ms':>9s} {'ratio':>7s} {'target':>7s} "
-          f"{'FD ms':>9s} {'ratio':>7s} {'err sens':>10s} {'err FD':>10s}")
+          f"{'FD ms':>9s} {'ratio':>7s} {'err sens':>10s} {'err FD':>10s} {'nfev':>6s} {'nfev S':>6s}")
     osc = MODELS / "friction_oscillator.toml"
     case("oscillator 30 s", osc, (0.0, 30.0), ["mu", "mu_s"], {})
     case("oscillator 30 s", osc, (0.0, 30.0), ["mu", "mu_s", "K", "F0"], {})

@@ -97,3 +97,26 @@ def test_degenerate_start_makes_sensitivities_undefined_with_a_reason():
     assert tr.events[0].classification == "CONTINUUM"
     assert np.all(np.isnan(tr.dq)) and "not differentiable" in tr.sensitivity_note
     assert all(np.isnan(v) for v in tr.events[0].dtime.values())
+
+
+
+def test_sensitivity_columns_are_error_controlled_as_a_one_percent_parameter_change(monkeypatch):
+    # S_j gets the absolute tolerance atol / (0.01 max(|θ_j|, 1e-2)), the state its own atol
+    path, names, span, params = CASES["cross_slide"]
+    system = pympc.load_model(path, **params)
+    Sens = pympc.dynamics.sensitivity.Sensitivities
+    seen, atol = [], Sens.atol
+    monkeypatch.setattr(Sens, "atol", lambda self, a: seen.append((self, a, atol(self, a))) or seen[-1][2])
+    grid = np.linspace(*span, 41)
+    scaled = pympc.simulate(system, span, sensitivities=names, t_eval=grid, atol=1e-11)
+    sens, given, tol = seen[0]
+    x, S = sens.split(tol)
+    assert given == 1e-11 and np.all(x == 1e-11) and S.shape == (2 * sens.n, len(names))
+    theta = np.array([max(abs(system.parameters[k]), 1e-2) for k in names])
+    np.testing.assert_allclose(S, np.broadcast_to(1e-11 / (1e-2 * theta), S.shape), rtol=1e-15)
+    # with the state's own atol for every column (the stricter control it replaced) they agree far inside
+    # the finite-difference tolerance of the tests above
+    monkeypatch.setattr(Sens, "atol", lambda self, a: a)
+    strict = pympc.simulate(system, span, sensitivities=names, t_eval=grid, atol=1e-11)
+    for a, b in ((scaled.dq, strict.dq), (scaled.dqd, strict.dqd), (scaled.dnormal_force, strict.dnormal_force)):
+        assert (np.abs(a - b).max(axis=(0, 1)) / np.abs(b).max(axis=(0, 1))).max() <= 1e-8

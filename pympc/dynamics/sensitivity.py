@@ -16,13 +16,18 @@ column ``(S_j, e_j)`` are directional derivatives of the fixed-mode equations
 (smooth in x and θ once the mode is fixed), taken by central differences with a
 step of ``1e-5·max(|θ_j|, 1e-2)`` in θ_j together with the same multiple of
 ``S_j`` in x; their truncation error is of the order of the step squared
-(≈1e-10 relative) and their rounding noise ≈ 1e-11 relative, below the
-integration tolerance, so the sensitivities stay in ``solve_ivp``'s error
-control with the state's ``rtol``/``atol``.  (Measured and rejected: one-sided
-differences, whose noise collapses the step size, and sensitivities left out of
-the error control, 100× less accurate on the long steps of nearly polynomial
-motions.)  Nothing is differentiated across a mode change: the jumps are the
-saltation relation above.
+(≈1e-10 relative) and their rounding noise 1e-11 to 1e-10 relative.  The
+sensitivities are in ``solve_ivp``'s error control: with the state's ``rtol``,
+and for the column S_j with the absolute tolerance ``atol / (ρ θ̄_j)``,
+θ̄_j = max(|θ_j|, 1e-2), ρ = 1e-2 — S_j is controlled as the change of the state
+under a 1 % change of θ_j (CVODES's ``atol/pbar`` with pbar = ρ θ̄_j).  With the
+state's own ``atol`` the rounding noise of the differences, in components the
+constraints hold at zero, set the step: the cross slide took 4× the plain run's
+steps for the same error (``benchmarks/sensitivity_speed.py``).  (Measured and
+rejected: one-sided differences, whose noise collapses the step size, and
+sensitivities left out of the error control, 100× less accurate on the long
+steps of nearly polynomial motions.)  Nothing is differentiated across a mode
+change: the jumps are the saltation relation above.
 
 Where the derivative does not exist the columns become NaN from that event on,
 with a reason: a grazing event (ġ ≈ 0), an event whose HLCP is degenerate (its
@@ -56,6 +61,9 @@ class Sensitivities:
         ``make_run(system)`` → a run object of the same options for another binding.
     """
 
+    RHO = 1e-2
+    """Relative parameter change by which the sensitivities' absolute tolerance is scaled (:meth:`atol`)."""
+
     def __init__(self, run, system, names, make_run):
         names = [names] if isinstance(names, str) else list(names)
         values = system.parameters
@@ -71,7 +79,8 @@ class Sensitivities:
         self.names, self.run = names, run
         self.n = run.n
         self.p = len(names)
-        self.h = np.array([1e-5 * max(abs(values[k]), 1e-2) for k in names])
+        self.scale = np.array([max(abs(values[k]), 1e-2) for k in names])
+        self.h = 1e-5 * self.scale
         try:
             self.plus = [make_run(system.perturbed({k: values[k] + h})) for k, h in zip(names, self.h)]
             self.minus = [make_run(system.perturbed({k: values[k] - h})) for k, h in zip(names, self.h)]
@@ -86,6 +95,16 @@ class Sensitivities:
     def size(self):
         return 2 * self.n * self.p
 
+    def atol(self, atol):
+        """``solve_ivp``'s absolute tolerances of the augmented state: ``atol`` for the state, and for the
+        column S_j ``atol / (ρ θ̄_j)`` with θ̄_j = max(|θ_j|, 1e-2) and ρ = :attr:`RHO` (CVODES's
+        ``atol/pbar`` with ``pbar`` = ρ θ̄_j)."""
+        m = 2 * self.n + 2
+        out = np.empty(m + self.size)
+        out[:m] = atol
+        out[m:] = np.tile(atol / (self.RHO * self.scale), 2 * self.n)
+        return out
+
     def split(self, y):
         """(x, S) of an augmented state: x = (q, q̇, dissipated, work), S of shape (2n, p)."""
         m = 2 * self.n + 2
@@ -93,15 +112,19 @@ class Sensitivities:
 
     def _diff(self, fun, x, S):
         """Central directional derivatives of ``fun(run, x)`` along the columns (S_j, e_j)."""
-        cols = []
         n2 = 2 * self.n
+        step = (S * self.h).T                       # row j: the x-part of the step along column j
+        xp, xm = np.empty((self.p, x.size)), np.empty((self.p, x.size))
+        xp[:], xm[:] = x, x
+        xp[:, :n2] += step
+        xm[:, :n2] -= step
+        cols = None
         for j in range(self.p):
-            h = self.h[j]
-            xp, xm = x.copy(), x.copy()
-            xp[:n2] += h * S[:, j]
-            xm[:n2] -= h * S[:, j]
-            cols.append((np.asarray(fun(self.plus[j], xp)) - np.asarray(fun(self.minus[j], xm))) / (2 * h))
-        return np.array(cols).T
+            d = np.asarray(fun(self.plus[j], xp[j])) - np.asarray(fun(self.minus[j], xm[j]))
+            if cols is None:
+                cols = np.empty((d.size, self.p))
+            cols[:, j] = d
+        return (cols / (2 * self.h)).reshape(d.shape + (self.p,))
 
     # ------------------------------------------------------------------ smooth phases
     def rhs(self, t, y, mode):
@@ -112,7 +135,7 @@ class Sensitivities:
         out[:x.size] = self.run.rhs(t, x, mode)
         dS = np.empty_like(S)
         dS[:n] = S[n:]
-        dS[n:] = self._diff(lambda r, xx: r.evaluate(t, xx, mode)[1].qdd, x, S)
+        dS[n:] = self._diff(lambda r, xx: r.rhs(t, xx, mode)[n:2 * n], x, S)
         out[x.size:] = dS.ravel()
         return out
 

@@ -459,7 +459,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
         relation, :mod:`pympc.dynamics.sensitivity`); see
         :meth:`Trajectory.sensitivity` and ``Event.dtime`` (dτ/dθ).  Where they
         do not exist (grazing or degenerate events) they are NaN from that event
-        on, with the reason in ``Trajectory.sensitivity_note``.
+        on, with the reason in ``Trajectory.sensitivity_note``.  They are
+        error-controlled with ``rtol`` and, column θ_j, ``atol / (0.01 max(|θ_j|, 1e-2))``.
     formulation : {"general", "tree"} or formulation object, optional
         Default: the system's.
     method, rtol, atol, max_step
@@ -620,7 +621,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
                     # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
                     g0 = funcs.vector(ta, xa)
                     for hints in ([f for f, v in zip(funcs, g0) if v >= 0], [f for f, v in zip(funcs, g0) if v > 0]):
-                        sol = solve_ivp(run.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"], atol=o["atol"],
+                        sol = solve_ivp(run.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
+                                        atol=o["atol"] if sens is None else sens.atol(o["atol"]),
                                         t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
                                         dense_output=True, events=hints or None)
                         tend, hint = tb, None
