@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import OptionError, SolverNotFound
 from .problems import HLCP, LCP
-from .results import HLCPResult, LCPResult, Status
+from .results import Result, Status
 from .support import solve_on_support
 
 __all__ = ["milp", "MILP_OPTIONS"]
@@ -87,7 +87,7 @@ def milp(problem, **options):
 
     Returns
     -------
-    LCPResult or HLCPResult
+    Result
         ``method="milp"``; ``info["formulation"]`` is ``"qp"``, ``"search"``
         or ``"bigm"``; ``info["exact"]`` says whether "no solution" is a proof
         (always for qp and search; for bigm, whether big-M was proved valid);
