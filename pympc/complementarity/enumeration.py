@@ -169,12 +169,13 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
             add(u, points)
             return
         counter[0] += 2 * n
-        d = _extent(Aeq, c, np.concatenate([~choice, choice]), u, tol)   # a singular leaf: one point or more?
+        fixed = np.concatenate([~choice, choice])
+        d = _extent(Aeq, c, fixed, u, tol)   # a singular leaf: one point or more?
         if d is None:
             add(u, points)
         elif add(u, cont_pts):
             dirs.append(d / max(1.0, np.abs(d).max()))
-            cont_fixed.append(np.concatenate([~choice, choice]))
+            cont_fixed.append(fixed)
 
     def walk(prefix):
         k = len(prefix)
