@@ -19,7 +19,7 @@ from ._pyomo_hook import register_with_pyomo
 __version__ = "0.1.0"
 
 _WHERE = {
-    "complementarity": ("LCP", "HLCP", "Classification", "HLCPResult", "LCPResult", "Residual", "SetKind", "SolutionSet",
+    "complementarity": ("LCP", "HLCP", "Classification", "HLCPResult", "LCPResult", "Result", "Residual", "SetKind", "SolutionSet",
                         "Status", "classify", "enumerate_solutions", "is_p_matrix", "lemke", "load_problem",
                         "read_problem", "read_siconos", "solve"),
     "errors": ("ModelError", "OptionError", "ProblemError", "PympcError", "SimulationError", "SolverError",
@@ -33,7 +33,7 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 __all__ = [
     "LCP", "HLCP", "solve", "crosscheck", "lemke", "enumerate_solutions", "classify", "is_p_matrix",
     "read_siconos", "read_problem", "load_problem",
-    "Status", "LCPResult", "HLCPResult", "Residual", "SetKind", "SolutionSet", "Classification",
+    "Status", "Result", "LCPResult", "HLCPResult", "Residual", "SetKind", "SolutionSet", "Classification",
     "System", "GeneralMethod", "TreeMethod", "load_model", "simulate", "Trajectory", "Event", "SimulationStatus",
     "PympcError", "ProblemError", "OptionError", "SolverError", "SolverNotFound", "ModelError", "SimulationError",
 ]

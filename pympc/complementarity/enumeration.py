@@ -24,6 +24,7 @@ from scipy.optimize import linprog
 from ..errors import ProblemError
 from .problems import HLCP, LCP
 from .results import _DocIntEnum
+from .support import lp_point, support_solution
 
 __all__ = ["SetKind", "SolutionSet", "enumerate_solutions"]
 
@@ -65,13 +66,6 @@ class SolutionSet:
 
     def __len__(self):
         return len(self.points)
-
-
-def _feasible(Aeq, c, fixed_zero):
-    """A point of ``{u >= 0 : Aeq u = c, u_j = 0 for fixed_zero}`` or None."""
-    bounds = [(0.0, 0.0) if f else (0.0, None) for f in fixed_zero]
-    res = linprog(np.zeros(Aeq.shape[1]), A_eq=Aeq, b_eq=c, bounds=bounds, method="highs")
-    return res.x if res.status == 0 else None
 
 
 def _extent(Aeq, c, fixed_zero, u0, tol):
@@ -165,33 +159,21 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
         return True
 
     def leaf(choice):
-        # choice[i] True: x_i may be positive (y_i = 0)
-        fixed = np.concatenate([~choice, choice])
-        pt = hlcp.support_point(choice, rcond=1e-11)
-        if pt is not None:
-            u = np.concatenate(pt)
-            if u.min() < -tol * (1.0 + np.abs(u).max()):
-                return
-            u = np.maximum(u, 0.0)
-            if hlcp.is_solution(u[:n], u[n:], tol):
-                add(u, points)
+        # choice[i] True: x_i may be positive (y_i = 0); the point by the one support solve of pympc
+        sp = support_solution(hlcp, choice, tol, rcond=1e-11, lp_tol=1e3 * tol)
+        counter[0] += sp.lps
+        if sp.x is None:
             return
-        C = hlcp.column_matrix(choice)
-        v = np.linalg.lstsq(C, c, rcond=None)[0]
-        if np.abs(C @ v - c).max() > 1e3 * tol * (1.0 + np.abs(c).max()):
-            return  # c is not in the range of the singular support matrix: no point at all, no LP needed
-        counter[0] += 1
-        u0 = _feasible(Aeq, c, fixed)
-        if u0 is None:
+        u = np.concatenate([sp.x, sp.y])
+        if not sp.singular:
+            add(u, points)
             return
-        u0 = np.where(fixed, 0.0, np.maximum(u0, 0.0))
         counter[0] += 2 * n
-        if not orig.is_solution(u0[:n] * dx, u0[n:] * dy, 1e3 * tol):
-            return  # the LP's point (within HiGHS's absolute tolerances) breaks a row of the problem
-        d = _extent(Aeq, c, fixed, u0, tol)
+        fixed = np.concatenate([~choice, choice])
+        d = _extent(Aeq, c, fixed, u, tol)   # a singular leaf: one point or more?
         if d is None:
-            add(u0, points)
-        elif add(u0, cont_pts):
+            add(u, points)
+        elif add(u, cont_pts):
             dirs.append(d / max(1.0, np.abs(d).max()))
             cont_fixed.append(fixed)
 
@@ -205,7 +187,7 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
             for i, ch in enumerate(prefix):
                 fixed[n + i if ch else i] = True
             counter[0] += 1
-            if _feasible(Aeq, c, fixed) is None:
+            if lp_point(Aeq, c, fixed) is None:
                 return
         walk(prefix + [True])
         walk(prefix + [False])

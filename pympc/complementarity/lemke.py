@@ -12,7 +12,7 @@ from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_S
                       equilibrate_hlcp, lcp_relative_residual, relative_residual, solve_lcp_equilibrated,
                       solve_diagonal_hlcp_kernel, solve_hlcp_kernel)
 from .problems import HLCP, LCP, Residual, as_vector
-from .results import HLCPResult, LCPResult, Status
+from .results import Result, Status
 
 __all__ = ["lemke", "LEMKE_OPTIONS"]
 
@@ -215,7 +215,7 @@ def lemke(problem, **options):
 
     Returns
     -------
-    LCPResult or HLCPResult
+    Result
         ``status`` is ``SOLVED`` only for a verified point.
 
     Notes
@@ -253,7 +253,7 @@ def lemke(problem, **options):
         info = {"log": log, "scaling": scaling}
         if status == Status.RAY_TERMINATION and certify:
             status, message = _certify(problem, status, message, info)
-        return LCPResult(problem, status, message, z, w, pivots, "lemke", info)
+        return Result(problem, status, message, z, w, pivots, "lemke", info)
     a = np.diagonal(problem.A)
     if problem._a_diagonal and a.all():
         # the LCP form, row by row: x = w, y = z of LCP(-B/a, c/a) (relative residuals are the same)
@@ -264,7 +264,7 @@ def lemke(problem, **options):
         info = {"log": log, "basis": np.ones(n, bool), "scaling": scaling}
         if status == Status.RAY_TERMINATION and certify:
             status, message = _certify(problem, status, message, info)
-        return HLCPResult(problem, status, message, x, y, pivots, "lemke", info)
+        return Result(problem, status, message, x, y, pivots, "lemke", info)
     # equilibrate [A | B | c]: (R A Dx) x' + (R B Dy) y' = g R c with x = Dx x' / g, y = Dy y' / g
     As, Bs, cs, dx, dy = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
     form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
@@ -273,7 +273,7 @@ def lemke(problem, **options):
         status, message = Status.NO_BASIS, "no nonsingular complementary basis: Lemke's method cannot start"
         if certify:
             status, message = _certify(problem, status, message, info)
-        return HLCPResult(problem, status, message, np.zeros(n), np.zeros(n), 0, "lemke", info)
+        return Result(problem, status, message, np.zeros(n), np.zeros(n), 0, "lemke", info)
     basis, (code, pivots, xs, ys, el, ll) = form
     (x, y), res = _verify(lambda a, b: relative_residual(problem.A, problem.B, problem.c, a * dx, b * dy),
                           lambda: (As, Bs, cs), xs, ys, tol, code == KERNEL_SOLVED)
@@ -282,4 +282,4 @@ def lemke(problem, **options):
     info = {"log": (el, ll), "basis": basis, "scaling": (dx, dy)}
     if status == Status.RAY_TERMINATION and certify:
         status, message = _certify(problem, status, message, info)
-    return HLCPResult(problem, status, message, x, y, pivots, "lemke", info)
+    return Result(problem, status, message, x, y, pivots, "lemke", info)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import OptionError, SolverNotFound
 from .problems import HLCP, LCP
-from .results import HLCPResult, LCPResult, Status
+from .results import Result, Status
 from .support import solve_on_support
 
 __all__ = ["milp", "MILP_OPTIONS"]
@@ -87,7 +87,7 @@ def milp(problem, **options):
 
     Returns
     -------
-    LCPResult or HLCPResult
+    Result
         ``method="milp"``; ``info["formulation"]`` is ``"qp"``, ``"search"``
         or ``"bigm"``; ``info["exact"]`` says whether "no solution" is a proof
         (always for qp and search; for bigm, whether big-M was proved valid);
@@ -121,8 +121,7 @@ def milp(problem, **options):
     def result(status, message, x, y, info):
         if is_lcp:
             info["solutions"] = [(yy, xx) for xx, yy in info.get("solutions", [])]
-            return LCPResult(problem, status, message, y, x, 0, "milp", info)
-        return HLCPResult(problem, status, message, x, y, 0, "milp", info)
+        return Result.from_hlcp_point(problem, status, message, x, y, 0, "milp", info)
 
     formulation = options.get("formulation", "auto")
     if formulation not in ("auto", "bigm"):
@@ -249,17 +248,10 @@ def _bigm(highspy, hlcp, tol, options, result):
 
 
 def _highs(highspy, verbose):
-    """A HiGHS instance whose banner and log are governed by its own options (``output_flag``, ``log_to_console``).
+    """A HiGHS instance whose banner and log obey ``verbose`` from the start (:class:`._highs.QuietHighs`)."""
+    from ._highs import QuietHighs
 
-    ``highspy.Highs()`` calls a HiGHS method (enabling callbacks) before any
-    option can be set, which prints HiGHS's banner once per process; the
-    binding's own class ``highspy._core._Highs`` takes the options first.
-    """
-    core = getattr(getattr(highspy, "_core", None), "_Highs", None)
-    h = core() if core is not None else highspy.Highs()
-    h.setOptionValue("output_flag", bool(verbose))
-    h.setOptionValue("log_to_console", bool(verbose))
-    return h
+    return QuietHighs(verbose)
 
 
 def _add_dense_rows(h, rows, lower, upper):

@@ -18,6 +18,7 @@ from scipy.linalg import lapack as _lapack
 
 from ..errors import ProblemError
 from ._kernel import equilibrate_hlcp, lcp_relative_residual, relative_residual
+from .support import lu_rcond, solve_columns
 
 __all__ = ["LCP", "HLCP", "Residual", "Reduction", "as_matrix", "as_vector", "load_problem", "lu_rcond"]
 
@@ -84,20 +85,6 @@ def _point(name, value, n):
     if arr.size != n:
         raise ProblemError(f"{name} must have length {n} to match the problem, got {arr.size}.")
     return arr
-
-
-def lu_rcond(C):
-    """LU factors of ``C`` and LAPACK's estimate of its reciprocal 1-norm condition number.
-
-    Returns ``(lu, piv, rcond)``; ``rcond`` is 0 for an exactly singular matrix.
-    An O(n²) estimate after the O(n³) factorization, far cheaper than an SVD.
-    """
-    lu, piv, info = _lapack.dgetrf(C)
-    if info > 0:
-        return lu, piv, 0.0
-    anorm = float(np.abs(C).sum(axis=0).max())
-    rcond, _ = _lapack.dgecon(lu, anorm, norm="1")
-    return lu, piv, float(rcond)
 
 
 class Residual(NamedTuple):
@@ -284,11 +271,16 @@ class HLCP(_Problem):
         The point is not checked for sign: that is the caller's question.
         """
         basis = np.asarray(basis, bool)
-        lu, piv, rc = lu_rcond(self.column_matrix(basis))
-        if rc <= rcond:
+        if basis.shape != (self.n,):
+            raise ProblemError(f"basis must be a boolean vector of length {self.n}.")
+        n = self.n
+        free = np.where(basis, np.arange(n), n + np.arange(n))   # C_α: column i from A or from B
+        v = solve_columns(np.hstack([self.A, self.B]), self.c, free, rcond)
+        if v is None:
             return None
-        v = _lapack.dgetrs(lu, piv, self.c)[0]
-        return np.where(basis, v, 0.0), np.where(basis, 0.0, v)
+        u = np.zeros(2 * n)
+        u[free] = v
+        return u[:n], u[n:]
 
     def find_basis(self, rcond=1e-12):
         """A nonsingular complementary basis, found by a pivoted factorization.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["Status", "LCPResult", "HLCPResult"]
+from .problems import LCP
+
+__all__ = ["Status", "Result", "LCPResult", "HLCPResult"]
 
 
 class _DocIntEnum(IntEnum):
@@ -55,13 +57,115 @@ class Status(_DocIntEnum):
     UNDECIDED = 6, "The solver ended with neither a verified point nor a proof of infeasibility (see the message)."
 
 
-class _Result:
-    status: Status
+class Result:
+    """Result of a complementarity solve, the one type every pympc method returns (LCP or HLCP alike).
+
+    The point is held in HLCP variables ``x, y``.  An LCP(M, q) is
+    ``HLCP(I, -M, q)`` with ``x = w`` and ``y = z`` (DESIGN.md §2), so for an
+    LCP's result ``z`` *is* ``y`` and ``w`` *is* ``x``: the same arrays, not
+    copies (``np.shares_memory(r.z, r.y)``), and assigning ``r.z`` assigns
+    ``r.y``.  An HLCP's result has no ``z, w``.  ``LCPResult`` and
+    ``HLCPResult`` are other names of this class.
+
+    Parameters
+    ----------
+    problem : LCP or HLCP
+    status : Status or int
+    message : str
+    first, second : ndarray
+        The point in the problem's own variables: ``(z, w)`` for an LCP,
+        ``(x, y)`` for an HLCP (see :meth:`from_hlcp_point` for an LCP's
+        point in HLCP variables).
+    pivots : int
+    method : str
+    info : dict, optional
+
+    Attributes
+    ----------
+    status : Status
+    message : str
+    x, y : ndarray
+        The point (meaningful as a solution only if ``success``) in the
+        variables of :attr:`hlcp`.
+    z, w : ndarray
+        An LCP's point: ``y`` and ``x`` themselves.
+    pivots : int
+    problem : LCP or HLCP
+    method : str
+    info : dict
+        Solver-specific details (pivot log, certificate, ...).
+    """
+
+    def __init__(self, problem, status, message, first, second, pivots=0, method="lemke", info=None):
+        self.problem = problem
+        self.status = status if type(status) is Status else Status(status)
+        self.message = message
+        if isinstance(problem, LCP):
+            self.x, self.y = second, first      # x = w, y = z
+        else:
+            self.x, self.y = first, second
+        self.pivots = pivots
+        self.method = method
+        self.info = {} if info is None else info
+
+    @classmethod
+    def from_hlcp_point(cls, problem, status, message, x, y, pivots=0, method="lemke", info=None):
+        """A result from a point in HLCP variables (for an LCP: those of ``problem.to_hlcp()``)."""
+        if isinstance(problem, LCP):
+            return cls(problem, status, message, y, x, pivots, method, info)
+        return cls(problem, status, message, x, y, pivots, method, info)
+
+    def _lcp_only(self, name):
+        if not isinstance(self.problem, LCP):
+            raise AttributeError(f"{name!r}: an HLCP's result has the point x, y; z and w exist for an LCP's result")
+
+    @property
+    def z(self):
+        """An LCP's ``z``: the array ``y`` itself."""
+        self._lcp_only("z")
+        return self.y
+
+    @z.setter
+    def z(self, value):
+        self._lcp_only("z")
+        self.y = value
+
+    @property
+    def w(self):
+        """An LCP's ``w``: the array ``x`` itself."""
+        self._lcp_only("w")
+        return self.x
+
+    @w.setter
+    def w(self, value):
+        self._lcp_only("w")
+        self.x = value
+
+    @property
+    def hlcp(self):
+        """The HLCP whose variables ``x, y`` are: the problem itself, or an LCP's ``to_hlcp()``."""
+        return self.problem.to_hlcp() if isinstance(self.problem, LCP) else self.problem
+
+    def _own_point(self):
+        return (self.y, self.x) if isinstance(self.problem, LCP) else (self.x, self.y)
 
     @property
     def success(self):
         """True only if the returned point was verified to be a solution."""
         return self.status == Status.SOLVED
+
+    def residual(self):
+        """:class:`~pympc.complementarity.problems.Residual` of the point in the problem's own variables."""
+        return self.problem.residual(*self._own_point())
+
+    def relative_residual(self):
+        """Componentwise relative residual of the point (the acceptance measure; see ``HLCP.relative_residual``)."""
+        return self.problem.relative_residual(*self._own_point())
+
+    def is_solution(self, tol=1e-9):
+        """True if the point solves the problem within ``tol`` (componentwise relative residual)."""
+        first, second = self._own_point()
+        return self.problem.is_solution(first, second, tol)
 
     def __repr__(self):
         """A one-line summary (status, size, pivots, residual, method), never the arrays."""
@@ -69,7 +173,8 @@ class _Result:
             res = f"{max(self.relative_residual()):.1e}"
         except Exception:  # a user-spoiled point (wrong length, not numeric) must not break the repr
             res = "n/a"
-        return (f"<{type(self).__name__} {self.status.name}: n={self.problem.n}, pivots={self.pivots}, "
+        kind = "LCPResult" if isinstance(self.problem, LCP) else "HLCPResult"
+        return (f"<{kind} {self.status.name}: n={self.problem.n}, pivots={self.pivots}, "
                 f"relative residual {res}, method={self.method!r}>")
 
     def __str__(self):
@@ -77,66 +182,5 @@ class _Result:
         return f"{self!r}\n{self.message}"
 
 
-class LCPResult(_Result):
-    """Result of solving an :class:`~pympc.LCP`.
-
-    Attributes
-    ----------
-    status : Status
-    message : str
-    z, w : ndarray
-        The point (meaningful as a solution only if ``success``).
-    pivots : int
-    problem : LCP
-    method : str
-    info : dict
-        Solver-specific details (pivot log, certificate, ...).
-    """
-
-    def __init__(self, problem, status, message, z, w, pivots=0, method="lemke", info=None):
-        self.problem = problem
-        self.status = status if type(status) is Status else Status(status)
-        self.message = message
-        self.z = z
-        self.w = w
-        self.pivots = pivots
-        self.method = method
-        self.info = {} if info is None else info
-
-    def residual(self):
-        """:class:`~pympc.complementarity.problems.Residual` of ``(z, w)``."""
-        return self.problem.residual(self.z, self.w)
-
-    def relative_residual(self):
-        """Componentwise relative residual of ``(z, w)`` (the acceptance measure; see ``LCP.relative_residual``)."""
-        return self.problem.relative_residual(self.z, self.w)
-
-    def is_solution(self, tol=1e-9):
-        """True if ``(z, w)`` solves the problem within ``tol`` (componentwise relative residual)."""
-        return self.problem.is_solution(self.z, self.w, tol)
-
-
-class HLCPResult(_Result):
-    """Result of solving an :class:`~pympc.HLCP`: attributes as :class:`LCPResult` with ``x, y``."""
-
-    def __init__(self, problem, status, message, x, y, pivots=0, method="lemke", info=None):
-        self.problem = problem
-        self.status = status if type(status) is Status else Status(status)
-        self.message = message
-        self.x = x
-        self.y = y
-        self.pivots = pivots
-        self.method = method
-        self.info = {} if info is None else info
-
-    def residual(self):
-        """:class:`~pympc.complementarity.problems.Residual` of ``(x, y)``."""
-        return self.problem.residual(self.x, self.y)
-
-    def relative_residual(self):
-        """Componentwise relative residual of ``(x, y)`` (the acceptance measure; see ``HLCP.relative_residual``)."""
-        return self.problem.relative_residual(self.x, self.y)
-
-    def is_solution(self, tol=1e-9):
-        """True if ``(x, y)`` solves the problem within ``tol`` (componentwise relative residual)."""
-        return self.problem.is_solution(self.x, self.y, tol)
+#: other names of :class:`Result` (one type for LCPs and HLCPs)
+LCPResult = HLCPResult = Result

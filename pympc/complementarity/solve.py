@@ -1,7 +1,7 @@
 """``pympc.solve``: one entry point, one registry of complementarity methods.
 
 :data:`METHODS` maps a name to a function ``f(problem, **options)`` returning
-an :class:`~pympc.LCPResult` or :class:`~pympc.HLCPResult` whose ``SOLVED``
+a :class:`~pympc.complementarity.results.Result` (one type for LCPs and HLCPs) whose ``SOLVED``
 status means a verified point: ``lemke`` (native pivoting), ``enumerate``
 (every support, small problems), ``milp`` (exact: convex QP or support search
 by HiGHS) and ``ipopt`` (IPOPT on the Pyomo MPEC model; Pyomo is imported
@@ -17,7 +17,7 @@ from .enumeration import enumerate_solutions
 from .lemke import lemke
 from .milp import milp
 from .problems import HLCP, LCP
-from .results import HLCPResult, LCPResult, Status
+from .results import Result, Status
 
 __all__ = ["solve", "METHODS", "ENUMERATION_LIMIT"]
 
@@ -26,9 +26,8 @@ ENUMERATION_LIMIT = 12
 
 
 def _result(problem, status, message, first, second, method, info):
-    """A result of the problem's own class from a point in its own variables (``(z, w)`` or ``(x, y)``)."""
-    cls = LCPResult if isinstance(problem, LCP) else HLCPResult
-    return cls(problem, status, message, first, second, 0, method, info)
+    """The result from a point in the problem's own variables (``(z, w)`` or ``(x, y)``)."""
+    return Result(problem, status, message, first, second, 0, method, info)
 
 
 def _enumerate(problem, max_pairs=16, tol=1e-9):
@@ -68,10 +67,6 @@ def _ipopt(problem, time_limit=None, tol=1e-8, **options):
 
 #: name -> function(problem, **options) of every complementarity method
 METHODS = {"lemke": lemke, "enumerate": _enumerate, "milp": milp, "ipopt": _ipopt}
-
-
-def _point(r):
-    return (r.z, r.w) if isinstance(r, LCPResult) else (r.x, r.y)
 
 
 def _after_lemke(problem, r, time_limit):
@@ -119,7 +114,7 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
 
     Returns
     -------
-    LCPResult or HLCPResult
+    Result
 
     Examples
     --------

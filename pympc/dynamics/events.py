@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from ..complementarity import HLCP, LCP, solve
 from ..complementarity.problems import within
-from ..complementarity.results import HLCPResult, Status
+from ..complementarity.results import Result, Status
 from .modes import Mode, Motion, _biases, banded_solve, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
@@ -84,7 +84,7 @@ class EventProblem:
         return LCP(S[:, :n], S[:, n])
 
     def solve(self):
-        """Solve the event HLCP with Lemke's method (an :class:`~pympc.complementarity.HLCPResult`).
+        """Solve the event HLCP with Lemke's method (a :class:`~pympc.complementarity.Result`).
 
         Large problems built sparse go through :meth:`reduced` and Lemke on that
         LCP (the very LCP :func:`pympc.lemke` would form through a dense
@@ -105,7 +105,7 @@ class EventProblem:
                 scale = max(float(np.abs(x).max(initial=0)), float(np.abs(y).max(initial=0)),
                             float(np.abs(c).max(initial=0)))
                 if within(eq, neg, comp, 1e-9, scale):
-                    return HLCPResult(self.hlcp, Status.SOLVED, "solution found and verified (sparse reduction)",
+                    return Result(self.hlcp, Status.SOLVED, "solution found and verified (sparse reduction)",
                                       x, y, r.pivots, "lemke", {"log": r.info["log"], "basis": np.ones(x.size, bool)})
         return solve(self.hlcp)
 

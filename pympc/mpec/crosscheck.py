@@ -59,12 +59,6 @@ class CrossCheckReport:
         return self.table()
 
 
-def _hlcp_point(problem, r):
-    if isinstance(problem, LCP):
-        return r.w, r.z  # x = w, y = z in HLCP(I, -M, q)
-    return r.x, r.y
-
-
 def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False, time_limit=60.0):
     """Solve ``problem`` with several solvers and compare their answers.
 
@@ -106,7 +100,7 @@ def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False, time_limit=60.
         t0 = time.perf_counter()
         r = METHODS[name](problem, **options)   # each method on its own: no fallback from one to another
         dt = time.perf_counter() - t0
-        x, y = _hlcp_point(problem, r)
+        x, y = r.x, r.y   # HLCP variables for every problem (an LCP's: x = w, y = z)
         ok = r.success and h.is_solution(x, y, 1e-8)
         status = r.status.name if name != "ipopt" else ("SOLVED" if ok else "NOT_SOLVED")
         rep.answers.append(SolverAnswer(name, status, ok, x, y, tuple(h.residual(x, y)) if x is not None else None, dt,

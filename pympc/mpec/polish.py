@@ -10,6 +10,9 @@ from __future__ import annotations
 import numpy as np
 from pyomo.mpec.complementarity import ComplementarityData
 
+from ..complementarity.support import solve_columns
+
+
 def _polish_plan(nlp):
     """Rows and columns of every pair made by ``simple_nonlinear``, or None if some pair has another shape.
 
@@ -130,24 +133,15 @@ def _linear_polish(nlp, plan, fix_c, saved, tol, max_flips=None, both=None):
 
 
 def _solve_active_set(nlp, A, skip):
-    """The point that the equality rows determine once the fixed variables are substituted, or None."""
+    """The point that the equality rows determine once the fixed variables are substituted, or None
+    (:func:`pympc.complementarity.support.solve_columns`, pympc's one solve on a support; the caller verifies)."""
     eq = (nlp.cl == nlp.cu) & ~skip
     fixed = nlp.lb == nlp.ub
-    free = ~fixed
     x = np.where(fixed, nlp.lb, 0.0)
-    rhs = nlp.cl[eq] - A[np.ix_(eq, fixed)] @ x[fixed]
-    Af = A[np.ix_(eq, free)]
-    if Af.shape[0] < Af.shape[1]:
-        return None                                   # not determined by the active set
-    if Af.shape[0] == Af.shape[1]:                    # the usual case: LU (the caller verifies the point)
-        try:
-            x[free] = np.linalg.solve(Af, rhs)
-        except np.linalg.LinAlgError:
-            return None
-    else:
-        x[free], _, rank, _ = np.linalg.lstsq(Af, rhs, rcond=None)
-        if rank < Af.shape[1]:
-            return None
+    v = solve_columns(A[eq], nlp.cl[eq] - A[np.ix_(eq, fixed)] @ x[fixed], ~fixed, rcond=0.0)
+    if v is None:
+        return None                                   # singular, or not determined by the active set
+    x[~fixed] = v
     return x
 
 
