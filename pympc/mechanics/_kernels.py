@@ -478,3 +478,106 @@ def general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, 
     return general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
                         pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, tbody, tpoint, tF, gravity, Qx,
                         jidx, jv, jnnz, bI, fric, stick, alpha, beta, minv, perm, kl, ku, fb, ib, work, out)
+
+
+@njit(cache=True)
+def event_values(vT, lam, F, slot, cv, cl, cf, band, out):
+    """The event functions of a phase, ``out[i] = cv[i] vT[k] + cl[i] λ[k] + cf[i] |F[k]| + band[i]`` with
+    ``k = slot[i]`` (slip velocity, wall force, friction reserve of the slots in one loop)."""
+    for i in range(slot.size):
+        k = slot[i]
+        out[i] = cv[i] * vT[k] + cl[i] * lam[k] + cf[i] * abs(F[k]) + band[i]
+    return out
+
+
+# opcodes of a time program (see assembly.time_program): push constant, push t, binary operators, negation,
+# then the functions of the expression layer in this order
+OP_CONST, OP_T, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG = range(8)
+FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "sqrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "abs")
+
+
+@njit(cache=True)
+def _function(k, x):
+    if k == 0:
+        return math.sin(x)
+    if k == 1:
+        return math.cos(x)
+    if k == 2:
+        return math.tan(x)
+    if k == 3:
+        return math.exp(x)
+    if k == 4:
+        return math.log(x) if x > 0 else math.nan
+    if k == 5:
+        return math.sqrt(x) if x >= 0 else math.nan
+    if k == 6:
+        return math.asin(x) if abs(x) <= 1 else math.nan
+    if k == 7:
+        return math.acos(x) if abs(x) <= 1 else math.nan
+    if k == 8:
+        return math.atan(x)
+    if k == 9:
+        return math.sinh(x)
+    if k == 10:
+        return math.cosh(x)
+    if k == 11:
+        return math.tanh(x)
+    return abs(x)
+
+
+@njit(cache=True, error_model="numpy")
+def run_time_program(t, prog, consts, tF):
+    """Evaluate the time functions of ``prog`` at ``t`` into ``tF`` (entries ``tF[i, j]``).
+
+    ``prog`` = [count, stack depth, then per function: i, j, length, (opcode, argument) × length], a postfix
+    program of the opcodes above.  Returns False if some value is not finite (the caller then evaluates the
+    expressions in Python, which say what is wrong)."""
+    stack = np.empty(max(prog[1], 1))
+    o = 2
+    ok = True
+    for _ in range(prog[0]):
+        i, j, L = prog[o], prog[o + 1], prog[o + 2]
+        o += 3
+        sp = 0
+        for _e in range(L):
+            op, arg = prog[o], prog[o + 1]
+            o += 2
+            if op == OP_CONST:
+                stack[sp] = consts[arg]
+                sp += 1
+            elif op == OP_T:
+                stack[sp] = t
+                sp += 1
+            elif op <= OP_POW:
+                b = stack[sp - 1]
+                a = stack[sp - 2]
+                sp -= 1
+                if op == OP_ADD:
+                    r = a + b
+                elif op == OP_SUB:
+                    r = a - b
+                elif op == OP_MUL:
+                    r = a * b
+                elif op == OP_DIV:
+                    r = a / b if b != 0.0 else math.nan
+                else:
+                    r = a ** b if (a > 0.0 or b == math.floor(b)) and not (a == 0.0 and b < 0.0) else math.nan
+                stack[sp - 1] = r
+            elif op == OP_NEG:
+                stack[sp - 1] = -stack[sp - 1]
+            else:
+                stack[sp - 1] = _function(op - OP_NEG - 1, stack[sp - 1])
+        v = stack[0]
+        if not math.isfinite(v):
+            ok = False
+        tF[i, j] = v
+    return ok
+
+
+@njit(cache=True)
+def general_mode_timed(t, q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out, prog, consts):
+    """:func:`general_mode_packed` with the point forces of time alone evaluated first by
+    :func:`run_time_program` into ``tF``; ``bad`` = −2 when one of them is not finite (nothing else is done)."""
+    if prog[0] and not run_time_program(t, prog, consts, tF):
+        return False, -2, 0.0, 0.0, 0.0
+    return general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out)
