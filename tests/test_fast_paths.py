@@ -231,3 +231,18 @@ def test_first_crossing_roots_without_bisecting_to_the_floor():
     assert calls[0] < 50
     g2.many = lambda ts: np.array([g2(s) for s in ts])    # the batched samples give the same answer
     assert first_crossing(g2, 0.0, 3.0, 0.05) == (t, i)
+
+
+def test_compiled_dense_to_csr_stores_what_scipy_stores(rng):
+    from pympc.dynamics.modes import csr
+    A = rng.standard_normal((30, 50)) * (rng.uniform(size=(30, 50)) < 0.1)
+    A[3, 4], A[5] = -0.0, 0.0                           # a negative zero and an empty row are not stored
+    got, ref = csr(A), scipy.sparse.csr_matrix(A)
+    np.testing.assert_array_equal(got.indptr, ref.indptr)
+    np.testing.assert_array_equal(got.indices, ref.indices)
+    np.testing.assert_array_equal(got.data, ref.data)
+    assert csr(np.zeros((0, 4))).shape == (0, 4)
+    S = csr(A @ A.T)                                     # a symmetric pattern needs no symmetrization
+    r = rng.standard_normal(30)
+    np.testing.assert_allclose(banded_solve(S + scipy.sparse.eye(30), r, symmetric=True),
+                               np.linalg.solve(A @ A.T + np.eye(30), r), rtol=1e-10, atol=1e-12)

@@ -27,7 +27,8 @@ from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
 from ..mechanics.assembly import _Z0, SparseAssembly, time_program
 
-__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm"]
+__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm",
+           "csr"]
 
 SPARSE_FROM = 32
 """Linear systems of at least this many constraint rows are solved sparse (:func:`banded_solve`); smaller
@@ -116,25 +117,32 @@ def _dense_solve(S, rhs):
     return x
 
 
-def banded_solve(S, rhs):
+def csr(A):
+    """``scipy.sparse.csr_matrix(A)`` of a dense float matrix, its nonzeros found by one compiled pass."""
+    A = np.ascontiguousarray(A, dtype=float)
+    return scipy.sparse.csr_matrix(_kernels.dense_to_csr(A), shape=A.shape)
+
+
+def banded_solve(S, rhs, symmetric=False):
     """``S⁻¹ rhs`` for a sparse square ``S`` (None if it is numerically singular).
 
     S is permuted symmetrically to a band by reverse Cuthill–McKee on its
     pattern and factorized by a compiled banded LU with partial pivoting
     (:func:`pympc.mechanics._kernels.banded_lu_solve`): O(n · band²) plus
-    O(n · band) per right-hand side, no BLAS call.
+    O(n · band) per right-hand side, no BLAS call.  ``symmetric``: S has a
+    symmetric pattern (e.g. J Jᵀ), which is then not symmetrized first.
     """
     S = scipy.sparse.csr_matrix(S)
     n = S.shape[0]
-    pattern = (abs(S) + abs(S).T).tocsr()
+    pattern = S if symmetric else (abs(S) + abs(S).T).tocsr()
     perm = np.asarray(reverse_cuthill_mckee(pattern, symmetric_mode=True), dtype=np.int64)
     pos = np.empty(n, dtype=np.int64)
     pos[perm] = np.arange(n)
-    coo = S.tocoo()
-    d = pos[coo.col] - pos[coo.row] if coo.nnz else np.zeros(1, np.int64)
-    Sp = np.ascontiguousarray(S[perm][:, perm].toarray())
+    Sp = np.zeros((n, n))
+    kl, ku = _kernels.permute_into(S.data.astype(float), S.indices.astype(np.int64), S.indptr.astype(np.int64),
+                                   pos, Sp)
     X = np.array(rhs, dtype=float).reshape(n, -1)[perm]
-    if not _kernels.banded_lu_solve(Sp, int(max(-d.min(), 0)), int(max(d.max(), 0)), X) or not np.isfinite(X).all():
+    if not _kernels.banded_lu_solve(Sp, kl, ku, X) or not np.isfinite(X).all():
         return None
     out = np.empty_like(X)
     out[perm] = X
@@ -150,8 +158,8 @@ def min_norm(J, r):
     """
     k, n = J.shape
     if SPARSE_FROM <= k <= n:
-        Js = scipy.sparse.csr_matrix(J)
-        y = banded_solve(Js @ Js.T, r)
+        Js = csr(J)
+        y = banded_solve(Js @ Js.T, r, symmetric=True)
         if y is not None:
             d = Js.T @ y
             if np.abs(Js @ d - r).max() <= 1e-12 * max(1.0, float(np.abs(r).max())):
@@ -179,11 +187,11 @@ def solve_linear(M, G, C, h, b, mass_diagonal=None):
     if not r:
         return x0, np.zeros((0,) + h.shape[1:])
     if mass_diagonal is not None and r >= SPARSE_FROM:   # S = C M⁻¹ G is as sparse as the rows
-        Cs = scipy.sparse.csr_matrix(C)
-        nu = banded_solve(Cs @ scipy.sparse.csr_matrix(X), -b - Cs @ x0)
+        Cs, Xs = csr(C), csr(X)
+        nu = banded_solve(Cs @ Xs, -b - Cs @ x0)
         if nu is None:
             raise np.linalg.LinAlgError("singular")
-        return x0 + scipy.sparse.csr_matrix(X) @ nu, nu
+        return x0 + Xs @ nu, nu
     nu = _dense_solve(C @ X, -b - C @ x0)
     return x0 + X @ nu, nu
 

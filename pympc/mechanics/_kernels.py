@@ -581,3 +581,43 @@ def general_mode_timed(t, q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib
     if prog[0] and not run_time_program(t, prog, consts, tF):
         return False, -2, 0.0, 0.0, 0.0
     return general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out)
+
+
+@njit(cache=True)
+def dense_to_csr(A):
+    """``(data, indices, indptr)`` of the nonzero entries of the dense matrix ``A``, row by row (what
+    ``scipy.sparse.csr_matrix(A)`` stores, without its temporary arrays of every index)."""
+    k, n = A.shape
+    indptr = np.zeros(k + 1, np.int64)
+    for i in range(k):
+        c = 0
+        for j in range(n):
+            if A[i, j] != 0.0:
+                c += 1
+        indptr[i + 1] = indptr[i] + c
+    indices = np.empty(indptr[k], np.int64)
+    data = np.empty(indptr[k])
+    e = 0
+    for i in range(k):
+        for j in range(n):
+            if A[i, j] != 0.0:
+                indices[e] = j
+                data[e] = A[i, j]
+                e += 1
+    return data, indices, indptr
+
+
+@njit(cache=True)
+def permute_into(data, indices, indptr, pos, out):
+    """``out[pos[i], pos[j]] = S[i, j]`` for the stored entries of the CSR matrix S (``out`` zero on entry);
+    returns the lower and upper bandwidths ``(kl, ku)`` of the permuted matrix."""
+    kl, ku = 0, 0
+    for i in range(indptr.size - 1):
+        for e in range(indptr[i], indptr[i + 1]):
+            r, c = pos[i], pos[indices[e]]
+            out[r, c] = data[e]
+            if r - c > kl:
+                kl = r - c
+            if c - r > ku:
+                ku = c - r
+    return kl, ku
