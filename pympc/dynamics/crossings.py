@@ -172,9 +172,15 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
             s1 = np.diff(vals, axis=0) / np.diff(ts)[:, None]
             d2[1:-1] = np.abs(2 * np.diff(s1, axis=0) / (ts[2:] - ts[:-2])[:, None])
             d2[0], d2[-1] = d2[1], d2[-2]
-        for i in range(len(ts) - 1):
-            bound = 2.0 * d2[max(0, i - 1):i + 3].max(axis=0)
-            hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bound, dt_min)
+        # the bound of interval i: twice the largest |g''| estimate of samples i−1 … i+2 (all intervals at once);
+        # only intervals where it does not exclude a zero are searched
+        pad = np.vstack([np.zeros((1, d2.shape[1])), d2, np.zeros((2, d2.shape[1]))])
+        k = len(ts) - 1
+        bounds = 2.0 * np.maximum(np.maximum(pad[:k], pad[1:k + 1]), np.maximum(pad[2:k + 2], pad[3:k + 3]))
+        w = np.diff(ts)[:, None]
+        open_ = ((np.minimum(vals[:-1], vals[1:]) - bounds * w * w / 8 <= 0) & (vals[:-1] >= 0)).any(axis=1)
+        for i in np.flatnonzero(open_):
+            hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min)
             if hit[0] is not None:
                 return hit
         t0 = end
