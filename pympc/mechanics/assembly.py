@@ -51,7 +51,7 @@ def time_program(functions):
     >>> from pympc.mechanics.expressions import parse
     >>> prog, consts = time_program([(0, 1, parse("2*sin(3*t)", {}, ("t",)))])
     >>> tF = np.zeros((1, 2))
-    >>> bool(_kernels.run_time_program(0.5, prog, consts, tF)), tF[0, 1] == 2 * np.sin(1.5)
+    >>> bool(_kernels.run_time_program(0.5, prog, consts, tF)), bool(tF[0, 1] == 2 * np.sin(1.5))
     (True, True)
     """
     prog, consts = [len(functions), 0], []
