@@ -246,3 +246,25 @@ def test_compiled_dense_to_csr_stores_what_scipy_stores(rng):
     r = rng.standard_normal(30)
     np.testing.assert_allclose(banded_solve(S + scipy.sparse.eye(30), r, symmetric=True),
                                np.linalg.solve(A @ A.T + np.eye(30), r), rtol=1e-10, atol=1e-12)
+
+
+def test_compiled_revolute_rows_equal_the_python_ones(rng):
+    from pympc.mechanics import Revolute
+    s = System("linkage")
+    s.add(RigidBody("crank", mass=1.0, inertia=0.1, position=(0.1, 0.2), angle=0.7, angular_velocity=1.3))
+    s.add(RigidBody("rod", mass=0.5, inertia=0.05, position=(0.5, 0.1), angle=-0.3, angular_velocity=-0.4))
+    s.add(Particle("pin", mass=0.2, position=(0.9, 0.0), velocity=(0.3, 0.1)))
+    s.add(Revolute("base", "crank", "ground", point_a=(-0.1, 0.0), point_b=(0.0, 0.2)))
+    s.add(Revolute("knee", "crank", "rod", point_a=(0.1, 0.05), point_b=(-0.25, 0.0)))
+    s.add(Revolute("wrist", "pin", "rod", point_a=(0.0, 0.0), point_b=(0.3, -0.02)))
+    s.add(Slot("guide", "pin", "ground", mu=0.2))
+    form = GeneralMethod(s)
+    ab = form._abs
+    assert ab._revolutes[0].size == 3 and not ab._other_joints
+    for _ in range(5):
+        q, qd = form.initial_state()
+        q, qd = q + 0.2 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size)
+        (g, J, w, gd), *_ = ab.python_parts(q, qd, 0.0, Baumgarte())
+        (g0, J0, w0, gd0), *_ = ab.evaluate(q, qd, 0.0)          # the Python rows
+        for got, ref in ((g, g0), (J, J0), (w, w0), (gd, gd0)):
+            np.testing.assert_allclose(got, ref, rtol=1e-14, atol=1e-15)

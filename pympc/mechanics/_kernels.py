@@ -621,3 +621,45 @@ def permute_into(data, indices, indptr, pos, out):
             if c - r > ku:
                 ku = c - r
     return kl, ku
+
+
+@njit(cache=True)
+def _point_into(q, qd, bx, bphi, b, sx, sy, row, sign, r0, g, J, w, gd):
+    """Add ``sign`` × (position, velocity, Jacobian, q̇-quadratic acceleration) of the point (sx, sy) of body b
+    to the two rows ``r0``, ``r0 + 1`` of a revolute joint (b < 0: the ground; the point is fixed)."""
+    if b < 0:
+        g[r0] += sign * sx
+        g[r0 + 1] += sign * sy
+        return
+    i, j = bx[b], bphi[b]
+    if j < 0:
+        g[r0] += sign * (q[i] + sx)
+        g[r0 + 1] += sign * (q[i + 1] + sy)
+        gd[r0] += sign * qd[i]
+        gd[r0 + 1] += sign * qd[i + 1]
+        J[r0, i] += sign * 1.0
+        J[r0 + 1, i + 1] += sign * 1.0
+        return
+    c, s = math.cos(q[j]), math.sin(q[j])
+    rx, ry = c * sx + -s * sy, s * sx + c * sy
+    om = qd[j]
+    g[r0] += sign * (q[i] + rx)
+    g[r0 + 1] += sign * (q[i + 1] + ry)
+    gd[r0] += sign * (qd[i] + om * -ry)
+    gd[r0 + 1] += sign * (qd[i + 1] + om * rx)
+    w[r0] += sign * (-om * om * rx)
+    w[r0 + 1] += sign * (-om * om * ry)
+    J[r0, i] += sign * 1.0
+    J[r0, j] += sign * -ry
+    J[r0 + 1, i + 1] += sign * 1.0
+    J[r0 + 1, j] += sign * rx
+
+
+@njit(cache=True)
+def revolute_rows(q, qd, bx, bphi, rows, ba, pa, bb, pb, g, J, w, gd):
+    """The two rows of each revolute joint k (from row ``rows[k]``): g = r_a − r_b, its Jacobian, ġ and the
+    acceleration bias ŵ = a_a − a_b (``g``, ``J``, ``w``, ``gd`` zero in those rows on entry)."""
+    for k in range(rows.size):
+        r0 = rows[k]
+        _point_into(q, qd, bx, bphi, ba[k], pa[k, 0], pa[k, 1], r0, 1.0, r0, g, J, w, gd)
+        _point_into(q, qd, bx, bphi, bb[k], pb[k, 0], pb[k, 1], r0, -1.0, r0, g, J, w, gd)

@@ -283,6 +283,14 @@ class AbsoluteModel:
         self._bx = np.array(self.offset, dtype=np.int64)
         self._bphi = np.array([o + 2 if r else -1 for o, r in zip(self.offset, self.rigid)], dtype=np.int64)
         self._slot_table = self._compile_slots(self.slots)
+        # revolute joints go to a compiled loop (python_parts); the other joints stay in Python
+        rev = [(r0, d) for j, r0, d in self._joints if isinstance(j, Revolute)]
+        self._revolutes = (np.array([r0 for r0, _ in rev], dtype=np.int64),
+                           np.array([d[0] for _, d in rev], dtype=np.int64),
+                           np.array([d[1] for _, d in rev], dtype=float).reshape(-1, 2),
+                           np.array([d[2] for _, d in rev], dtype=np.int64),
+                           np.array([d[3] for _, d in rev], dtype=float).reshape(-1, 2))
+        self._other_joints = [(j, r0, d) for j, r0, d in self._joints if not isinstance(j, Revolute)]
         self._J0 = np.zeros((0, self.n))
         self._J0.flags.writeable = False
         self._pair_names, self._pair_table = self._compile_pairs(
@@ -428,10 +436,13 @@ class AbsoluteModel:
         pose = None
         if m:
             n = self.n
-            pose = _Pose(self, q, qd)
             g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
-            for j, r0, data in self._joints:
-                self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+            if self._revolutes[0].size:
+                _kernels.revolute_rows(q, qd, self._bx, self._bphi, *self._revolutes, g, J, w, gd)
+            if self._other_joints:
+                pose = _Pose(self, q, qd)
+                for j, r0, data in self._other_joints:
+                    self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
             al, be = stab.alpha, stab.beta
             bI = w + 2 * al * gd + be * be * np.where(self.holonomic, g, 0.0)
         else:
