@@ -358,7 +358,8 @@ class CompiledModes:
                              "its direction is undefined")
         if not ok:
             raise _singular(mode, t)
-        out[2 * self.n + 1] += Px
+        if Px:
+            out[2 * self.n + 1] += Px
         self._last = (t, p, joints, T, V, P + Px)
         return out
 
