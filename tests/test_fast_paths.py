@@ -4,6 +4,7 @@ Oracles: :func:`solve_mode` on :meth:`GeneralMethod.assemble` (dense LAPACK), th
 ``pympc.solve`` on it, ``numpy.linalg.solve`` and ``lstsq``.
 """
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -145,3 +146,125 @@ def test_sparse_solve_linear_equals_the_dense_one(rng):
     x2, n2 = solve_linear(a.M, G, C, a.h, b, None)                 # Cholesky and LAPACK
     np.testing.assert_allclose(x1, x2, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(n1, n2, rtol=1e-10, atol=1e-10)
+
+
+# ---------------------------------------------------------------- compiled time forces, event vector, scan
+TIME_FUNCTIONS = ["F0*sin(w*t)", "-2.5*cos(3*t) + t**2 - t**3/7", "exp(-t/2)*tanh(4*t - 1)", "sqrt(1 + t)*log(2 + t)",
+                  "atan(t) - asin(t/10) + acos(-t/10)", "sinh(t/3) + cosh(t/4) - abs(sin(t) - 0.3)",
+                  "(1 + t)**(-1.5) / (2 + tan(t/5))", "(-2)**3 * t - (-t)**2", "pi*e*t"]
+
+
+@pytest.mark.parametrize("text", TIME_FUNCTIONS)
+def test_the_compiled_time_program_equals_the_expression(text, rng):
+    from pympc.mechanics import _kernels
+    from pympc.mechanics.assembly import time_program
+    from pympc.mechanics.expressions import parse
+    e = parse(text, {"F0": 10.0, "w": 1.3}, ("t",))
+    compiled = time_program([(1, 0, e), (0, 1, e.diff("t"))])
+    if compiled is None:            # allowed: then the Python path evaluates it; the common forms must compile
+        assert "pi" in text
+        return
+    prog, consts = compiled
+    tF = np.zeros((2, 2))
+    for t in np.concatenate([[0.0, 1.0], rng.uniform(0, 9, 20)]):
+        assert _kernels.run_time_program(t, prog, consts, tF)
+        assert tF[1, 0] == pytest.approx(e(t=t), rel=4e-16, abs=1e-300)
+        assert tF[0, 1] == pytest.approx(e.diff("t")(t=t), rel=4e-15, abs=1e-15)
+
+
+def test_a_time_force_that_cannot_be_evaluated_is_a_model_error_on_the_compiled_path():
+    from pympc.mechanics import PointForce
+    s = System("bad force")
+    s.add(Particle("p", mass=1.0))
+    s.add(Slot("slot", "p", "ground", mu=0.3))
+    s.add(PointForce("push", "p", value=("log(1 - t)", "-10")))
+    form = GeneralMethod(s)
+    fast = CompiledModes(form, np.array([0.3]), np.array([0.3]), Baumgarte())
+    assert not fast._glue                    # the whole right-hand side is the compiled call
+    q, qd = form.initial_state()
+    mode = Mode((1,), (Motion.FORWARD,))
+    a = form.assemble(q, qd, 0.5)
+    ref = solve_mode(a, mode, np.array([0.3]), np.array([0.3]), Baumgarte(), form.mass_diagonal)
+    np.testing.assert_allclose(fast.evaluate(0.5, q, qd, mode)[1].qdd, ref.qdd, rtol=1e-14)
+    with pytest.raises(pympc.ModelError, match=r"push\.value\[0\].*log\(1 - t\)"):
+        fast.compute(1.5, q, qd, mode)
+
+
+def test_the_compiled_event_vector_equals_the_event_functions(rng):
+    import importlib
+    driver = importlib.import_module("pympc.dynamics.simulate")
+    system = slider_chain(6)
+    form = GeneralMethod(system)
+    run = driver._Run(form, Baumgarte(), driver._options(system, (0.0, 1.0), {}))
+    q, qd = form.initial_state()
+    for _ in range(5):
+        mode = _random_mode(rng, 6)
+        funcs = run.event_functions(mode, 7.0)
+        x = np.concatenate([q + 0.05 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size), [0.0, 0.0]])
+        t = float(rng.uniform(0, 1))
+        got = funcs.vector(t, x)
+        ref = np.array([f(t, x) for f in funcs])            # the per-slot functions, on the assembly path
+        assert got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+        a = form.assemble(x[:q.size], x[q.size:2 * q.size], t)    # and against the dense mode solve
+        s = solve_mode(a, mode, run.mu, run.mu_s, Baumgarte(), form.mass_diagonal)
+        wall = [k for k, f in enumerate(funcs) if f.kind.name == "WALL_SWITCH"]
+        band = max(1e-12, 10 * run.opts["rtol"]) * 7.0
+        np.testing.assert_allclose(got[wall] - band, np.asarray(mode.walls) * s.lam, rtol=1e-10, atol=1e-10)
+
+
+def test_first_crossing_roots_without_bisecting_to_the_floor():
+    from pympc.dynamics.crossings import first_crossing
+    calls = [0]
+
+    def g(t):
+        calls[0] += 1
+        return np.array([np.cos(t) - 0.5, 2.0 - t, 1e-3 - np.exp(-((t - 0.7) / 1e-3) ** 2) + 0.0 * t])
+    # the dip at 0.7 comes first (found by bisection), the monotone crossing at π/3 ≈ 1.047 after it
+    t, i = first_crossing(g, 0.0, 3.0, 0.01)
+    assert i == 2 and t == pytest.approx(0.7 - 1e-3 * math.sqrt(math.log(1e3)), abs=1e-12)
+    g2 = lambda t: g(t)[:2]  # noqa: E731
+    calls[0] = 0
+    t, i = first_crossing(g2, 0.0, 3.0, 0.05)
+    assert i == 0 and t == pytest.approx(math.pi / 3, abs=1e-14)
+    # 25 samples up to the crossing and a root finding; bisecting to dt_min first would add some 30 calls
+    assert calls[0] < 50
+    g2.many = lambda ts: np.array([g2(s) for s in ts])    # the batched samples give the same answer
+    assert first_crossing(g2, 0.0, 3.0, 0.05) == (t, i)
+
+
+def test_compiled_dense_to_csr_stores_what_scipy_stores(rng):
+    from pympc.dynamics.modes import csr
+    A = rng.standard_normal((30, 50)) * (rng.uniform(size=(30, 50)) < 0.1)
+    A[3, 4], A[5] = -0.0, 0.0                           # a negative zero and an empty row are not stored
+    got, ref = csr(A), scipy.sparse.csr_matrix(A)
+    np.testing.assert_array_equal(got.indptr, ref.indptr)
+    np.testing.assert_array_equal(got.indices, ref.indices)
+    np.testing.assert_array_equal(got.data, ref.data)
+    assert csr(np.zeros((0, 4))).shape == (0, 4)
+    S = csr(A @ A.T)                                     # a symmetric pattern needs no symmetrization
+    r = rng.standard_normal(30)
+    np.testing.assert_allclose(banded_solve(S + scipy.sparse.eye(30), r, symmetric=True),
+                               np.linalg.solve(A @ A.T + np.eye(30), r), rtol=1e-10, atol=1e-12)
+
+
+def test_compiled_revolute_rows_equal_the_python_ones(rng):
+    from pympc.mechanics import Revolute
+    s = System("linkage")
+    s.add(RigidBody("crank", mass=1.0, inertia=0.1, position=(0.1, 0.2), angle=0.7, angular_velocity=1.3))
+    s.add(RigidBody("rod", mass=0.5, inertia=0.05, position=(0.5, 0.1), angle=-0.3, angular_velocity=-0.4))
+    s.add(Particle("pin", mass=0.2, position=(0.9, 0.0), velocity=(0.3, 0.1)))
+    s.add(Revolute("base", "crank", "ground", point_a=(-0.1, 0.0), point_b=(0.0, 0.2)))
+    s.add(Revolute("knee", "crank", "rod", point_a=(0.1, 0.05), point_b=(-0.25, 0.0)))
+    s.add(Revolute("wrist", "pin", "rod", point_a=(0.0, 0.0), point_b=(0.3, -0.02)))
+    s.add(Slot("guide", "pin", "ground", mu=0.2))
+    form = GeneralMethod(s)
+    ab = form._abs
+    assert ab._revolutes[0].size == 3 and not ab._other_joints
+    for _ in range(5):
+        q, qd = form.initial_state()
+        q, qd = q + 0.2 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size)
+        (g, J, w, gd), *_ = ab.python_parts(q, qd, 0.0, Baumgarte())
+        (g0, J0, w0, gd0), *_ = ab.evaluate(q, qd, 0.0)          # the Python rows
+        for got, ref in ((g, g0), (J, J0), (w, w0), (gd, gd0)):
+            np.testing.assert_allclose(got, ref, rtol=1e-14, atol=1e-15)

@@ -129,7 +129,8 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
     Parameters
     ----------
     G : callable
-        ``G(t)`` → 1-D array of event-function values (each ≥ 0 at ``ta``).
+        ``G(t)`` → 1-D array of event-function values (each ≥ 0 at ``ta``); if it has
+        an attribute ``many``, ``G.many(ts)`` → the values at all the times ``ts`` (rows).
     ta, tb : float
     h : float or callable
         Largest sampling interval (must resolve the time functions of ``G``), or
@@ -150,15 +151,20 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         dt_min = 1e-11 * max(1.0, abs(ta), abs(tb))
     extra = np.asarray(t_extra, dtype=float).reshape(-1)
     t0 = ta
+    intervals = 8
     while t0 < tb:
-        # windows of at most 64 intervals: an early event does not pay for the whole span
+        # windows of 8, 16, 32, then 64 intervals: an early event does not pay for the whole span (a window's
+        # step resolves the time functions over the whole window, so also over its first part)
         end, step = h(t0, tb) if callable(h) else (min(tb, t0 + 64 * h), h)
+        end = min(end, t0 + intervals * step)
+        intervals = min(2 * intervals, 64)
         n = max(4, int(math.ceil((end - t0) / step)))
         ts = np.linspace(t0, end, n + 1)
         ts = np.unique(np.concatenate([ts, extra[(extra > t0) & (extra < end)]]))
         ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
         ts[-1] = end
-        vals = np.array([np.asarray(G(t), dtype=float) for t in ts])
+        many = getattr(G, "many", None)     # all samples at once, when G offers it
+        vals = np.asarray(many(ts), dtype=float) if many else np.array([np.asarray(G(t), dtype=float) for t in ts])
         if vals.ndim != 2 or vals.shape[1] == 0:
             return None, None
         d2 = np.zeros_like(vals)           # |second divided differences|: estimates of |g''|
@@ -166,9 +172,15 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
             s1 = np.diff(vals, axis=0) / np.diff(ts)[:, None]
             d2[1:-1] = np.abs(2 * np.diff(s1, axis=0) / (ts[2:] - ts[:-2])[:, None])
             d2[0], d2[-1] = d2[1], d2[-2]
-        for i in range(len(ts) - 1):
-            bound = 2.0 * d2[max(0, i - 1):i + 3].max(axis=0)
-            hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bound, dt_min)
+        # the bound of interval i: twice the largest |g''| estimate of samples i−1 … i+2 (all intervals at once);
+        # only intervals where it does not exclude a zero are searched
+        pad = np.vstack([np.zeros((1, d2.shape[1])), d2, np.zeros((2, d2.shape[1]))])
+        k = len(ts) - 1
+        bounds = 2.0 * np.maximum(np.maximum(pad[:k], pad[1:k + 1]), np.maximum(pad[2:k + 2], pad[3:k + 3]))
+        w = np.diff(ts)[:, None]
+        open_ = ((np.minimum(vals[:-1], vals[1:]) - bounds * w * w / 8 <= 0) & (vals[:-1] >= 0)).any(axis=1)
+        for i in np.flatnonzero(open_):
+            hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min)
             if hit[0] is not None:
                 return hit
         t0 = end
@@ -176,7 +188,13 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
 
 
 def _scan(G, a, ga, b, gb, bound, dt_min):
-    """First crossing in [a, b] by bisection where the curvature bound allows a zero."""
+    """First crossing in [a, b] by bisection where the curvature bound allows a zero.
+
+    An interval is not bisected further when each function that may vanish in it
+    changes sign there with a slope the bound keeps away from zero (``|gb − ga|/w >
+    G w``: g' has one sign on the interval, so g has exactly one zero there): the
+    zeros are found by root finding, the first one wins.
+    """
     stack = [(a, ga, b, gb)]
     while stack:
         a, ga, b, gb = stack.pop()
@@ -184,7 +202,8 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
         possible = (np.minimum(ga, gb) - bound * w * w / 8 <= 0) & (ga >= 0)
         if not possible.any():
             continue
-        if w <= dt_min:
+        single = possible & (gb < 0) & (np.abs(gb - ga) > bound * w * w)
+        if w <= dt_min or (single == possible).all():
             cross = [i for i in np.flatnonzero(possible) if gb[i] < 0]
             if cross:
                 roots = [(brentq(lambda s, i=i: G(s)[i], a, b, xtol=1e-15, rtol=4 * np.finfo(float).eps), i)

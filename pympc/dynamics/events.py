@@ -17,12 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..complementarity import HLCP, LCP, solve
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
-from .modes import Mode, Motion, _biases, banded_solve, solve_linear
+from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
 
@@ -149,7 +148,7 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
     if use_sparse:
         E, qdd0, Q = _sparse_products(a, cand, fr, mass_diagonal)
         e = np.zeros(s + 2 * c)
-        L = sp.csr_matrix(np.vstack([a.WN, a.WT[cand]]))
+        L = csr(np.vstack([a.WN, a.WT[cand]]))
         v = L @ qdd0
         e[:s] = -bN - v[:s]
         e[s:s + c] = bT + v[s:]
@@ -186,7 +185,7 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
     hl = HLCP(A / scale[:, None], B / scale[:, None], e / scale)
     if not use_sparse:
         return EventProblem(hl, cand, directions, qdd0, Q)
-    return EventProblem(hl, cand, directions, qdd0, Q, (sp.csr_matrix(hl.A), sp.csr_matrix(hl.B)))
+    return EventProblem(hl, cand, directions, qdd0, Q, (csr(hl.A), csr(hl.B)))
 
 
 def _sparse_products(a, cand, fr, mass_diagonal):
@@ -196,7 +195,7 @@ def _sparse_products(a, cand, fr, mass_diagonal):
     mi = 1.0 / mass_diagonal
     WN, WT = a.WN, a.WT
     WTc = WT[cand]
-    P = (sp.csr_matrix(np.vstack([WN, WTc]) * mi) @ sp.csr_matrix(np.vstack([WN, WT])).T).toarray()
+    P = (csr(np.vstack([WN, WTc]) * mi) @ csr(np.vstack([WN, WT])).T).toarray()
     PN, PC = P[:s], P[s:]                     # rows: WN M⁻¹ [WNᵀ WTᵀ], WT_cand M⁻¹ [WNᵀ WTᵀ]
     E = np.zeros((s + 2 * c, 2 * s + 4 * c))
     for rows, sign, Pr in ((slice(0, s), 1.0, PN), (slice(s, s + c), -1.0, PC)):

@@ -25,9 +25,10 @@ from scipy.linalg.lapack import dgesv as _dgesv
 from ..complementarity.results import _DocIntEnum
 from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
-from ..mechanics.assembly import SparseAssembly
+from ..mechanics.assembly import _Z0, SparseAssembly, time_program
 
-__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm"]
+__all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm",
+           "csr"]
 
 SPARSE_FROM = 32
 """Linear systems of at least this many constraint rows are solved sparse (:func:`banded_solve`); smaller
@@ -116,25 +117,32 @@ def _dense_solve(S, rhs):
     return x
 
 
-def banded_solve(S, rhs):
+def csr(A):
+    """``scipy.sparse.csr_matrix(A)`` of a dense float matrix, its nonzeros found by one compiled pass."""
+    A = np.ascontiguousarray(A, dtype=float)
+    return scipy.sparse.csr_matrix(_kernels.dense_to_csr(A), shape=A.shape)
+
+
+def banded_solve(S, rhs, symmetric=False):
     """``S⁻¹ rhs`` for a sparse square ``S`` (None if it is numerically singular).
 
     S is permuted symmetrically to a band by reverse Cuthill–McKee on its
     pattern and factorized by a compiled banded LU with partial pivoting
     (:func:`pympc.mechanics._kernels.banded_lu_solve`): O(n · band²) plus
-    O(n · band) per right-hand side, no BLAS call.
+    O(n · band) per right-hand side, no BLAS call.  ``symmetric``: S has a
+    symmetric pattern (e.g. J Jᵀ), which is then not symmetrized first.
     """
     S = scipy.sparse.csr_matrix(S)
     n = S.shape[0]
-    pattern = (abs(S) + abs(S).T).tocsr()
+    pattern = S if symmetric else (abs(S) + abs(S).T).tocsr()
     perm = np.asarray(reverse_cuthill_mckee(pattern, symmetric_mode=True), dtype=np.int64)
     pos = np.empty(n, dtype=np.int64)
     pos[perm] = np.arange(n)
-    coo = S.tocoo()
-    d = pos[coo.col] - pos[coo.row] if coo.nnz else np.zeros(1, np.int64)
-    Sp = np.ascontiguousarray(S[perm][:, perm].toarray())
+    Sp = np.zeros((n, n))
+    kl, ku = _kernels.permute_into(S.data.astype(float), S.indices.astype(np.int64), S.indptr.astype(np.int64),
+                                   pos, Sp)
     X = np.array(rhs, dtype=float).reshape(n, -1)[perm]
-    if not _kernels.banded_lu_solve(Sp, int(max(-d.min(), 0)), int(max(d.max(), 0)), X) or not np.isfinite(X).all():
+    if not _kernels.banded_lu_solve(Sp, kl, ku, X) or not np.isfinite(X).all():
         return None
     out = np.empty_like(X)
     out[perm] = X
@@ -150,8 +158,8 @@ def min_norm(J, r):
     """
     k, n = J.shape
     if SPARSE_FROM <= k <= n:
-        Js = scipy.sparse.csr_matrix(J)
-        y = banded_solve(Js @ Js.T, r)
+        Js = csr(J)
+        y = banded_solve(Js @ Js.T, r, symmetric=True)
         if y is not None:
             d = Js.T @ y
             if np.abs(Js @ d - r).max() <= 1e-12 * max(1.0, float(np.abs(r).max())):
@@ -179,11 +187,11 @@ def solve_linear(M, G, C, h, b, mass_diagonal=None):
     if not r:
         return x0, np.zeros((0,) + h.shape[1:])
     if mass_diagonal is not None and r >= SPARSE_FROM:   # S = C M⁻¹ G is as sparse as the rows
-        Cs = scipy.sparse.csr_matrix(C)
-        nu = banded_solve(Cs @ scipy.sparse.csr_matrix(X), -b - Cs @ x0)
+        Cs, Xs = csr(C), csr(X)
+        nu = banded_solve(Cs @ Xs, -b - Cs @ x0)
         if nu is None:
             raise np.linalg.LinAlgError("singular")
-        return x0 + scipy.sparse.csr_matrix(X) @ nu, nu
+        return x0 + Xs @ nu, nu
     nu = _dense_solve(C @ X, -b - C @ x0)
     return x0 + X @ nu, nu
 
@@ -262,11 +270,18 @@ class CompiledModes:
         self.minv = 1.0 / ab.mass
         self.n, self.m, self.ns = ab.n, ab.m, len(mu)
         self._work = np.zeros(ab.n)
+        self._none = ((_Z0, ab._J0, _Z0, _Z0), _Z0, _Z0, 0.0)
         sl = ab._slot_table
         self._slot_bodies = [tuple(int(b) for b in (sl[0][k], sl[1][k]) if b >= 0) for k in range(self.ns)]
         self._joint_bodies = ab.joint_bodies()
         self._sf, self._si = _kernels.pack_model(ab._slot_table, ab._pair_table, ab._bx, ab._bphi, ab._tbody,
                                                  ab._tpoint, ab._gravity, self.minv)
+        # the point forces of time alone: a compiled program (None: evaluated in Python); joints and forces of
+        # the state: Python (without them nothing but the compiled call is left)
+        tp = time_program(ab._tvary)
+        self._tprog, self._tconst = tp if tp is not None else (np.zeros(2, np.int64), np.zeros(1))
+        self._tF = ab._tF.copy()
+        self._glue = bool(self.m or ab._forces or tp is None)
         self._plans = {}
         self._recent = (None, None)   # (mode, plan) of the last compute
         self._last = None        # (plan, joints, T, V, P) of the last compute
@@ -315,26 +330,44 @@ class CompiledModes:
         self._plans[mode] = p
         return p
 
-    def compute(self, t, q, qd, mode):
+    def compute(self, t, q, qd, mode, out=None):
         """One compiled evaluation at (q, q̇, t) in ``mode``; returns the state derivative
-        ``(q̇, q̈, friction dissipation rate, power put in)`` (a new array)."""
+        ``(q̇, q̈, friction dissipation rate, power put in)`` (a new array, or ``out`` filled)."""
         ab = self._abs
-        joints, bI, tF, Qx, Px = ab.python_parts(q, qd, t, self.stab)
         p = self._recent[1] if mode is self._recent[0] else self.plan(mode)    # hashing a Mode is O(slots)
         self._recent = (mode, p)
-        if self.m:     # a joint row involves at most two bodies: at most 6 coordinates
-            _kernels.dense_rows(joints[1], p.jidx, p.jv, p.jnnz)
-        out = np.empty(2 * self.n + 2)
-        ok, bad, T, V, P = _kernels.general_mode_packed(q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
-                                                        self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out)
+        tF = self._tF
+        if self._glue:
+            joints, bI, F, Qx, Px = ab.python_parts(q, qd, t, self.stab, time_forces=self._tprog[0] == 0)
+            tF = tF if F is None else F
+            if self.m:     # a joint row involves at most two bodies: at most 6 coordinates
+                _kernels.dense_rows(joints[1], p.jidx, p.jv, p.jnnz)
+        else:
+            joints, bI, Qx, Px = self._none
+        if out is None:
+            out = np.empty(2 * self.n + 2)
+        ok, bad, T, V, P = _kernels.general_mode_timed(t, q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
+                                                       self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out,
+                                                       self._tprog, self._tconst)
+        if bad == -2:      # a time function is not finite: the expression layer says which and why
+            for i, j, c in ab._tvary:
+                c(t=t)
+            raise ModelError(f"a force of time is not finite at t = {t:g}")
         if bad >= 0:
             raise ModelError(f"{ab._pair_names[bad]}: spring of positive rest length has zero length; "
                              "its direction is undefined")
         if not ok:
             raise _singular(mode, t)
-        out[2 * self.n + 1] += Px
+        if Px:
+            out[2 * self.n + 1] += Px
         self._last = (t, p, joints, T, V, P + Px)
         return out
+
+    def slot_values(self):
+        """``(vT, λ, F)`` of the last :meth:`compute`: the slots' slip velocities, normal and friction forces,
+        as views of the mode's buffers (valid until the next evaluation; no assembly is built)."""
+        v = self._last[1].view
+        return v["vT"], v["lam"], v["F"]
 
     def result(self):
         """``(assembly, ModeSolution)`` of the last :meth:`compute` (views of one copy: they stay valid)."""

@@ -24,6 +24,7 @@ from scipy.integrate import solve_ivp
 from ..complementarity import enumerate_solutions
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
+from ..mechanics._kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
 from .crossings import TimeScale, first_crossing
 from .events import event_problem, read_mode
@@ -97,13 +98,26 @@ class _Run:
             self._cache = self._fast.result()
         return self._cache
 
+    def _compute(self, t, x, mode):
+        """The compiled evaluation at (t, x, mode), unless it is the cached one."""
+        key = self._stale(t, x, mode)
+        if key is not None:
+            n = self.n
+            self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
+            self._cache_key, self._cache = key, None
+
+    def slot_values(self, t, x, mode):
+        """``(vT, λ, F)`` of the slots at (t, x) in ``mode`` (views of the compiled path's buffers when it applies)."""
+        if self._fast is not None and isinstance(mode, Mode):
+            self._compute(t, x, mode)
+            return self._fast.slot_values()
+        a, s = self.evaluate(t, x, mode)
+        return a.vT, s.lam, s.F
+
     def rhs(self, t, x, mode):
         n = self.n
         if self._fast is not None and isinstance(mode, Mode):
-            key = self._stale(t, x, mode)
-            if key is not None:
-                self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
-                self._cache_key, self._cache = key, None
+            self._compute(t, x, mode)
             return self._out.copy()
         a, s = self.evaluate(t, x, mode)
         qd = x[n:2 * n]
@@ -119,32 +133,26 @@ class _Run:
     def event_functions(self, mode, force_scale):
         # a dead band above the integration noise, so that a force that is zero (λ ≡ 0) does not chatter
         band = max(1e-12, 10 * self.opts["rtol"]) * force_scale
-        funcs = []
-        for k in range(len(self.mu)):
-            m, w = mode.motions[k], mode.walls[k]
-            if m != Motion.STICK:
-                funcs.append(self._event(lambda a, s, k=k, m=m: m * a.vT[k], EventKind.SLIP_STOP, k, mode))
-            funcs.append(self._event(lambda a, s, k=k, w=w: w * s.lam[k] + band, EventKind.WALL_SWITCH, k, mode))
-            if m == Motion.STICK:
-                funcs.append(self._event(lambda a, s, k=k, w=w: self.mu_s[k] * w * s.lam[k] - abs(s.F[k]) + band,
-                                         EventKind.BREAKAWAY, k, mode))
-        return _EventFunctions(funcs, self._vector(funcs, mode, band))
+        kinds, slots = [], []
+        for k, m in enumerate(mode.motions):
+            kinds += [EventKind.SLIP_STOP, EventKind.WALL_SWITCH] if m != Motion.STICK else \
+                [EventKind.WALL_SWITCH, EventKind.BREAKAWAY]
+            slots += [k, k]
+        return _EventFunctions(self, mode, band, kinds, slots)
 
-    def _vector(self, funcs, mode, band):
-        """All event functions at once (same order and values as ``funcs``): ``vector(t, x)`` → array."""
-        kind = np.array([int(f.kind) for f in funcs], dtype=int)
-        slot = np.array([f.slot for f in funcs], dtype=int)
+    def _vector(self, kinds, slots, mode, band):
+        """All event functions at once (in the order of ``kinds``, ``slots``): ``vector(t, x)`` → array."""
+        kind = np.array([int(k) for k in kinds], dtype=int)
+        slot = np.array(slots, dtype=int)
         m, w = np.asarray(mode.motions, float)[slot], np.asarray(mode.walls, float)[slot]
-        sl, wa, br = (kind == EventKind.SLIP_STOP), (kind == EventKind.WALL_SWITCH), (kind == EventKind.BREAKAWAY)
-        mu_s = self.mu_s[slot[br]]
+        sl, br = (kind == EventKind.SLIP_STOP), (kind == EventKind.BREAKAWAY)
+        # g = cv vT + cl λ + cf |F| + band: m vT (slip stop), w λ + band (wall), μs w λ − |F| + band (breakaway)
+        cv, cl = np.where(sl, m, 0.0), np.where(sl, 0.0, np.where(br, self.mu_s[slot], 1.0) * w)
+        cf, bands = np.where(br, -1.0, 0.0), np.where(sl, 0.0, band)
 
         def vector(t, x):
-            a, s = self.evaluate(t, x, mode)
-            out = np.empty(len(funcs))
-            out[sl] = m[sl] * a.vT[slot[sl]]
-            out[wa] = w[wa] * s.lam[slot[wa]] + band
-            out[br] = mu_s * w[br] * s.lam[slot[br]] - np.abs(s.F[slot[br]]) + band
-            return out
+            vT, lam, F = self.slot_values(t, x, mode)
+            return event_values(vT, lam, F, slot, cv, cl, cf, bands, np.empty(slot.size))
         return vector
 
     def _event(self, value, kind, slot, mode):
@@ -177,7 +185,10 @@ class _Run:
         A sign test at step ends would miss a dip inside a step.  Returns (time,
         index, state) or (None, None, None).
         """
-        te, i = first_crossing(lambda s: funcs.vector(s, sol.sol(s)), t, tb, self.window, sol.sol.ts)
+        def G(s):
+            return funcs.vector(s, sol.sol(s))
+        G.many = lambda ts: [funcs.vector(s, x) for s, x in zip(ts, np.ascontiguousarray(sol.sol(ts).T))]
+        te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 
     def window(self, ta, tb, intervals=64):
@@ -344,9 +355,8 @@ class _Run:
 
     def verify(self, t, q, qd, mode, candidates):
         """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips accelerating)."""
-        a = self.form.assemble(q, qd, t)
         try:
-            s = solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md)
+            a, s = self.evaluate(t, np.concatenate([q, qd]), mode)     # the compiled mode solve when it applies
         except SimulationError as exc:
             return False, str(exc)
         fs = 1e-7 * max(1.0, float(np.abs(s.lam).max(initial=0)), float(np.abs(a.h).max(initial=0)))
@@ -380,12 +390,38 @@ class _Run:
                                             "success": bool(ans.success)}
 
 
-class _EventFunctions(list):
-    """The event functions of a phase (callables with ``kind`` and ``slot``) and ``vector(t, x)``, all at once."""
+class _EventFunctions:
+    """The event functions of a phase: ``funcs[i]`` a callable ``f(t, x)`` with ``kind`` and ``slot`` (made when
+    asked for; evaluated on the assembly), and ``vector(t, x)``: all of them at once (compiled)."""
 
-    def __init__(self, funcs, vector):
-        super().__init__(funcs)
-        self.vector = vector
+    def __init__(self, run, mode, band, kinds, slots):
+        self.run, self.mode, self.band, self.kinds, self.slots = run, mode, band, kinds, slots
+        self.vector = run._vector(kinds, slots, mode, band)
+
+    def __len__(self):
+        return len(self.kinds)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, i):
+        run, kind, k, band = self.run, self.kinds[i], self.slots[i], self.band
+        m, w = self.mode.motions[k], self.mode.walls[k]
+        if kind == EventKind.SLIP_STOP:
+            value = lambda a, s: m * a.vT[k]  # noqa: E731
+        elif kind == EventKind.WALL_SWITCH:
+            value = lambda a, s: w * s.lam[k] + band  # noqa: E731
+        else:
+            value = lambda a, s: run.mu_s[k] * w * s.lam[k] - abs(s.F[k]) + band  # noqa: E731
+        return run._event(value, kind, k, self.mode)
+
+
+def _lowest(vector, watched):
+    """The smallest of the event functions ``watched`` as one terminal, downward event function for solve_ivp."""
+    def lowest(t, x, *_):
+        return vector(t, x)[watched].min()
+    lowest.terminal, lowest.direction = True, -1
+    return lowest
 
 
 def _options(system, t_span, explicit):
@@ -619,17 +655,20 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
                     # solve_ivp stops at the first step-end sign change of a function that starts positive
                     # (a hint that ends the piece early); the scan decides
                     # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
+                    # one hint function, the lowest of the event functions watched (one evaluation per step)
                     g0 = funcs.vector(ta, xa)
-                    for hints in ([f for f, v in zip(funcs, g0) if v >= 0], [f for f, v in zip(funcs, g0) if v > 0]):
+                    for watched in (np.flatnonzero(g0 >= 0), np.flatnonzero(g0 > 0)):
+                        lowest = _lowest(funcs.vector, watched)
                         sol = solve_ivp(run.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
                                         atol=o["atol"] if sens is None else sens.atol(o["atol"]),
                                         t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
-                                        dense_output=True, events=hints or None)
+                                        dense_output=True, events=lowest if watched.size else None)
                         tend, hint = tb, None
                         if sol.status == 1:
-                            th, j = min((tv[0], j) for j, tv in enumerate(sol.t_events) if len(tv))
-                            tend, hint = th, (th, funcs.index(hints[j]), sol.y_events[j][0])
-                            if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[hint[1]] <= 0:
+                            th, xh = sol.t_events[0][0], sol.y_events[0][0]
+                            j = int(watched[np.argmin(funcs.vector(th, xh)[watched])])
+                            tend, hint = th, (th, j, xh)
+                            if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[j] <= 0:
                                 continue
                         break
                     if sol.status == -1:

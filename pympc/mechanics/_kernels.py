@@ -478,3 +478,188 @@ def general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, 
     return general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
                         pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, tbody, tpoint, tF, gravity, Qx,
                         jidx, jv, jnnz, bI, fric, stick, alpha, beta, minv, perm, kl, ku, fb, ib, work, out)
+
+
+@njit(cache=True)
+def event_values(vT, lam, F, slot, cv, cl, cf, band, out):
+    """The event functions of a phase, ``out[i] = cv[i] vT[k] + cl[i] λ[k] + cf[i] |F[k]| + band[i]`` with
+    ``k = slot[i]`` (slip velocity, wall force, friction reserve of the slots in one loop)."""
+    for i in range(slot.size):
+        k = slot[i]
+        out[i] = cv[i] * vT[k] + cl[i] * lam[k] + cf[i] * abs(F[k]) + band[i]
+    return out
+
+
+# opcodes of a time program (see assembly.time_program): push constant, push t, binary operators, negation,
+# then the functions of the expression layer in this order
+OP_CONST, OP_T, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG = range(8)
+FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "sqrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "abs")
+
+
+@njit(cache=True)
+def _function(k, x):
+    if k == 0:
+        return math.sin(x)
+    if k == 1:
+        return math.cos(x)
+    if k == 2:
+        return math.tan(x)
+    if k == 3:
+        return math.exp(x)
+    if k == 4:
+        return math.log(x) if x > 0 else math.nan
+    if k == 5:
+        return math.sqrt(x) if x >= 0 else math.nan
+    if k == 6:
+        return math.asin(x) if abs(x) <= 1 else math.nan
+    if k == 7:
+        return math.acos(x) if abs(x) <= 1 else math.nan
+    if k == 8:
+        return math.atan(x)
+    if k == 9:
+        return math.sinh(x)
+    if k == 10:
+        return math.cosh(x)
+    if k == 11:
+        return math.tanh(x)
+    return abs(x)
+
+
+@njit(cache=True, error_model="numpy")
+def run_time_program(t, prog, consts, tF):
+    """Evaluate the time functions of ``prog`` at ``t`` into ``tF`` (entries ``tF[i, j]``).
+
+    ``prog`` = [count, stack depth, then per function: i, j, length, (opcode, argument) × length], a postfix
+    program of the opcodes above.  Returns False if some value is not finite (the caller then evaluates the
+    expressions in Python, which say what is wrong)."""
+    stack = np.empty(max(prog[1], 1))
+    o = 2
+    ok = True
+    for _ in range(prog[0]):
+        i, j, L = prog[o], prog[o + 1], prog[o + 2]
+        o += 3
+        sp = 0
+        for _e in range(L):
+            op, arg = prog[o], prog[o + 1]
+            o += 2
+            if op == OP_CONST:
+                stack[sp] = consts[arg]
+                sp += 1
+            elif op == OP_T:
+                stack[sp] = t
+                sp += 1
+            elif op <= OP_POW:
+                b = stack[sp - 1]
+                a = stack[sp - 2]
+                sp -= 1
+                if op == OP_ADD:
+                    r = a + b
+                elif op == OP_SUB:
+                    r = a - b
+                elif op == OP_MUL:
+                    r = a * b
+                elif op == OP_DIV:
+                    r = a / b if b != 0.0 else math.nan
+                else:
+                    r = a ** b if (a > 0.0 or b == math.floor(b)) and not (a == 0.0 and b < 0.0) else math.nan
+                stack[sp - 1] = r
+            elif op == OP_NEG:
+                stack[sp - 1] = -stack[sp - 1]
+            else:
+                stack[sp - 1] = _function(op - OP_NEG - 1, stack[sp - 1])
+        v = stack[0]
+        if not math.isfinite(v):
+            ok = False
+        tF[i, j] = v
+    return ok
+
+
+@njit(cache=True)
+def general_mode_timed(t, q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out, prog, consts):
+    """:func:`general_mode_packed` with the point forces of time alone evaluated first by
+    :func:`run_time_program` into ``tF``; ``bad`` = −2 when one of them is not finite (nothing else is done)."""
+    if prog[0] and not run_time_program(t, prog, consts, tF):
+        return False, -2, 0.0, 0.0, 0.0
+    return general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out)
+
+
+@njit(cache=True)
+def dense_to_csr(A):
+    """``(data, indices, indptr)`` of the nonzero entries of the dense matrix ``A``, row by row (what
+    ``scipy.sparse.csr_matrix(A)`` stores, without its temporary arrays of every index)."""
+    k, n = A.shape
+    indptr = np.zeros(k + 1, np.int64)
+    for i in range(k):
+        c = 0
+        for j in range(n):
+            if A[i, j] != 0.0:
+                c += 1
+        indptr[i + 1] = indptr[i] + c
+    indices = np.empty(indptr[k], np.int64)
+    data = np.empty(indptr[k])
+    e = 0
+    for i in range(k):
+        for j in range(n):
+            if A[i, j] != 0.0:
+                indices[e] = j
+                data[e] = A[i, j]
+                e += 1
+    return data, indices, indptr
+
+
+@njit(cache=True)
+def permute_into(data, indices, indptr, pos, out):
+    """``out[pos[i], pos[j]] = S[i, j]`` for the stored entries of the CSR matrix S (``out`` zero on entry);
+    returns the lower and upper bandwidths ``(kl, ku)`` of the permuted matrix."""
+    kl, ku = 0, 0
+    for i in range(indptr.size - 1):
+        for e in range(indptr[i], indptr[i + 1]):
+            r, c = pos[i], pos[indices[e]]
+            out[r, c] = data[e]
+            if r - c > kl:
+                kl = r - c
+            if c - r > ku:
+                ku = c - r
+    return kl, ku
+
+
+@njit(cache=True)
+def _point_into(q, qd, bx, bphi, b, sx, sy, row, sign, r0, g, J, w, gd):
+    """Add ``sign`` × (position, velocity, Jacobian, q̇-quadratic acceleration) of the point (sx, sy) of body b
+    to the two rows ``r0``, ``r0 + 1`` of a revolute joint (b < 0: the ground; the point is fixed)."""
+    if b < 0:
+        g[r0] += sign * sx
+        g[r0 + 1] += sign * sy
+        return
+    i, j = bx[b], bphi[b]
+    if j < 0:
+        g[r0] += sign * (q[i] + sx)
+        g[r0 + 1] += sign * (q[i + 1] + sy)
+        gd[r0] += sign * qd[i]
+        gd[r0 + 1] += sign * qd[i + 1]
+        J[r0, i] += sign * 1.0
+        J[r0 + 1, i + 1] += sign * 1.0
+        return
+    c, s = math.cos(q[j]), math.sin(q[j])
+    rx, ry = c * sx + -s * sy, s * sx + c * sy
+    om = qd[j]
+    g[r0] += sign * (q[i] + rx)
+    g[r0 + 1] += sign * (q[i + 1] + ry)
+    gd[r0] += sign * (qd[i] + om * -ry)
+    gd[r0 + 1] += sign * (qd[i + 1] + om * rx)
+    w[r0] += sign * (-om * om * rx)
+    w[r0 + 1] += sign * (-om * om * ry)
+    J[r0, i] += sign * 1.0
+    J[r0, j] += sign * -ry
+    J[r0 + 1, i + 1] += sign * 1.0
+    J[r0 + 1, j] += sign * rx
+
+
+@njit(cache=True)
+def revolute_rows(q, qd, bx, bphi, rows, ba, pa, bb, pb, g, J, w, gd):
+    """The two rows of each revolute joint k (from row ``rows[k]``): g = r_a − r_b, its Jacobian, ġ and the
+    acceleration bias ŵ = a_a − a_b (``g``, ``J``, ``w``, ``gd`` zero in those rows on entry)."""
+    for k in range(rows.size):
+        r0 = rows[k]
+        _point_into(q, qd, bx, bphi, ba[k], pa[k, 0], pa[k, 1], r0, 1.0, r0, g, J, w, gd)
+        _point_into(q, qd, bx, bphi, bb[k], pb[k, 0], pb[k, 1], r0, -1.0, r0, g, J, w, gd)

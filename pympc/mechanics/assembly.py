@@ -13,6 +13,7 @@ row ``J``, ``ġ = J q̇ + ∂g/∂t`` and the acceleration bias ``ŵ`` with
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,7 @@ from .system import (
     RigidBody, Rolling, Slot, Spring, Torque,
 )
 
-__all__ = ["Assembly", "AbsoluteModel", "SparseAssembly"]
+__all__ = ["Assembly", "AbsoluteModel", "SparseAssembly", "time_program"]
 
 _E = np.array([[0.0, -1.0], [1.0, 0.0]])
 _I2 = np.eye(2)
@@ -34,6 +35,59 @@ _Z20 = np.zeros((2, 0))
 _Z0 = np.zeros(0)
 for _a in (_E, _I2, _Z2, _Z20, _Z0):
     _a.flags.writeable = False
+
+
+_BINARY = {ast.Add: _kernels.OP_ADD, ast.Sub: _kernels.OP_SUB, ast.Mult: _kernels.OP_MUL, ast.Div: _kernels.OP_DIV,
+           ast.Pow: _kernels.OP_POW}
+
+
+def time_program(functions):
+    """The functions of time ``[(i, j, Expression), ...]`` as one postfix program for
+    :func:`_kernels.run_time_program` (which writes ``tF[i, j]``): ``(prog, consts)``, or None when an
+    expression uses something the program does not have (then they are evaluated in Python).
+
+    Examples
+    --------
+    >>> from pympc.mechanics.expressions import parse
+    >>> prog, consts = time_program([(0, 1, parse("2*sin(3*t)", {}, ("t",)))])
+    >>> tF = np.zeros((1, 2))
+    >>> bool(_kernels.run_time_program(0.5, prog, consts, tF)), bool(tF[0, 1] == 2 * np.sin(1.5))
+    (True, True)
+    """
+    prog, consts = [len(functions), 0], []
+
+    def emit(node, code, depth):
+        """Append the code of ``node``; returns the stack depth it needs."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            consts.append(float(node.value))
+            code += [_kernels.OP_CONST, len(consts) - 1]
+            return depth + 1
+        if isinstance(node, ast.Name) and node.id == "t":
+            code += [_kernels.OP_T, 0]
+            return depth + 1
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            d = max(emit(node.left, code, depth), emit(node.right, code, depth + 1))
+            code += [_BINARY[type(node.op)], 0]
+            return d
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            d = emit(node.operand, code, depth)
+            code += [_kernels.OP_NEG, 0]
+            return d
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _kernels.FUNCTIONS
+                and len(node.args) == 1):
+            d = emit(node.args[0], code, depth)
+            code += [_kernels.OP_NEG + 1 + _kernels.FUNCTIONS.index(node.func.id), 0]
+            return d
+        raise ValueError(node)
+
+    for i, j, expr in functions:
+        code = []
+        try:
+            prog[1] = max(prog[1], emit(expr.node, code, 0))
+        except (ValueError, RecursionError):
+            return None
+        prog += [i, j, len(code) // 2] + code
+    return np.array(prog, dtype=np.int64), np.array(consts + [0.0])
 
 
 def _rot(phi):
@@ -229,6 +283,14 @@ class AbsoluteModel:
         self._bx = np.array(self.offset, dtype=np.int64)
         self._bphi = np.array([o + 2 if r else -1 for o, r in zip(self.offset, self.rigid)], dtype=np.int64)
         self._slot_table = self._compile_slots(self.slots)
+        # revolute joints go to a compiled loop (python_parts); the other joints stay in Python
+        rev = [(r0, d) for j, r0, d in self._joints if isinstance(j, Revolute)]
+        self._revolutes = (np.array([r0 for r0, _ in rev], dtype=np.int64),
+                           np.array([d[0] for _, d in rev], dtype=np.int64),
+                           np.array([d[1] for _, d in rev], dtype=float).reshape(-1, 2),
+                           np.array([d[2] for _, d in rev], dtype=np.int64),
+                           np.array([d[3] for _, d in rev], dtype=float).reshape(-1, 2))
+        self._other_joints = [(j, r0, d) for j, r0, d in self._joints if not isinstance(j, Revolute)]
         self._J0 = np.zeros((0, self.n))
         self._J0.flags.writeable = False
         self._pair_names, self._pair_table = self._compile_pairs(
@@ -361,29 +423,33 @@ class AbsoluteModel:
                 rows[r] = bodies
         return rows
 
-    def python_parts(self, q, qd, t, stab):
+    def python_parts(self, q, qd, t, stab, time_forces=True):
         """What the compiled mode solve (:func:`_kernels.general_mode`) takes from Python.
 
         Returns ``((g, J, w, gd), bI, F, Qx, Px)``: the joint rows and their
         acceleration bias with the Baumgarte terms of ``stab``, the values of the
-        point forces of time alone, and the generalized forces and power of the
-        forces that depend on the state (``Qx`` empty when there are none).
+        point forces of time alone (None unless ``time_forces``: the compiled
+        :func:`time_program` gives them), and the generalized forces and power of
+        the forces that depend on the state (``Qx`` empty when there are none).
         """
         m = self.m
         pose = None
         if m:
             n = self.n
-            pose = _Pose(self, q, qd)
             g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
-            for j, r0, data in self._joints:
-                self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+            if self._revolutes[0].size:
+                _kernels.revolute_rows(q, qd, self._bx, self._bphi, *self._revolutes, g, J, w, gd)
+            if self._other_joints:
+                pose = _Pose(self, q, qd)
+                for j, r0, data in self._other_joints:
+                    self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
             al, be = stab.alpha, stab.beta
             bI = w + 2 * al * gd + be * be * np.where(self.holonomic, g, 0.0)
         else:
             g = w = gd = bI = _Z0
             J = self._J0
-        F = self._tF
-        if self._tvary:
+        F = self._tF if time_forces else None
+        if self._tvary and time_forces:
             F = F.copy()
             for i, j, c in self._tvary:
                 F[i, j] = c(t=t)
