@@ -82,6 +82,19 @@ def test_sensitivity_accessors_and_files(tmp_path):
         plain.sensitivity("crosshead.x")
 
 
+def test_motion_sensitivities_without_the_forces():
+    """force_sensitivities=False changes nothing of ∂q, ∂q̇ and leaves ∂λ, ∂F out, saying so when asked."""
+    kw = dict(sensitivities=["mu1", "P"], samples=11)
+    full = pympc.simulate(MODELS / "cross_slide.toml", (0.0, 0.5), **kw)
+    motion = pympc.simulate(MODELS / "cross_slide.toml", (0.0, 0.5), force_sensitivities=False, **kw)
+    np.testing.assert_array_equal(motion.dq, full.dq)
+    np.testing.assert_array_equal(motion.dqd, full.dqd)
+    assert motion.dnormal_force is None and motion.dfriction_force is None
+    assert np.abs(full.sensitivity("horizontal.normal_force")).max() > 0
+    with pytest.raises(SimulationError, match="force_sensitivities=True"):
+        motion.sensitivity("horizontal.normal_force")
+
+
 def test_bad_sensitivity_requests():
     with pytest.raises(OptionError, match="one of"):
         pympc.simulate(MODELS / "friction_oscillator.toml", (0.0, 1.0), sensitivities=["nu"])

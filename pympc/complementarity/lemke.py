@@ -139,7 +139,7 @@ def _lemke_lcp(M, q, d, max_pivots, piv_tol, tol):
     # equilibrate [M | q] (powers of two: exact): w' = g R w = (R M S) z' + g R q with z = S z' / g
     code, pivots, z, w, el, ll, res, r, s = solve_lcp_equilibrated(
         M, q, _ones(n) if d is None else d, d is None, max_pivots, piv_tol, 1e-12, _SWEEPS)
-    if max(res) > tol and code == KERNEL_SOLVED:
+    if code == KERNEL_SOLVED and (max(res) > tol or z.min() < 0.0 or w.min() < 0.0):
         (w, z), res = _verify(lambda a, b: lcp_relative_residual(M, q, b * s, a / r),
                               lambda: (np.eye(n), -(M * r[:, None] * s), q * r), w * r, z / s, tol, True)
         z, w = z * s, w / r
@@ -158,8 +158,14 @@ def _verify(residual, system, u, v, tol, solved):
     every row divided by the size of its terms (least squares and one step of
     refinement), which makes the residual small relative to each row.  A
     changed point is used only if it passes, and only if Lemke ended on a
-    complementary basis (``solved``).
+    complementary basis (``solved``); there a basic variable that holds -noise
+    is set to 0 first (a verified answer is never negative when that passes).
     """
+    if solved and (u.min() < 0.0 or v.min() < 0.0):
+        up, vp = np.maximum(u, 0.0), np.maximum(v, 0.0)
+        res = residual(up, vp)
+        if max(res) <= tol:
+            return (up, vp), res
     res = residual(u, v)
     if max(res) <= tol or not solved:
         return (u, v), res

@@ -59,12 +59,14 @@ class Sensitivities:
         Parameters to differentiate with respect to.
     make_run : callable
         ``make_run(system)`` → a run object of the same options for another binding.
+    forces : bool
+        Also give ∂λ/∂θ and ∂F/∂θ at the samples (:meth:`outputs`).
     """
 
     RHO = 1e-2
     """Relative parameter change by which the sensitivities' absolute tolerance is scaled (:meth:`atol`)."""
 
-    def __init__(self, run, system, names, make_run):
+    def __init__(self, run, system, names, make_run, forces=True):
         names = [names] if isinstance(names, str) else list(names)
         values = system.parameters
         unknown = [k for k in names if k not in values]
@@ -76,7 +78,7 @@ class Sensitivities:
             raise OptionError(f"sensitivities: parameter(s) {unused} are not used by the model "
                               f"(their sensitivities would be zero by construction); in use: "
                               f"{sorted(system.used_parameters())}")
-        self.names, self.run = names, run
+        self.names, self.run, self.forces = names, run, forces
         self.n = run.n
         self.p = len(names)
         self.scale = np.array([max(abs(values[k]), 1e-2) for k in names])
@@ -254,22 +256,26 @@ class Sensitivities:
 
     # ------------------------------------------------------------------ outputs
     def outputs(self, t, x, S, mode):
-        """(∂q_abs, ∂q̇_abs, ∂λ, ∂F) at one sample, each with one column per parameter."""
+        """(∂q_abs, ∂q̇_abs, ∂λ, ∂F) at one sample, each with one column per parameter (∂λ, ∂F None
+        unless :attr:`forces`)."""
         n = self.n
         form = self.run.form
         if t >= self.undefined_from:
             na, s = len(form.absolute_names), len(self.run.mu)
             nan = lambda k: np.full((k, self.p), np.nan)   # noqa: E731
-            return nan(na), nan(na), nan(s), nan(s)
+            return nan(na), nan(na), *((nan(s), nan(s)) if self.forces else (None, None))
         if getattr(form, "name", "") == "general":
             dq, dqd = S[:n], S[n:]
         else:
             d = self._diff(lambda r, xx: np.concatenate(r.form.absolute(xx[:n], xx[n:2 * n])), x, S)
             na = d.shape[0] // 2
             dq, dqd = d[:na], d[na:]
-        def forces(r, xx):
-            ms = r.evaluate(t, xx, mode)[1]
-            return np.concatenate([ms.lam, ms.F])
+        if not self.forces:
+            return dq, dqd, None, None
+
+        def forces(r, xx):      # the compiled path's λ, F where it applies (no assembly objects per sample)
+            _, lam, F = r.slot_values(t, xx, mode)
+            return np.concatenate([lam, F])
         ms = self._diff(forces, x, S)
         s = len(self.run.mu)
         return dq, dqd, ms[:s], ms[s:]

@@ -471,7 +471,7 @@ def _options(system, t_span, explicit):
     return o
 
 
-def simulate(system, t_span=None, *, params=None, sensitivities=None, formulation=None, method=None, rtol=None,
+def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sensitivities=True, formulation=None, method=None, rtol=None,
              atol=None, crosscheck=None, on_ambiguous="stop", max_events=None, min_event_spacing=None, zeno_events=20,
              zeno_window=None, max_step=None,
              baumgarte=None, samples=None, t_eval=None, enumerate_pairs=8, velocity_tol=1e-8, probe_delta=1e-6,
@@ -497,6 +497,10 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
         do not exist (grazing or degenerate events) they are NaN from that event
         on, with the reason in ``Trajectory.sensitivity_note``.  They are
         error-controlled with ``rtol`` and, column θ_j, ``atol / (0.01 max(|θ_j|, 1e-2))``.
+    force_sensitivities : bool
+        With ``sensitivities``: also ∂λ/∂θ and ∂F/∂θ at every sample (default).
+        They cost 2 n_θ mode evaluations per sample; ``False`` leaves them out
+        (``Trajectory.dnormal_force`` is None) when only the motion is needed.
     formulation : {"general", "tree"} or formulation object, optional
         Default: the system's.
     method, rtol, atol, max_step
@@ -605,7 +609,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, formulatio
     if sensitivities is not None:
         if getattr(form, "name", None) not in ("general", "tree"):
             raise OptionError("sensitivities need formulation='general' or 'tree'")
-        sens = Sensitivities(run, system, sensitivities, lambda sy: _Run(make_formulation(sy, form.name), stab, o))
+        sens = Sensitivities(run, system, sensitivities, lambda sy: _Run(make_formulation(sy, form.name), stab, o),
+                             forces=bool(force_sensitivities))
     t0, t1 = o["t_start"], o["t_end"]
     grid = np.asarray(t_eval, float) if t_eval is not None else np.linspace(t0, t1, int(o["samples"]))
     n = form.n
@@ -788,6 +793,6 @@ def _trajectory(run, phases, events, status, message, sens=None):
 def _sensitivity_fields(sens, dsens):
     if sens is None:
         return {}
-    dq, dqd, dlam, dF = (np.array(a) for a in zip(*dsens))
+    dq, dqd, dlam, dF = (None if a[0] is None else np.array(a) for a in zip(*dsens))
     return {"sensitivity_names": list(sens.names), "dq": dq, "dqd": dqd, "dnormal_force": dlam,
             "dfriction_force": dF, "sensitivity_note": sens.undefined or ""}

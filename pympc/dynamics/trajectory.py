@@ -193,7 +193,7 @@ class Trajectory:
     dq, dqd : ndarray, shape (N, n, p) or None
         ∂q/∂θ and ∂q̇/∂θ at every sample (absolute coordinates, like ``q``).
     dnormal_force, dfriction_force : ndarray, shape (N, s, p) or None
-        ∂λ/∂θ and ∂F/∂θ.
+        ∂λ/∂θ and ∂F/∂θ (None from ``simulate(..., force_sensitivities=False)``).
     sensitivity_note : str
         Why the sensitivities are NaN from some event on (grazing or degenerate event), if they are.
     initial_violation : dict
@@ -287,6 +287,9 @@ class Trajectory:
             ok = sorted(k for k, v in cols.items() if v[0] != "slip_velocity")
             raise SimulationError(f"no sensitivity of {name!r}; available: {ok}")
         arr, i = cols[name]
+        if arr in ("normal_force", "friction_force") and self.dnormal_force is None:
+            raise SimulationError(f"no sensitivity of {name!r}: the run left the force sensitivities out "
+                                  "(simulate(..., force_sensitivities=True) gives them)")
         return {"q": self.dq, "qd": self.dqd, "normal_force": self.dnormal_force,
                 "friction_force": self.dfriction_force}[arr][:, i, :]
 

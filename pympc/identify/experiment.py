@@ -235,6 +235,7 @@ def simulate_experiment(experiment, values, sensitivities=None):
     opts = dict(experiment.simulate_options)
     if sensitivities and any(k in used for k in sensitivities):
         opts["sensitivities"] = [k for k in sensitivities if k in used]
+        opts["force_sensitivities"] = any(o.rpartition(".")[2] in _SLOT_OUTPUTS for o in experiment.outputs)
     return simulate(experiment.system, experiment.t_span, params={k: v for k, v in values.items() if k in used},
                     t_eval=experiment.t, **opts)
 
