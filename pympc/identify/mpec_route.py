@@ -1,0 +1,132 @@
+"""The MPEC route of :func:`~pympc.identify.estimate`: the whole trajectory as one Pyomo model.
+
+:func:`fit_mpec` builds the model of :mod:`pympc.mpec.trajectory` for every
+experiment (parameters shared), warm-starts it from a simulation at the
+initial parameter values sampled on the step grid (states, and the slot
+forces × h as impulses), solves it with ``pympc.ipopt`` (continuation on the
+complementarity relaxation, then the active-set polish), and checks the
+answer itself: the solver's verdict, the largest violation of the
+time-stepping rows and the largest complementarity residual.  The estimate
+then goes through the same analysis as the shooting route (covariance from
+the exact model's sensitivity Jacobian at the MPEC estimate).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..dynamics import simulate
+from ..errors import OptionError, SimulationError
+from .experiment import sample_rows
+
+__all__ = ["fit_mpec", "mpec_model", "RELAXATION", "STEP"]
+
+RELAXATION = (1e-2, 1e-4)
+"""Continuation schedule of the relaxation (relative to the data scale², see :mod:`pympc.mpec.ipopt`); the polish
+after it makes complementarity exact."""
+
+STEP = 0.02
+"""Default time step of the MPEC route [s]."""
+
+DYNAMICS_TOL, COMPLEMENTARITY_TOL = 1e-7, 1e-8
+
+
+def _warm_start(experiment, values, t0, t_end, step):
+    """A simulation at ``values`` sampled on the MPEC's grid (None where it fails: the model starts cold)."""
+    K = max(1, int(np.ceil((t_end - t0) / step - 1e-9)))
+    grid = t0 + (t_end - t0) / K * np.arange(K + 1)
+    used = experiment.system.used_parameters()
+    try:
+        tr = simulate(experiment.system, (t0, experiment.t_span[1]), params={k: v for k, v in values.items() if k in used},
+                      t_eval=grid, **experiment.simulate_options)
+        rows = sample_rows(tr, grid)
+    except SimulationError:
+        return None
+    return {"q": tr.q[rows], "v": tr.qd[rows], "normal_force": tr.normal_force[rows],
+            "friction_force": tr.friction_force[rows]}
+
+
+def mpec_model(experiments, par, step=STEP, z=None, static_penalty=None, warm=True):
+    """The Pyomo model of the experiments with the parameters of ``par`` fitted, at internal point ``z``.
+
+    Returns ``(model, seconds to warm-start)``.
+    """
+    import pyomo.environ as pyo
+
+    from ..mpec.trajectory import STATIC_PENALTY, _parameters, add_experiment, finish
+
+    z = par.z0 if z is None else np.asarray(z, dtype=float)
+    values = par.values(z)
+    first = experiments[0].system.bind({k: v for k, v in values.items() if k in experiments[0].parameters})
+    fit = {n: (lo, hi) for n, lo, hi in zip(par.names, par.theta_lo, par.theta_hi)}
+    m = pyo.ConcreteModel(name="pympc identification MPEC")
+    _parameters(m, first, fit)
+    m.experiment = pyo.Block(range(len(experiments)))
+    seconds = 0.0
+    for k, e in enumerate(experiments):
+        system = e.system.bind({n: v for n, v in values.items() if n in e.parameters})
+        t0 = e.t_span[0]
+        clock = time.perf_counter()
+        ws = _warm_start(e, values, t0, float(e.t[-1]), step) if warm else None
+        seconds += time.perf_counter() - clock
+        add_experiment(m, m.experiment[k], system, e.t, e.y, e.outputs, step=step, t0=t0, sigma=e.sigma,
+                       warm_start=ws)
+    finish(m, STATIC_PENALTY if static_penalty is None else static_penalty)
+    return m, seconds
+
+
+def fit_mpec(experiments, par, step=STEP, relaxation=RELAXATION, static_penalty=None, time_limit=None,
+             solver_options=None):
+    """Solve the MPEC once from the initial values; returns ``(rows, results, info)`` shaped like
+    :func:`~pympc.identify.shooting.fit_starts` (one start) and the MPEC's facts."""
+    import pyomo.environ as pyo
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    from .. import mpec  # noqa: F401  (registers pympc.ipopt)
+    from ..mpec.trajectory import residuals
+
+    if not step > 0:
+        raise OptionError(f"step must be a positive time step, got {step!r}")
+    clock = time.perf_counter()
+    m, warm_seconds = mpec_model(experiments, par, step, static_penalty=static_penalty)
+    build = time.perf_counter() - clock
+    before = residuals(m)
+    opts = {"relaxation": tuple(relaxation), "raise_exception_on_nonoptimal_result": False, "load_solutions": False}
+    if time_limit is not None:
+        opts["time_limit"] = float(time_limit)
+    if solver_options:
+        opts["solver_options"] = dict(solver_options)
+    res = SolverFactory("pympc.ipopt").solve(m, **opts)
+    has = res.solution_status.name != "noSolution"
+    if has:
+        res.solution_loader.load_vars()
+    after = residuals(m)
+    theta = np.array([pyo.value(m.theta[n]) for n in par.names], dtype=float)
+    z = par.Tinv @ theta
+    verified = res.solution_status.name == "optimal"
+    ok = (verified and after["dynamics"] <= DYNAMICS_TOL and after["complementarity"] <= COMPLEMENTARITY_TOL
+          and np.all(np.isfinite(theta)))
+    blocks = list(m.experiment.values())
+    info = {"step": [b.h for b in blocks], "steps": [b.steps for b in blocks], "relaxation": list(relaxation),
+            "static_penalty": static_penalty, "solver": "pympc.ipopt", "termination": res.termination_condition.name,
+            "solution_status": res.solution_status.name, "stages": [list(s) for s in res.extra_info.stages],
+            "message": str(res.extra_info.message), "dynamics_residual": after["dynamics"],
+            "complementarity_residual": after["complementarity"], "objective": after["objective"],
+            "warm_start_residuals": before, "verified": bool(ok), "build_seconds": build - warm_seconds,
+            "warm_start_seconds": warm_seconds, "solve_seconds": float(res.timing_info.wall_time),
+            "variables": int(res.extra_info.number_of_variables),
+            "constraints": int(res.extra_info.number_of_constraints)}
+    fit = sum(0.5 * sum(pyo.value(r) ** 2 for r in b.residual.values()) for b in blocks)
+    status = "converged" if ok else "not converged"
+    why = (f"MPEC {res.termination_condition.name}: {info['message']}; dynamics residual "
+           f"{after['dynamics']:.2e}, complementarity residual {after['complementarity']:.2e}")
+    row = {"start": 0, **{f"{n}_start": v for n, v in zip(par.names, par.theta0)},
+           **{f"{n}_end": v for n, v in zip(par.names, theta)}, "cost": fit if ok else np.inf, "status": status,
+           "message": why, "nfev": np.nan, "optimality": np.nan, "plateau_moves": 0, "simulations": len(experiments),
+           "seconds": time.perf_counter() - clock}
+    result = SimpleNamespace(x=np.clip(z, par.lo, par.hi), cost=fit if ok else np.inf, optimality=np.nan, message=why)
+    info["model"] = m
+    return [row], [result if has else None], info
