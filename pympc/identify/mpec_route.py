@@ -3,7 +3,7 @@
 :func:`fit_mpec` builds the model of :mod:`pympc.mpec.trajectory` for every
 experiment (parameters shared), warm-starts it from a simulation at the
 initial parameter values sampled on the step grid (states, and the slot
-forces × h as impulses), solves it with ``pympc.ipopt`` (continuation on the
+forces), solves it with ``pympc.ipopt`` (continuation on the
 complementarity relaxation, then the active-set polish), and checks the
 answer itself: the solver's verdict, the largest violation of the
 time-stepping rows and the largest complementarity residual.  The estimate
@@ -22,14 +22,17 @@ from ..dynamics import simulate
 from ..errors import OptionError, SimulationError
 from .experiment import sample_rows
 
-__all__ = ["fit_mpec", "mpec_model", "RELAXATION", "STEP"]
+__all__ = ["fit_mpec", "mpec_model", "static_bounds", "ladder", "RELAXATION", "STEP", "COARSEST"]
 
-RELAXATION = (1e-2, 1e-4)
+RELAXATION = (1e-3, 1e-4, 1e-6, 1e-8)
 """Continuation schedule of the relaxation (relative to the data scale², see :mod:`pympc.mpec.ipopt`); the polish
 after it makes complementarity exact."""
 
 STEP = 0.02
 """Default time step of the MPEC route [s]."""
+
+COARSEST = 0.05
+"""Coarsest grid of the continuation in the step [s] (see :func:`fit_mpec`)."""
 
 DYNAMICS_TOL, COMPLEMENTARITY_TOL = 1e-7, 1e-8
 
@@ -78,20 +81,44 @@ def mpec_model(experiments, par, step=STEP, z=None, static_penalty=None, warm=Tr
     return m, seconds
 
 
-def fit_mpec(experiments, par, step=STEP, relaxation=RELAXATION, static_penalty=None, time_limit=None,
-             solver_options=None):
-    """Solve the MPEC once from the initial values; returns ``(rows, results, info)`` shaped like
-    :func:`~pympc.identify.shooting.fit_starts` (one start) and the MPEC's facts."""
+def static_bounds(m, experiments, par, tol=1e-9):
+    """What the MPEC says about each fitted static coefficient μ_s (> μ): the largest stick ratio |P|/|Λ|.
+
+    The complementarity law of the time stepping lets a stuck slot break away as
+    soon as μ|Λ| < |P| (see :mod:`pympc.mpec.trajectory`), so the solution bounds
+    μ_s only from below, by the largest |P|/|Λ| over its stuck steps (both slip
+    parts below ``tol`` × the largest slip).  Returns ``{name: {"bound", "steps"}}``.
+    """
+    import pyomo.environ as pyo
+
+    out = {}
+    for k, e in enumerate(experiments):
+        b = m.experiment[k]
+        for j, (slot, mu, mus) in enumerate(e.friction_pairs):
+            if mus is None or mus not in par.names:
+                continue
+            keys = [key for key in b.P if key[1] == j]
+            s = np.array([pyo.value(b.sp[key]) + pyo.value(b.sm[key]) for key in keys])
+            lam = np.array([pyo.value(b.lp[key]) + pyo.value(b.lm[key]) for key in keys])
+            P = np.array([abs(pyo.value(b.P[key])) for key in keys])
+            stuck = (s <= tol * max(1.0, s.max(initial=0.0))) & (lam > tol * max(1.0, lam.max(initial=0.0)))
+            ratio = float((P[stuck] / lam[stuck]).max()) if stuck.any() else np.nan
+            prev = out.get(mus, {"bound": -np.inf, "steps": 0})
+            out[mus] = {"bound": max(prev["bound"], ratio) if ratio == ratio else prev["bound"],
+                        "steps": prev["steps"] + int(stuck.sum())}
+    return out
+
+
+def _solve(experiments, par, step, z, relaxation, static_penalty, time_limit, solver_options):
+    """Build the model at internal point z (warm start: a simulation there), solve, check; returns (model, info)."""
     import pyomo.environ as pyo
     from pyomo.contrib.solver.common.factory import SolverFactory
 
     from .. import mpec  # noqa: F401  (registers pympc.ipopt)
     from ..mpec.trajectory import residuals
 
-    if not step > 0:
-        raise OptionError(f"step must be a positive time step, got {step!r}")
     clock = time.perf_counter()
-    m, warm_seconds = mpec_model(experiments, par, step, static_penalty=static_penalty)
+    m, warm_seconds = mpec_model(experiments, par, step, z=z, static_penalty=static_penalty)
     build = time.perf_counter() - clock
     before = residuals(m)
     opts = {"relaxation": tuple(relaxation), "raise_exception_on_nonoptimal_result": False, "load_solutions": False}
@@ -105,28 +132,69 @@ def fit_mpec(experiments, par, step=STEP, relaxation=RELAXATION, static_penalty=
         res.solution_loader.load_vars()
     after = residuals(m)
     theta = np.array([pyo.value(m.theta[n]) for n in par.names], dtype=float)
-    z = par.Tinv @ theta
-    verified = res.solution_status.name == "optimal"
-    ok = (verified and after["dynamics"] <= DYNAMICS_TOL and after["complementarity"] <= COMPLEMENTARITY_TOL
-          and np.all(np.isfinite(theta)))
+    ok = (res.solution_status.name == "optimal" and after["dynamics"] <= DYNAMICS_TOL
+          and after["complementarity"] <= COMPLEMENTARITY_TOL and bool(np.all(np.isfinite(theta))))
     blocks = list(m.experiment.values())
     info = {"step": [b.h for b in blocks], "steps": [b.steps for b in blocks], "relaxation": list(relaxation),
             "static_penalty": static_penalty, "solver": "pympc.ipopt", "termination": res.termination_condition.name,
             "solution_status": res.solution_status.name, "stages": [list(s) for s in res.extra_info.stages],
             "message": str(res.extra_info.message), "dynamics_residual": after["dynamics"],
             "complementarity_residual": after["complementarity"], "objective": after["objective"],
-            "warm_start_residuals": before, "verified": bool(ok), "build_seconds": build - warm_seconds,
-            "warm_start_seconds": warm_seconds, "solve_seconds": float(res.timing_info.wall_time),
+            "warm_start_residuals": before, "verified": bool(ok), "has_point": has, "theta": theta.tolist(),
+            "build_seconds": build - warm_seconds, "warm_start_seconds": warm_seconds,
+            "solve_seconds": float(res.timing_info.wall_time),
             "variables": int(res.extra_info.number_of_variables),
             "constraints": int(res.extra_info.number_of_constraints)}
+    return m, info
+
+
+def ladder(step, coarsest=COARSEST):
+    """The steps of the grid continuation: ``step·2^k`` down to ``step``, starting at the largest ≤ ``coarsest``."""
+    out = [float(step)]
+    while out[-1] * 2 <= coarsest * (1 + 1e-9):
+        out.append(out[-1] * 2)
+    return out[::-1]
+
+
+def fit_mpec(experiments, par, step=STEP, relaxation=RELAXATION, static_penalty=None, time_limit=None,
+             solver_options=None, continuation=True):
+    """Solve the MPEC from the initial values; returns ``(rows, results, info)`` shaped like
+    :func:`~pympc.identify.shooting.fit_starts` (one start) and the MPEC's facts.
+
+    With ``continuation`` (default) the MPEC is first solved on coarser grids
+    (:func:`ladder`: step doubled up to :data:`COARSEST`), each one warm-started
+    from a simulation at the previous grid's estimate: a coarse grid moves the
+    switching times freely, a fine one started far from the data often ends in a
+    worse local solution (measured on the oscillator at h = 0.01 s).
+    """
+    import pyomo.environ as pyo
+
+    if not step > 0:
+        raise OptionError(f"step must be a positive time step, got {step!r}")
+    clock = time.perf_counter()
+    z = par.z0
+    ladder_info = []
+    for h in (ladder(step) if continuation else [float(step)]):
+        m, info = _solve(experiments, par, h, z, relaxation, static_penalty, time_limit, solver_options)
+        ladder_info.append({"step": h, "theta": info["theta"], "verified": info["verified"],
+                            "objective": info["objective"], "seconds": info["solve_seconds"] + info["build_seconds"]
+                            + info["warm_start_seconds"]})
+        if info["verified"]:
+            z = np.clip(par.Tinv @ np.asarray(info["theta"]), par.lo, par.hi)
+    info["ladder"] = ladder_info
+    ok = info["verified"]
+    theta = np.asarray(info["theta"], dtype=float)
+    z = par.Tinv @ theta
+    blocks = list(m.experiment.values())
+    info["static"] = static_bounds(m, experiments, par)
     fit = sum(0.5 * sum(pyo.value(r) ** 2 for r in b.residual.values()) for b in blocks)
     status = "converged" if ok else "not converged"
-    why = (f"MPEC {res.termination_condition.name}: {info['message']}; dynamics residual "
-           f"{after['dynamics']:.2e}, complementarity residual {after['complementarity']:.2e}")
+    why = (f"MPEC {info['termination']}: {info['message']}; dynamics residual "
+           f"{info['dynamics_residual']:.2e}, complementarity residual {info['complementarity_residual']:.2e}")
     row = {"start": 0, **{f"{n}_start": v for n, v in zip(par.names, par.theta0)},
            **{f"{n}_end": v for n, v in zip(par.names, theta)}, "cost": fit if ok else np.inf, "status": status,
-           "message": why, "nfev": np.nan, "optimality": np.nan, "plateau_moves": 0, "simulations": len(experiments),
-           "seconds": time.perf_counter() - clock}
+           "message": why, "nfev": np.nan, "optimality": np.nan, "plateau_moves": 0,
+           "simulations": len(experiments) * len(ladder_info), "seconds": time.perf_counter() - clock}
     result = SimpleNamespace(x=np.clip(z, par.lo, par.hi), cost=fit if ok else np.inf, optimality=np.nan, message=why)
     info["model"] = m
-    return [row], [result if has else None], info
+    return [row], [result if info["has_point"] else None], info

@@ -1,7 +1,7 @@
 """The whole trajectory as one Pyomo MPEC: time stepping with the slot complementarity at every step.
 
 :func:`trajectory_model` builds, for one or more experiments, a Pyomo
-``ConcreteModel`` whose variables are the states and impulses at every step
+``ConcreteModel`` whose variables are the states and the mean joint and slot forces of every step
 and the fitted parameters, and whose objective is the weighted least squares
 of the measured outputs.  The mechanics come from
 :class:`~pympc.mechanics.equations.Equations` (the same element definitions
@@ -12,11 +12,12 @@ pyomo.environ``; the Jacobians are their symbolic derivatives,
 Discretization (first order, Moreau–Jean type, implicit in velocity), step h,
 t_k = t0 + k h::
 
-    M (v_{k+1} − v_k) = h Q(q_k, v_k, t_k) + J(q_{k+1})ᵀ ν + Σ_j WN_j(q_{k+1})ᵀ Λ_j + WT_j(q_{k+1})ᵀ P_j
-    q_{k+1} = q_k + h v_{k+1}
+    M (v_{k+1} − v_k) / h = Q(q_k, v_k, t_k) + J(q_{k+1})ᵀ ν + Σ_j WN_j(q_{k+1})ᵀ Λ_j + WT_j(q_{k+1})ᵀ P_j
+    (q_{k+1} − q_k) / h = v_{k+1}
     g(q_{k+1}, t_{k+1}) = 0,  gN_j(q_{k+1}) = 0                     (position level)
 
-ν, Λ, P are impulses over the step (force × h).  The joints and the slot gaps
+ν, Λ, P are the mean forces over the step (impulse / h), so that every row and
+every complementarity product has the same size whatever the step.  The joints and the slot gaps
 are imposed at position level at k+1: with q_{k+1} = q_k + h v_{k+1} that is
 a condition on v_{k+1}, and positions never drift off the constraints (a
 velocity-level row, J v_{k+1} = 0, would let g drift by O(h) per unit time).
@@ -43,7 +44,7 @@ Data times need not be on the grid: a prediction is the linear interpolation
 between the two steps around it (exact on the grid).  Outputs: coordinates and
 velocities of bodies (``body.x``, ``body.x_dot``; the velocity at t_k is
 v_k, the backward difference), and per slot ``normal_force``,
-``friction_force`` (impulse of the step ending at t_k over h) and
+``friction_force`` (the mean force of the step ending at t_k) and
 ``slip_velocity``; the energies are refused (OptionError).
 """
 
@@ -60,7 +61,7 @@ from ..errors import OptionError
 from ..mechanics.equations import Equations
 from ..mechanics.system import RigidBody
 
-__all__ = ["trajectory_model", "add_experiment", "residuals", "STATIC_PENALTY"]
+__all__ = ["trajectory_model", "add_experiment", "slot_law", "residuals", "STATIC_PENALTY"]
 
 STATIC_PENALTY = 1e-4
 """Default weight of μ_s − μ in the objective, relative to Σ (y/σ)² (see the module notes)."""
@@ -117,7 +118,7 @@ def trajectory_model(system, t, data, outputs, *, fit, step, t0=None, sigma=None
     -------
     pyomo.environ.ConcreteModel
         ``model.theta[name]`` are the user's parameters (variables or expressions),
-        ``model.experiment[0]`` the block with ``q``, ``v``, ``impulse``, ... and
+        ``model.experiment[0]`` the block with ``q``, ``v``, ``lp``, ``lm`` (wall split), ``P``, ... and
         ``model.objective``.  Add constraints or priors before solving.
     """
     m = pyo.ConcreteModel(name=f"trajectory MPEC of {system.name}")
@@ -215,7 +216,7 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
         qk, vk = [b.q[k, i] for i in range(n)], [b.v[k, i] for i in range(n)]
         qp, vp = [b.q[k - 1, i] for i in range(n)], [b.v[k - 1, i] for i in range(n)]
         Q = eq.applied_forces(qp, vp, float(grid[k - 1]), env, pyo)
-        rhs = [h * Qi for Qi in Q]
+        rhs = list(Q)
         for r, g in enumerate(eq.joint_residuals(qk, float(grid[k]), env, pyo)):
             b.joint.add(g == 0)
             for i, d in enumerate(_grad(g, qk)):
@@ -233,23 +234,33 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
             b.slip_velocity[k, j] = slip
             b.slip.add(slip == b.sp[k, j] - b.sm[k, j])
             mu, mu_s = mus[j]
-            absl = b.lp[k, j] + b.lm[k, j]
-            pair((k, j, "wall"), b.lp[k, j], b.lm[k, j])
-            if static[j]:
-                pair((k, j, "+excess"), b.sp[k, j], (mu_s - mu) * absl - b.wp[k, j])
-                pair((k, j, "+"), b.sp[k, j], mu_s * absl + b.P[k, j] - b.wp[k, j])
-                pair((k, j, "-excess"), b.sm[k, j], (mu_s - mu) * absl - b.wm[k, j])
-                pair((k, j, "-"), b.sm[k, j], mu_s * absl - b.P[k, j] - b.wm[k, j])
-            else:
-                pair((k, j, "+"), b.sp[k, j], mu * absl + b.P[k, j])
-                pair((k, j, "-"), b.sm[k, j], mu * absl - b.P[k, j])
+            wp, wm = (b.wp[k, j], b.wm[k, j]) if static[j] else (None, None)
+            for key, x, c in slot_law(b.lp[k, j], b.lm[k, j], b.P[k, j], b.sp[k, j], b.sm[k, j], mu, mu_s, wp, wm):
+                pair((k, j, key), x, c)
         for i in range(n):
-            b.dynamics.add(mass[i] * (vk[i] - vp[i]) == rhs[i])
-            b.position.add(qk[i] == qp[i] + h * vk[i])
+            b.dynamics.add(mass[i] * (vk[i] - vp[i]) / h == rhs[i])
+            b.position.add((qk[i] - qp[i]) / h == vk[i])
     _residuals(b, eq, t, data, list(outputs), sigma, grid)
     if warm_start is not None:
         _warm(b, eq, warm_start, mus, static)
     return b
+
+
+def slot_law(lp, lm, P, sp, sm, mu, mu_s, wp=None, wm=None):
+    """The complementarity pairs ``(key, a, c)``, 0 ≤ a ⊥ c ≥ 0, of one slot at one step (any arithmetic).
+
+    The wall split (Λ⁺ ⊥ Λ⁻, |Λ| = Λ⁺ + Λ⁻) and Coulomb's law on the slip parts
+    s⁺, s⁻: with ``wp``/``wm`` given (μ_s > μ) the four pairs of the module notes,
+    else 0 ≤ s± ⊥ μ|Λ| ± P ≥ 0.
+    """
+    absl = lp + lm
+    out = [("wall", lp, lm)]
+    if wp is not None:
+        out += [("+excess", sp, (mu_s - mu) * absl - wp), ("+", sp, mu_s * absl + P - wp),
+                ("-excess", sm, (mu_s - mu) * absl - wm), ("-", sm, mu_s * absl - P - wm)]
+    else:
+        out += [("+", sp, mu * absl + P), ("-", sm, mu * absl - P)]
+    return out
 
 
 def _zero(d):
@@ -282,9 +293,9 @@ def _series(b, eq, name):
     if quantity in _SLOT_OUTPUTS and base in slots:
         j = slots.index(base)
         if quantity == "normal_force":
-            return lambda k: (b.lp[max(k, 1), j] - b.lm[max(k, 1), j]) / b.h
+            return lambda k: b.lp[max(k, 1), j] - b.lm[max(k, 1), j]
         if quantity == "friction_force":
-            return lambda k: b.P[max(k, 1), j] / b.h
+            return lambda k: b.P[max(k, 1), j]
         return lambda k: b.sp[max(k, 1), j] - b.sm[max(k, 1), j]
     raise OptionError(f"output {name!r} is not supported by the MPEC route (coordinates, their velocities "
                       f"'<coordinate>_dot' and slot forces/slip velocity are: {names}); use the shooting route")
@@ -308,17 +319,16 @@ def _residuals(b, eq, t, data, outputs, sigma, grid):
 
 
 def _warm(b, eq, ws, mus, static):
-    """Set the variables from a simulation sampled on the grid (impulse = force × h)."""
+    """Set the variables from a simulation sampled on the grid (the forces at the step's end)."""
     q, v = np.asarray(ws["q"], float), np.asarray(ws["v"], float)
     lam = np.asarray(ws.get("normal_force", np.zeros((q.shape[0], len(eq.slots)))), float).reshape(q.shape[0], -1)
     fr = np.asarray(ws.get("friction_force", np.zeros_like(lam)), float).reshape(q.shape[0], -1)
-    h = b.h
     for k in range(1, b.steps + 1):
         for i in range(eq.n):
             b.q[k, i].set_value(float(q[k, i]))
             b.v[k, i].set_value(float(v[k, i]))
         for j in range(len(eq.slots)):
-            L, P = h * lam[k, j], h * fr[k, j]
+            L, P = lam[k, j], fr[k, j]
             b.lp[k, j].set_value(max(L, 0.0))
             b.lm[k, j].set_value(max(-L, 0.0))
             b.P[k, j].set_value(P)
