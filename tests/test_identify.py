@@ -337,8 +337,8 @@ def test_cli_identify_bad_input_is_a_clear_error(tmp_path, capsys):
     assert main(["identify", str(OSC), str(bad), "--fit", "mu"]) == 2
     assert "not sorted" in capsys.readouterr().err
     assert main(["identify", str(OSC), str(ROOT / "examples" / "data" / "friction_oscillator.csv"), "--fit", "mu",
-                 "--method", "mpec"]) == 2
-    assert "not available yet" in capsys.readouterr().err
+                 "--step", "0.01"]) == 2
+    assert "--step is the time step of --method mpec" in capsys.readouterr().err
 
 
 def test_identification_notebook_executes():

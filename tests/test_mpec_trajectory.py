@@ -6,6 +6,7 @@ exact simulator's trajectory (first order: they shrink with the step); the
 MPEC estimate against the shooting estimate on noise-free data.
 """
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +126,19 @@ def test_mpec_estimate_approaches_the_shooting_estimate(oscillator):
         assert r.method["method"] == "mpec" and r.model is not None
         gaps.append(abs(r.optimum[0] - shooting.optimum[0]))
     assert gaps[1] < gaps[0] and gaps[1] < 0.005, gaps
+
+
+def test_cli_identify_mpec(tmp_path, capsys):
+    from pympc.cli import main
+
+    t = np.arange(0.0, 2.0 + 1e-9, 0.05)
+    df, sigma = synthetic_record(OSC, t, ["mass.x"], 0.01, 3)
+    data = tmp_path / "short.csv"
+    df.to_csv(data, index=False)
+    code = main(["identify", str(OSC), str(data), "--fit", "mu", "--method", "mpec", "--step", "0.04",
+                 "--noise", str(sigma["mass.x"]), "--out", str(tmp_path), "--no-plots"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "identification by mpec" in out and "check mpec         ok" in out
+    d = json.loads((tmp_path / "result.json").read_text())
+    assert d["method"]["method"] == "mpec" and abs(d["optimum"][0] - 0.3) < 0.01

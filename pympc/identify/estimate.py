@@ -199,6 +199,12 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         active.append(side)
     report, corr = identifiability(par.names, theta, cov, flat, svals, active)
     stick = stick_information(problem, trs, par.names) if sims_ok else {}
+    for name, info in (mpec_info or {}).get("static", {}).items():
+        if name not in stick:   # the time-stepping law proves μ_s only from below (pympc.mpec.trajectory)
+            stick[name] = {"kind": "lower bound", "bound": info["bound"],
+                           "reason": f"MPEC route: its complementarity law lets a stuck slot break away before "
+                                     f"μ_s|λ| is reached, so it proves only {name} ≥ {info['bound']:.4g} (the largest "
+                                     f"stick ratio |F|/|λ| of the solution); use method='shooting' for a point estimate"}
     g = J.T @ r
     colmax = float(np.linalg.norm(J, axis=0).max(initial=0.0)) if np.all(np.isfinite(J)) else np.nan
     free = np.array([not a for a in active])

@@ -191,8 +191,12 @@ class IdentificationResult:
         """How the result was obtained, the estimates, the checks and the identifiability report."""
         m = self.method
         pct = int(round(100 * self.confidence))
-        lines = [f"identification by {m['method']} ({m['jacobian']} Jacobian), scipy.optimize.least_squares "
-                 f"(trf, bounds), {m['starts']} start(s) (seed {m['seed']}), {m['experiments']} experiment(s), "
+        mp = m.get("mpec")
+        how = (f"a Pyomo MPEC solved by pympc.ipopt (step {min(mp['step']):.4g} s, {sum(mp['steps'])} steps; "
+               f"{m['jacobian']} Jacobian of the exact model at its estimate for the covariance)" if mp else
+               f"({m['jacobian']} Jacobian), scipy.optimize.least_squares (trf, bounds), {m['starts']} start(s) "
+               f"(seed {m['seed']})")
+        lines = [f"identification by {m['method']} {how}, {m['experiments']} experiment(s), "
                  f"n = {self.n} values, p = {self.p}",
                  f"cost ½Σr² = {self.cost:.6g}; σ² {'known (weights 1/σ)' if self.known_noise else 'estimated'} "
                  f"= {self.sigma2:.4g}; {m.get('simulations', '?')} simulations in {m.get('seconds', np.nan):.1f} s"]
