@@ -178,31 +178,36 @@ def others():
 
 
 def mpec_part(span=5.0, steps=(0.04, 0.02, 0.01)):
-    """Part 5: the MPEC route at three steps against the shooting estimate on the same record."""
+    """Part 5: the MPEC route at three steps against the shooting estimate on the same record.
+
+    Two fits: μ with μ_s held at 0.4, and μ with μ_s (the MPEC proves only a lower bound on μ_s:
+    the stick ratio of its solution, see pympc.mpec.trajectory).
+    """
     t = np.round(np.arange(0, int(round(span / 0.05)) + 1) * 0.05, 10)
     df, _ = record(OSC, t, ["mass.x"], 0.0, 0)
     exp = Experiment(OSC, df)
-    spec = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))]
-    t0 = time.perf_counter()
-    shoot = estimate(exp, spec)
-    ref = dict(zip(shoot.names, shoot.optimum))
-    print(f"\nMPEC route, friction oscillator, {span:g} s noise-free at 20 Hz, mass.x; shooting: mu {ref['mu']:.5f}, "
-          f"mu_s {ref['mu_s']:.5f} ({time.perf_counter() - t0:.1f} s)")
-    print(f"{'step':>6s} {'steps':>6s} {'time':>7s} {'mu':>9s} {'mu_s >=':>9s} {'|Δmu|':>9s} {'Δmu_s bound':>12s} "
-          f"{'order':>6s} {'verified':>9s}")
-    prev = None
-    for h in steps:
+    for spec in ([Parameter("mu", 0.25, (0.05, 0.4))],
+                 [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))]):
         t0 = time.perf_counter()
-        res = estimate(exp, spec, method="mpec", step=h)
-        dt = time.perf_counter() - t0
-        mp = res.method["mpec"]
-        mu = res.optimum[0]
-        bound = mp["static"].get("mu_s", {}).get("bound", np.nan)
-        gap = abs(mu - ref["mu"])
-        order = np.log2(prev / gap) if prev and gap > 0 else np.nan
-        print(f"{h:6.3f} {sum(mp['steps']):6d} {dt:6.1f}s {mu:9.5f} {bound:9.5f} {gap:9.2e} {bound - ref['mu_s']:+12.2e} "
-              f"{order:6.2f} {str(mp['verified']):>9s}")
-        prev = gap
+        shoot = estimate(exp, spec)
+        ref = dict(zip(shoot.names, shoot.optimum))
+        print(f"\nMPEC route, friction oscillator, {span:g} s noise-free at 20 Hz, mass.x, fit {','.join(ref)}; "
+              f"shooting: " + ", ".join(f"{k} {v:.5f}" for k, v in ref.items()) + f" ({time.perf_counter() - t0:.1f} s)")
+        print(f"{'step':>6s} {'steps':>6s} {'time':>7s} {'mu':>9s} {'mu_s >=':>9s} {'|Δmu|':>9s} {'Δmu_s bound':>12s} "
+              f"{'order':>6s} {'verified':>9s}")
+        prev = None
+        for h in steps:
+            t0 = time.perf_counter()
+            res = estimate(exp, spec, method="mpec", step=h)
+            dt = time.perf_counter() - t0
+            mp = res.method["mpec"]
+            mu = res.optimum[0]
+            bound = mp["static"].get("mu_s", {}).get("bound", np.nan)
+            gap = abs(mu - ref["mu"])
+            order = np.log2(prev / gap) if prev and gap > 0 else np.nan
+            print(f"{h:6.3f} {sum(mp['steps']):6d} {dt:6.1f}s {mu:9.5f} {bound:9.5f} {gap:9.2e} "
+                  f"{bound - ref.get('mu_s', np.nan):+12.2e} {order:6.2f} {str(mp['verified']):>9s}", flush=True)
+            prev = gap
 
 
 if __name__ == "__main__":

@@ -181,6 +181,10 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         Jz = np.full((r.size, p), np.nan)
     J = Jz @ par.Tinv                      # ∂r/∂θ
     sse = float(r @ r)
+    if mpec_info is not None:   # a verified MPEC point is a local solution: it must at least improve on its start
+        r0 = problem.residual(par.z0)
+        mpec_info["start_cost"] = 0.5 * float(r0 @ r0)
+        mpec_info["improved"] = bool(0.5 * sse <= mpec_info["start_cost"])
     if np.all(np.isfinite(J)):
         cov, s2, svals, flat = covariance(J, sse, r.size, theta, known_noise)
     else:

@@ -43,7 +43,8 @@ def _warm_start(experiment, values, t0, t_end, step):
     grid = t0 + (t_end - t0) / K * np.arange(K + 1)
     used = experiment.system.used_parameters()
     try:
-        tr = simulate(experiment.system, (t0, experiment.t_span[1]), params={k: v for k, v in values.items() if k in used},
+        tr = simulate(experiment.system, (t0, experiment.t_span[1]),
+                      params={k: v for k, v in values.items() if k in used},
                       t_eval=grid, **experiment.simulate_options)
         rows = sample_rows(tr, grid)
     except SimulationError:
@@ -59,14 +60,14 @@ def mpec_model(experiments, par, step=STEP, z=None, static_penalty=None, warm=Tr
     """
     import pyomo.environ as pyo
 
-    from ..mpec.trajectory import STATIC_PENALTY, _parameters, add_experiment, finish
+    from ..mpec.trajectory import STATIC_PENALTY, add_experiment, add_parameters, finish
 
     z = par.z0 if z is None else np.asarray(z, dtype=float)
     values = par.values(z)
     first = experiments[0].system.bind({k: v for k, v in values.items() if k in experiments[0].parameters})
     fit = {n: (lo, hi) for n, lo, hi in zip(par.names, par.theta_lo, par.theta_hi)}
     m = pyo.ConcreteModel(name="pympc identification MPEC")
-    _parameters(m, first, fit)
+    add_parameters(m, first, fit)
     m.experiment = pyo.Block(range(len(experiments)))
     seconds = 0.0
     for k, e in enumerate(experiments):

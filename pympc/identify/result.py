@@ -136,7 +136,11 @@ class IdentificationResult:
             out["multistart"] = (True, f"{at} of {len(st)} starts reached the best cost; {failed} failed")
         mp = self.method.get("mpec") if isinstance(self.method, dict) else None
         if mp:
-            out["mpec"] = (bool(mp["verified"]), f"{mp['solution_status']} ({mp['termination']}); time-stepping rows "
+            better = mp.get("improved", True)
+            out["mpec"] = (bool(mp["verified"] and better),
+                           ("" if better else f"the local solution fits WORSE than the start (exact-model cost "
+                                              f"{self.cost:.4g} > {mp['start_cost']:.4g}); ") +
+                           f"{mp['solution_status']} ({mp['termination']}); time-stepping rows "
                                                  f"violated by {mp['dynamics_residual']:.2e}, complementarity residual "
                                                  f"{mp['complementarity_residual']:.2e}; step {min(mp['step']):.4g} s")
             out["gradient"] = (True, out["gradient"][1] + " — of the exact model at the MPEC estimate: O(h), "

@@ -132,7 +132,7 @@ class Equations:
         return q[o] + p[0], q[o + 1] + p[1]
 
     def point_columns(self, q, body, s, env, ops=math):
-        """``[(column, (∂x/∂q_c, ∂y/∂q_c))]``: the derivative of :meth:`point` (the rotation's column ``E R s``)."""
+        """``[(column, (∂x/∂q_c, ∂y/∂q_c))]``: the derivative of :meth:`point` (rotation column ``E R s``)."""
         b = self._body(body)
         if b < 0:
             return []

@@ -61,7 +61,7 @@ from ..errors import OptionError
 from ..mechanics.equations import Equations
 from ..mechanics.system import RigidBody
 
-__all__ = ["trajectory_model", "add_experiment", "slot_law", "residuals", "STATIC_PENALTY"]
+__all__ = ["trajectory_model", "add_parameters", "add_experiment", "finish", "slot_law", "residuals", "STATIC_PENALTY"]
 
 STATIC_PENALTY = 1e-4
 """Default weight of μ_s − μ in the objective, relative to Σ (y/σ)² (see the module notes)."""
@@ -122,14 +122,14 @@ def trajectory_model(system, t, data, outputs, *, fit, step, t0=None, sigma=None
         ``model.objective``.  Add constraints or priors before solving.
     """
     m = pyo.ConcreteModel(name=f"trajectory MPEC of {system.name}")
-    _parameters(m, system, fit)
+    add_parameters(m, system, fit)
     m.experiment = pyo.Block([0])
     add_experiment(m, m.experiment[0], system, t, data, outputs, step=step, t0=t0, sigma=sigma, warm_start=warm_start)
     finish(m, static_penalty)
     return m
 
 
-def _parameters(m, system, fit):
+def add_parameters(m, system, fit):
     values = system.parameters
     names = list(fit)
     for n in names:
@@ -199,7 +199,8 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
     b.P = pyo.Var(steps, S, initialize=0.0)
     b.sp = pyo.Var(steps, S, within=pyo.NonNegativeReals, initialize=0.0)
     b.sm = pyo.Var(steps, S, within=pyo.NonNegativeReals, initialize=0.0)
-    mus = [(eq.value(sl.mu, env, pyo), eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env, pyo)) for sl in eq.slots]
+    mus = [(eq.value(sl.mu, env, pyo), eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env, pyo))
+           for sl in eq.slots]
     static = [sl.mu_s is not None and not (isinstance(a, float) and isinstance(c, float) and a == c)
               for sl, (a, c) in zip(eq.slots, mus)]
     b.wp = pyo.Var(steps, [j for j in S if static[j]], within=pyo.NonNegativeReals, initialize=0.0)
