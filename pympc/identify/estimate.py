@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import scipy
+from scipy.stats import chi2
 
 from .. import __version__
 from ..errors import OptionError, PympcError
@@ -181,10 +182,12 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         Jz = np.full((r.size, p), np.nan)
     J = Jz @ par.Tinv                      # ∂r/∂θ
     sse = float(r @ r)
-    if mpec_info is not None:   # a verified MPEC point is a local solution: it must at least improve on its start
+    if mpec_info is not None:   # a verified MPEC point is a local solution: it must not fit clearly worse than its start
         r0 = problem.residual(par.z0)
-        mpec_info["start_cost"] = 0.5 * float(r0 @ r0)
-        mpec_info["improved"] = bool(0.5 * sse <= mpec_info["start_cost"])
+        c0 = mpec_info["start_cost"] = 0.5 * float(r0 @ r0)
+        # clearly worse: by 5 % of the start's cost, and (known noise) by more than a 99 % likelihood-ratio margin
+        slack = 0.05 * c0 + (0.5 * float(chi2.ppf(0.99, p)) if known_noise else 0.0)
+        mpec_info["improved"] = bool(0.5 * sse <= c0 + slack)
     if np.all(np.isfinite(J)):
         cov, s2, svals, flat = covariance(J, sse, r.size, theta, known_noise)
     else:

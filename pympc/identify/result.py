@@ -138,7 +138,7 @@ class IdentificationResult:
         if mp:
             better = mp.get("improved", True)
             out["mpec"] = (bool(mp["verified"] and better),
-                           ("" if better else f"the local solution fits WORSE than the start (exact-model cost "
+                           ("" if better else f"the local solution fits clearly WORSE than the start (exact-model cost "
                                               f"{self.cost:.4g} > {mp['start_cost']:.4g}); ") +
                            f"{mp['solution_status']} ({mp['termination']}); time-stepping rows "
                                                  f"violated by {mp['dynamics_residual']:.2e}, complementarity residual "
