@@ -194,7 +194,7 @@ def mpec_part(span=5.0, steps=(0.04, 0.02, 0.01)):
         print(f"\nMPEC route, friction oscillator, {span:g} s noise-free at 20 Hz, mass.x, fit {','.join(ref)}; "
               f"shooting: " + ", ".join(f"{k} {v:.5f}" for k, v in ref.items()) + f" ({time.perf_counter() - t0:.1f} s)")
         print(f"{'step':>6s} {'steps':>6s} {'time':>7s} {'mu':>9s} {'mu_s >=':>9s} {'|Δmu|':>9s} {'Δmu_s bound':>12s} "
-              f"{'order':>6s} {'verified':>9s}")
+              f"{'order':>6s} {'verified':>9s} {'check':>6s}")
         prev = None
         for h in steps:
             t0 = time.perf_counter()
@@ -206,7 +206,8 @@ def mpec_part(span=5.0, steps=(0.04, 0.02, 0.01)):
             gap = abs(mu - ref["mu"])
             order = np.log2(prev / gap) if prev and gap > 0 else np.nan
             print(f"{h:6.3f} {sum(mp['steps']):6d} {dt:6.1f}s {mu:9.5f} {bound:9.5f} {gap:9.2e} "
-                  f"{bound - ref.get('mu_s', np.nan):+12.2e} {order:6.2f} {str(mp['verified']):>9s}", flush=True)
+                  f"{bound - ref.get('mu_s', np.nan):+12.2e} {order:6.2f} {str(mp['verified']):>9s} "
+                  f"{'ok' if res.checks()['mpec'][0] else 'FAIL':>6s}", flush=True)
             prev = gap
 
 

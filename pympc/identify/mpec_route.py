@@ -58,94 +58,57 @@ def mpec_model(experiments, par, step=STEP, z=None, static_penalty=None, warm=Tr
 
     Returns ``(model, seconds to warm-start)``.
     """
-    import pyomo.environ as pyo
-
-    from ..mpec.trajectory import STATIC_PENALTY, add_experiment, add_parameters, finish
+    from ..mpec.trajectory_fit import experiments_model
 
     z = par.z0 if z is None else np.asarray(z, dtype=float)
     values = par.values(z)
-    first = experiments[0].system.bind({k: v for k, v in values.items() if k in experiments[0].parameters})
-    fit = {n: (lo, hi) for n, lo, hi in zip(par.names, par.theta_lo, par.theta_hi)}
-    m = pyo.ConcreteModel(name="pympc identification MPEC")
-    add_parameters(m, first, fit)
-    m.experiment = pyo.Block(range(len(experiments)))
-    seconds = 0.0
-    for k, e in enumerate(experiments):
-        system = e.system.bind({n: v for n, v in values.items() if n in e.parameters})
-        t0 = e.t_span[0]
+    parts, seconds = [], 0.0
+    for e in experiments:
         clock = time.perf_counter()
-        ws = _warm_start(e, values, t0, float(e.t[-1]), step) if warm else None
+        ws = _warm_start(e, values, e.t_span[0], float(e.t[-1]), step) if warm else None
         seconds += time.perf_counter() - clock
-        add_experiment(m, m.experiment[k], system, e.t, e.y, e.outputs, step=step, t0=t0, sigma=e.sigma,
-                       warm_start=ws)
-    finish(m, STATIC_PENALTY if static_penalty is None else static_penalty)
-    return m, seconds
+        parts.append({"system": e.system.bind({n: v for n, v in values.items() if n in e.parameters}), "t": e.t,
+                      "data": e.y, "outputs": e.outputs, "step": step, "t0": e.t_span[0], "sigma": e.sigma,
+                      "warm_start": ws})
+    fit = {n: (lo, hi) for n, lo, hi in zip(par.names, par.theta_lo, par.theta_hi)}
+    return experiments_model(parts, parts[0]["system"], fit, static_penalty), seconds
 
 
-def static_bounds(m, experiments, par, tol=1e-9):
+def static_bounds(m, experiments, par):
     """What the MPEC says about each fitted static coefficient μ_s (> μ): the largest stick ratio |P|/|Λ|.
 
     The complementarity law of the time stepping lets a stuck slot break away as
     soon as μ|Λ| < |P| (see :mod:`pympc.mpec.trajectory`), so the solution bounds
-    μ_s only from below, by the largest |P|/|Λ| over its stuck steps (both slip
-    parts below ``tol`` × the largest slip).  Returns ``{name: {"bound", "steps"}}``.
+    μ_s only from below, by the largest |P|/|Λ| over its stuck steps
+    (:func:`pympc.mpec.trajectory_fit.stick_ratios`).  Returns ``{name: {"bound", "steps"}}``.
     """
-    import pyomo.environ as pyo
+    from ..mpec.trajectory_fit import stick_ratios
 
+    ratios = stick_ratios(m)
     out = {}
     for k, e in enumerate(experiments):
-        b = m.experiment[k]
         for j, (slot, mu, mus) in enumerate(e.friction_pairs):
-            if mus is None or mus not in par.names:
+            if mus is None or mus not in par.names or (k, j) not in ratios:
                 continue
-            keys = [key for key in b.P if key[1] == j]
-            s = np.array([pyo.value(b.sp[key]) + pyo.value(b.sm[key]) for key in keys])
-            lam = np.array([pyo.value(b.lp[key]) + pyo.value(b.lm[key]) for key in keys])
-            P = np.array([abs(pyo.value(b.P[key])) for key in keys])
-            stuck = (s <= tol * max(1.0, s.max(initial=0.0))) & (lam > tol * max(1.0, lam.max(initial=0.0)))
-            ratio = float((P[stuck] / lam[stuck]).max()) if stuck.any() else np.nan
-            prev = out.get(mus, {"bound": -np.inf, "steps": 0})
-            out[mus] = {"bound": max(prev["bound"], ratio) if ratio == ratio else prev["bound"],
-                        "steps": prev["steps"] + int(stuck.sum())}
+            ratio, steps = ratios[k, j]
+            prev = out.get(mus, {"bound": np.nan, "steps": 0})
+            out[mus] = {"bound": float(np.fmax(prev["bound"], ratio)), "steps": prev["steps"] + steps}
     return out
 
 
 def _solve(experiments, par, step, z, relaxation, static_penalty, time_limit, solver_options):
     """Build the model at internal point z (warm start: a simulation there), solve, check; returns (model, info)."""
-    import pyomo.environ as pyo
-    from pyomo.contrib.solver.common.factory import SolverFactory
-
-    from .. import mpec  # noqa: F401  (registers pympc.ipopt)
-    from ..mpec.trajectory import residuals
+    from ..mpec.trajectory_fit import solve_model
 
     clock = time.perf_counter()
     m, warm_seconds = mpec_model(experiments, par, step, z=z, static_penalty=static_penalty)
     build = time.perf_counter() - clock
-    before = residuals(m)
-    opts = {"relaxation": tuple(relaxation), "raise_exception_on_nonoptimal_result": False, "load_solutions": False}
-    if time_limit is not None:
-        opts["time_limit"] = float(time_limit)
-    if solver_options:
-        opts["solver_options"] = dict(solver_options)
-    res = SolverFactory("pympc.ipopt").solve(m, **opts)
-    has = res.solution_status.name != "noSolution"
-    if has:
-        res.solution_loader.load_vars()
-    after = residuals(m)
-    theta = np.array([pyo.value(m.theta[n]) for n in par.names], dtype=float)
-    ok = (res.solution_status.name == "optimal" and after["dynamics"] <= DYNAMICS_TOL
-          and after["complementarity"] <= COMPLEMENTARITY_TOL and bool(np.all(np.isfinite(theta))))
-    blocks = list(m.experiment.values())
-    info = {"step": [b.h for b in blocks], "steps": [b.steps for b in blocks], "relaxation": list(relaxation),
-            "static_penalty": static_penalty, "solver": "pympc.ipopt", "termination": res.termination_condition.name,
-            "solution_status": res.solution_status.name, "stages": [list(s) for s in res.extra_info.stages],
-            "message": str(res.extra_info.message), "dynamics_residual": after["dynamics"],
-            "complementarity_residual": after["complementarity"], "objective": after["objective"],
-            "warm_start_residuals": before, "verified": bool(ok), "has_point": has, "theta": theta.tolist(),
-            "build_seconds": build - warm_seconds, "warm_start_seconds": warm_seconds,
-            "solve_seconds": float(res.timing_info.wall_time),
-            "variables": int(res.extra_info.number_of_variables),
-            "constraints": int(res.extra_info.number_of_constraints)}
+    info = solve_model(m, relaxation, time_limit, solver_options)
+    theta = np.array([info["theta"][n] for n in par.names], dtype=float)
+    ok = (info["solution_status"] == "optimal" and info["dynamics_residual"] <= DYNAMICS_TOL
+          and info["complementarity_residual"] <= COMPLEMENTARITY_TOL and bool(np.all(np.isfinite(theta))))
+    info.update(theta=theta.tolist(), verified=bool(ok), relaxation=list(relaxation), static_penalty=static_penalty,
+                solver="pympc.ipopt", build_seconds=build - warm_seconds, warm_start_seconds=warm_seconds)
     return m, info
 
 
@@ -168,8 +131,6 @@ def fit_mpec(experiments, par, step=STEP, relaxation=RELAXATION, static_penalty=
     switching times freely, a fine one started far from the data often ends in a
     worse local solution (measured on the oscillator at h = 0.01 s).
     """
-    import pyomo.environ as pyo
-
     if not step > 0:
         raise OptionError(f"step must be a positive time step, got {step!r}")
     clock = time.perf_counter()
@@ -186,9 +147,8 @@ def fit_mpec(experiments, par, step=STEP, relaxation=RELAXATION, static_penalty=
     ok = info["verified"]
     theta = np.asarray(info["theta"], dtype=float)
     z = par.Tinv @ theta
-    blocks = list(m.experiment.values())
     info["static"] = static_bounds(m, experiments, par)
-    fit = sum(0.5 * sum(pyo.value(r) ** 2 for r in b.residual.values()) for b in blocks)
+    fit = info["fit"]
     status = "converged" if ok else "not converged"
     why = (f"MPEC {info['termination']}: {info['message']}; dynamics residual "
            f"{info['dynamics_residual']:.2e}, complementarity residual {info['complementarity_residual']:.2e}")
