@@ -109,9 +109,9 @@ def trajectory_model(system, t, data, outputs, *, fit, step, t0=None, sigma=None
     data : array, shape (N, m)
     outputs : list of str
         Output names (see the module notes).
-    fit : dict
-        ``{name: (lower, upper)}`` of the fitted parameters (None: unbounded); they start at the
-        system's values.  When both coefficients of a slot are fitted the model has ``mu`` and
+    fit : dict, list of str or str
+        ``{name: (lower, upper)}`` of the fitted parameters (None: unbounded), or their names
+        (``"mu,mu_s"``; bounds: the model's declared ones); they start at the system's values.  When both coefficients of a slot are fitted the model has ``mu`` and
         ``excess[mu_s] = mu_s − mu ≥ 0``.
     step : float
         Time step h; the grid is t0, t0 + h', ..., t[-1] with h' ≤ h the largest step that divides the span.
@@ -141,6 +141,10 @@ def trajectory_model(system, t, data, outputs, *, fit, step, t0=None, sigma=None
 
 def add_parameters(m, system, fit):
     values = system.parameters
+    if isinstance(fit, str):
+        fit = [n.strip() for n in fit.split(",") if n.strip()]
+    if not isinstance(fit, dict):     # names only: the model's declared bounds, else unbounded
+        fit = {n: system.parameter_definitions[n].bounds if n in system.parameter_definitions else None for n in fit}
     names = list(fit)
     for n in names:
         if n not in values:
