@@ -197,8 +197,11 @@ def _cmd_identify(args):
                 raise OptionError(f"--noise expects SIGMA or OUTPUT=SIGMA,..., got {args.noise!r}") from None
     outputs = args.outputs.split(",") if args.outputs else None
     exp = Experiment(args.model, args.data, outputs=outputs, fixed=fixed, noise=noise)
+    extra = {"step": args.step} if args.step is not None else {}
+    if args.step is not None and args.method != "mpec":
+        raise OptionError("--step is the time step of --method mpec")
     result = estimate(exp, args.fit, method=args.method, jac=args.jac, starts=args.starts, seed=args.seed,
-                      profile=args.profile.split(",") if args.profile else ())
+                      profile=args.profile.split(",") if args.profile else (), **extra)
     print(f"model     {args.model}, data {args.data}: {len(exp.t)} samples of {', '.join(exp.outputs)}")
     print(result.summary())
     print(result.starts[["start", "cost", "status", "at_best"] + [c for c in result.starts.columns
@@ -324,7 +327,10 @@ def build_parser():
     idf.add_argument("--noise", default=None, help="noise standard deviation: SIGMA or OUTPUT=SIGMA,... "
                                                    "(default: estimated from the residuals)")
     idf.add_argument("--method", choices=["shooting", "mpec"], default="shooting",
-                     help="shooting (event-driven simulations, default) or mpec (not available yet)")
+                     help="shooting (event-driven simulations, default) or mpec (the whole trajectory as one "
+                          "Pyomo MPEC, first-order time stepping)")
+    idf.add_argument("--step", type=float, default=None,
+                     help="time step of --method mpec in seconds (default 0.02); the estimate is O(step) off")
     idf.add_argument("--jac", choices=["fd", "sensitivity"], default="sensitivity",
                      help="Jacobian of the residuals: the simulator's forward sensitivities (default) or finite "
                           "differences of the simulator")

@@ -9,7 +9,7 @@ from conftest import MODELS, ROOT
 from scipy.optimize._numdiff import approx_derivative
 
 import pympc
-from pympc.errors import ModelError, OptionError, SimulationError, SolverNotFound
+from pympc.errors import ModelError, OptionError, SimulationError
 from pympc.identify import (
     Experiment, IdentificationResult, Parameter, Parametrization, ShootingProblem, estimate, synthetic_record,
 )
@@ -303,8 +303,10 @@ def test_bad_estimate_arguments_raise_clear_errors():
         estimate(exp, "K", starts=3)
     with pytest.raises(OptionError, match="method must be"):
         estimate(exp, "mu", method="newton")
-    with pytest.raises(SolverNotFound, match="not available yet"):
-        estimate(exp, "mu", method="mpec")
+    with pytest.raises(OptionError, match="solves once from the initial values"):
+        estimate(exp, "mu", method="mpec", starts=3)
+    with pytest.raises(OptionError, match="are options of method='mpec'"):
+        estimate(exp, "mu", step=0.01)
     with pytest.raises(OptionError, match="jac must be"):
         estimate(exp, "mu", jac="exact")
     with pytest.raises(OptionError, match="μ_s must be ≥ μ"):
@@ -335,8 +337,8 @@ def test_cli_identify_bad_input_is_a_clear_error(tmp_path, capsys):
     assert main(["identify", str(OSC), str(bad), "--fit", "mu"]) == 2
     assert "not sorted" in capsys.readouterr().err
     assert main(["identify", str(OSC), str(ROOT / "examples" / "data" / "friction_oscillator.csv"), "--fit", "mu",
-                 "--method", "mpec"]) == 2
-    assert "not available yet" in capsys.readouterr().err
+                 "--step", "0.01"]) == 2
+    assert "--step is the time step of --method mpec" in capsys.readouterr().err
 
 
 def test_identification_notebook_executes():

@@ -6,9 +6,10 @@ import time
 
 import numpy as np
 import scipy
+from scipy.stats import chi2
 
 from .. import __version__
-from ..errors import OptionError, PympcError, SolverNotFound
+from ..errors import OptionError, PympcError
 from .experiment import Experiment
 from .parameters import Parametrization
 from .result import IdentificationResult
@@ -19,13 +20,13 @@ __all__ = ["estimate", "METHODS"]
 
 METHODS = {
     "shooting": "simulate event by event and fit with scipy.optimize.least_squares (default)",
-    "mpec": "the whole trajectory as one Pyomo MPEC model (not available yet)",
+    "mpec": "the whole trajectory as one Pyomo MPEC (first-order time stepping), solved by pympc.ipopt",
 }
 
 
 def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", starts=1, include_initial=True, seed=0,
              profile=(), confidence=0.95, fd_step=None, fd_scheme="forward", max_nfev=60, ftol=1e-8, xtol=1e-8,
-             gtol=1e-8, profile_steps=6):
+             gtol=1e-8, profile_steps=6, step=None, relaxation=None, static_penalty=None, time_limit=None):
     """Estimate model parameters from measured experiments.
 
     Parameters
@@ -37,7 +38,13 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         When the kinetic and the static coefficient of a slot are both fitted,
         the fit works in μ and Δ = μ_s − μ ≥ 0.
     method : {"shooting", "mpec"}
-        ``"mpec"`` (the whole-trajectory MPEC) is not available yet.
+        ``"mpec"``: the whole trajectory as one Pyomo MPEC (:mod:`pympc.mpec.trajectory`,
+        first-order time stepping of step ``step``: the estimate is O(h) off the exact
+        model's), solved once from the initial values by ``pympc.ipopt`` and checked
+        (dynamics and complementarity residuals, in ``result.method["mpec"]``); the
+        Pyomo model is ``result.model``.  Its covariance and identifiability come from the
+        exact model's sensitivity Jacobian at the MPEC estimate (as in the shooting route);
+        ``starts`` must be 1 and ``profile`` empty.
     jac : {"sensitivity", "fd"}
         The Jacobian: the simulator's forward sensitivities through events
         (default; ``simulate(..., sensitivities=...)``; where one is undefined —
@@ -60,6 +67,12 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         Passed to :func:`scipy.optimize.least_squares` (per start).
     profile_steps : int
         At most this many refits per side of a profile.
+    step, relaxation, static_penalty, time_limit
+        Only for ``method="mpec"``: the time step (default
+        :data:`pympc.identify.mpec_route.STEP`), the relaxation schedule
+        (default :data:`~pympc.identify.mpec_route.RELAXATION`), the weight of
+        μ_s − μ in the objective (:data:`pympc.mpec.trajectory.STATIC_PENALTY`) and
+        the solver's time limit in seconds.
 
     Returns
     -------
@@ -68,13 +81,9 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
     Raises
     ------
     OptionError
-        Unknown method, Jacobian or parameters, bad bounds or starts.
-    SolverNotFound
-        ``method="mpec"`` (not available yet).
+        Unknown method, Jacobian or parameters, bad bounds or starts; ``method="mpec"``
+        with several starts, profiles, or a model or output it does not cover.
     """
-    if method == "mpec":
-        raise SolverNotFound("method='mpec' (the whole-trajectory MPEC route of issue 14) is not available yet in "
-                             "this version of pympc; use method='shooting'")
     if method not in METHODS:
         raise OptionError(f"method must be one of {sorted(METHODS)}, got {method!r}")
     if isinstance(experiments, Experiment):
@@ -82,6 +91,12 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
     experiments = list(experiments)
     if not experiments or not all(isinstance(e, Experiment) for e in experiments):
         raise OptionError("experiments must be a pympc.identify.Experiment or a list of them")
+    mpec_options = dict(step=step, relaxation=relaxation, static_penalty=static_penalty, time_limit=time_limit)
+    if method == "shooting" and any(v is not None for v in mpec_options.values()):
+        raise OptionError(f"{sorted(k for k, v in mpec_options.items() if v is not None)} are options of method='mpec'")
+    if method == "mpec" and (starts != 1 or profile):
+        raise OptionError("method='mpec' solves once from the initial values: give starts=1 and no profile "
+                          "(use method='shooting' for a multistart or profiles)")
     if not 0 < confidence < 1:
         raise OptionError(f"confidence must be in (0, 1), got {confidence}")
     known = [e.sigma is not None for e in experiments]
@@ -105,7 +120,16 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
     problem = ShootingProblem(experiments, par, jac=jac, fd_step=fd_step, fd_scheme=fd_scheme)
     ls_options = dict(max_nfev=max_nfev, ftol=ftol, xtol=xtol, gtol=gtol)
     points = par.starts(starts, seed=seed, include_initial=include_initial)
-    rows, results = fit_starts(problem, points, ls_options)
+    mpec_info = None
+    if method == "mpec":
+        from .mpec_route import RELAXATION, STEP, fit_mpec
+
+        rows, results, mpec_info = fit_mpec(experiments, par, step=STEP if step is None else step,
+                                            relaxation=RELAXATION if relaxation is None else relaxation,
+                                            static_penalty=static_penalty, time_limit=time_limit)
+        model = mpec_info.pop("model")
+    else:
+        rows, results = fit_starts(problem, points, ls_options)
 
     import pandas as pd
 
@@ -118,12 +142,15 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
                                                                    for i, j in par.pairs],
                    "scipy": scipy.__version__, "pympc": __version__, "models": sorted({str(e.model) for e in experiments}),
                    "fixed": {e.name: e.fixed for e in experiments}}
+    if mpec_info is not None:
+        method_info["mpec"] = mpec_info
+        del method_info["least_squares"]
     p = par.size
     if not finite:
         table["at_best"] = False
         method_info.update(simulations=problem.simulations, seconds=time.perf_counter() - clock)
         nan = np.full(p, np.nan)
-        return IdentificationResult(
+        out = IdentificationResult(
             names=par.names, optimum=nan, stderr=nan, wald_low=nan, wald_high=nan, covariance=np.full((p, p), np.nan),
             correlation=np.full((p, p), np.nan), bounds=np.column_stack([par.theta_lo, par.theta_hi]), cost=np.inf,
             n=problem.size, sigma2=np.nan, known_noise=known_noise, converged=False, optimality=np.nan,
@@ -132,6 +159,9 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
                              "not_identifiable": {n: "every start failed" for n in par.names}},
             stick={}, profiles={}, fits=[], method=method_info, confidence=confidence, gradient=np.nan,
             simulations_ok=False)
+        if mpec_info is not None:
+            out.model = model
+        return out
     best = min(finite, key=lambda k: results[k].cost)
     res = results[best]
     verdict = table.loc[best, "status"]
@@ -152,6 +182,12 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         Jz = np.full((r.size, p), np.nan)
     J = Jz @ par.Tinv                      # ∂r/∂θ
     sse = float(r @ r)
+    if mpec_info is not None:   # a verified MPEC point is a local solution: it must not fit clearly worse than its start
+        r0 = problem.residual(par.z0)
+        c0 = mpec_info["start_cost"] = 0.5 * float(r0 @ r0)
+        # clearly worse: by 5 % of the start's cost, and (known noise) by more than a 99 % likelihood-ratio margin
+        slack = 0.05 * c0 + (0.5 * float(chi2.ppf(0.99, p)) if known_noise else 0.0)
+        mpec_info["improved"] = bool(0.5 * sse <= c0 + slack)
     if np.all(np.isfinite(J)):
         cov, s2, svals, flat = covariance(J, sse, r.size, theta, known_noise)
     else:
@@ -170,6 +206,12 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         active.append(side)
     report, corr = identifiability(par.names, theta, cov, flat, svals, active)
     stick = stick_information(problem, trs, par.names) if sims_ok else {}
+    for name, info in (mpec_info or {}).get("static", {}).items():
+        if name not in stick:   # the time-stepping law proves μ_s only from below (pympc.mpec.trajectory)
+            stick[name] = {"kind": "lower bound", "bound": info["bound"],
+                           "reason": f"MPEC route: its complementarity law lets a stuck slot break away before "
+                                     f"μ_s|λ| is reached, so it proves only {name} ≥ {info['bound']:.4g} (the largest "
+                                     f"stick ratio |F|/|λ| of the solution); use method='shooting' for a point estimate"}
     g = J.T @ r
     colmax = float(np.linalg.norm(J, axis=0).max(initial=0.0)) if np.all(np.isfinite(J)) else np.nan
     free = np.array([not a for a in active])
@@ -192,9 +234,12 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
                                     for ev in tr.events[1:]], "status": tr.status.name})
     method_info.update(simulations=problem.simulations + sum(m.simulations for m in made),
                        seconds=time.perf_counter() - clock, jacobian_fallbacks=problem.fallbacks, best_start=int(best))
-    return IdentificationResult(
+    out = IdentificationResult(
         names=par.names, optimum=theta, stderr=se, wald_low=wl, wald_high=wh, covariance=cov, correlation=corr,
         bounds=np.column_stack([par.theta_lo, par.theta_hi]), cost=0.5 * sse, n=r.size, sigma2=float(s2),
         known_noise=known_noise, converged=verdict == "converged", optimality=float(res.optimality),
         message=f"best start {best}: {verdict} ({res.message})", starts=table, identifiability=report, stick=stick, profiles=profiles, fits=fits,
         method=method_info, confidence=confidence, gradient=gradient, simulations_ok=sims_ok)
+    if mpec_info is not None:
+        out.model = model       # the solved Pyomo model (not saved with the result)
+    return out

@@ -94,6 +94,24 @@ class Expression:
         node = _fold(_diff(self.node, var), self.where, self.text)
         return Expression(node, None, f"{self.where} (d/d{var})", None)
 
+    def build(self, env, ops=math):
+        """The expression rebuilt with other arithmetic: names from ``env``, functions from ``ops``.
+
+        The same checked tree, walked once: ``env`` maps every name the
+        expression uses (parameters and variables) to a number or to any object
+        with Python arithmetic (a Pyomo variable or expression); ``ops`` is a
+        namespace with the functions (``math`` for floats, ``pyomo.environ``
+        for Pyomo expressions; ``abs`` is Python's).  No second parser: this is
+        how the mechanics' equations are emitted as Pyomo expressions
+        (:mod:`pympc.mechanics.equations`).
+
+        Examples
+        --------
+        >>> parse("A*sin(w*t)", ("A", "w")).build({"A": 2.0, "w": 3.0, "t": 0.5}) == 2 * math.sin(1.5)
+        True
+        """
+        return _build(self.node, env, ops, self)
+
     def depends_on(self, name):
         """Does the expression contain the name (a variable or a parameter)?"""
         return name in _names(self.node, variables=True)
@@ -286,6 +304,22 @@ def _closure(node):
         return lambda env: -a(env)
     f, a = _FUNCS[node.func.id], _closure(node.args[0])
     return lambda env: f(a(env))
+
+
+def _build(node, env, ops, expr):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        try:
+            return env[node.id]
+        except KeyError:
+            raise ModelError(f"{expr.where}: {expr.text!r} needs {node.id!r}, which was not given") from None
+    if isinstance(node, ast.BinOp):
+        return _BIN[type(node.op)](_build(node.left, env, ops, expr), _build(node.right, env, ops, expr))
+    if isinstance(node, ast.UnaryOp):
+        return -_build(node.operand, env, ops, expr)
+    f = abs if node.func.id == "abs" else getattr(ops, node.func.id)
+    return f(_build(node.args[0], env, ops, expr))
 
 
 def _c(v):

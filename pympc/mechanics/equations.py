@@ -1,0 +1,246 @@
+"""The mechanics' equations at position level, generic over the arithmetic.
+
+One definition of the point kinematics, the joint constraints, the slot
+coordinates and the applied forces, written once for any arithmetic: the
+functions take an ``ops`` namespace for the elementary functions (``math``
+for floats, ``pyomo.environ`` for Pyomo expressions) and an ``env`` mapping
+parameter names to numbers or to Pyomo objects.  Fields of the elements that
+are expressions of the parameters are rebuilt with :meth:`Expression.build`
+(no second parser), so a fitted parameter appears as the Pyomo variable it is
+mapped to.  This module never imports Pyomo (the whole-trajectory MPEC,
+:mod:`pympc.mpec.trajectory`, passes it in).
+
+Coordinates are the absolute ones of :class:`~pympc.mechanics.GeneralMethod`
+(``x, y, phi`` per rigid body, ``x, y`` per particle, in insertion order).
+The velocity-level rows (Jacobians) are not written here a second time: the
+numeric oracle differences these functions, the Pyomo model differentiates
+them symbolically; the generalized forces use :meth:`Equations.point_columns`,
+the derivative of the same point position ``r + R(phi) s``.
+
+Not covered: :class:`Rolling` and :class:`Gear` (velocity-level, non-holonomic
+rows); :meth:`Equations.check_supported` raises a ModelError naming them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import ModelError
+from .expressions import Expression
+from .system import GROUND, Damper, Distance, Gear, Gravity, PointForce, Prescribed, Revolute, RigidBody, Rolling, \
+    Slot, Spring, Torque
+
+__all__ = ["Equations"]
+
+
+class Equations:
+    """Position-level equations of a System, evaluated with any arithmetic.
+
+    Parameters
+    ----------
+    system : System
+        Its elements as defined (fields may be expressions of the parameters).
+
+    Attributes
+    ----------
+    n : int
+        Number of absolute coordinates.
+    coordinate_names : list of str
+    slots : list of Slot
+        The slot definitions, in the slot order of the formulations.
+    """
+
+    def __init__(self, system):
+        self.system = system
+        names = list(system.bodies)
+        self.bodies = [system.definition(n) for n in names]
+        self.index = {n: i for i, n in enumerate(names)}
+        self.rigid = [isinstance(b, RigidBody) for b in self.bodies]
+        self.offset, o = [], 0
+        for b in self.bodies:
+            self.offset.append(o)
+            o += b.ncoord
+        self.n = o
+        self.coordinate_names = []
+        for b, r in zip(self.bodies, self.rigid):
+            self.coordinate_names += [f"{b.name}.x", f"{b.name}.y"] + ([f"{b.name}.phi"] if r else [])
+        self.joints = [system.definition(n) for n in system.joints if not isinstance(system.joints[n], Slot)]
+        self.slots = [system.definition(s.name) for s in system.slots]
+        self.forces = [system.definition(n) for n in system.forces]
+
+    def check_supported(self):
+        """Raise a ModelError naming the joints these equations do not cover (rolling, gears)."""
+        bad = [j.name for j in self.joints if isinstance(j, (Rolling, Gear))]
+        if bad:
+            raise ModelError(f"{self.system.name}: joint(s) {bad} (rolling/gear: velocity-level rows) are not covered "
+                             "by the position-level equations of the MPEC route; use the shooting route")
+
+    # ------------------------------------------------------------------ values
+    @staticmethod
+    def value(field, env, ops=math, variables=None):
+        """A field as a number or as an expression of ``env`` (parameters) and ``variables`` (t, state)."""
+        if isinstance(field, Expression):
+            return field.build({**env, **(variables or {})}, ops)
+        return field
+
+    def parameters(self, env_overrides=None, ops=math):
+        """``{name: value}`` of every parameter, ``env_overrides`` (e.g. Pyomo variables) in place; derived
+        parameters rebuilt from them."""
+        out = {}
+        over = dict(env_overrides or {})
+        values = self.system.parameters
+        for k, p in self.system.parameter_definitions.items():
+            if k in over:
+                out[k] = over[k]
+            elif p.derived:
+                out[k] = p.value.build(out, ops)
+            else:
+                out[k] = values[k]
+        return out
+
+    def mass(self, env, ops=math):
+        """The diagonal of the mass matrix (m, m[, I] per body)."""
+        out = []
+        for b, r in zip(self.bodies, self.rigid):
+            m = self.value(b.mass, env, ops)
+            out += [m, m] + ([self.value(b.inertia, env, ops)] if r else [])
+        return out
+
+    # ------------------------------------------------------------------ kinematics
+    def _body(self, name):
+        return -1 if name == GROUND else self.index[name]
+
+    def _vec(self, v, env, ops):
+        return self.value(v[0], env, ops), self.value(v[1], env, ops)
+
+    def rotated(self, q, b, s, ops=math):
+        """``R(phi_b) s``: a body-fixed vector in world axes."""
+        if b < 0 or not self.rigid[b]:
+            return s
+        phi = q[self.offset[b] + 2]
+        c, sn = ops.cos(phi), ops.sin(phi)
+        return c * s[0] - sn * s[1], sn * s[0] + c * s[1]
+
+    def point(self, q, body, s, env, ops=math):
+        """World position ``r_b + R(phi_b) s`` of the point ``s`` (body frame) of body ``body`` (a name)."""
+        b = self._body(body)
+        s = self._vec(s, env, ops)
+        if b < 0:
+            return s
+        o = self.offset[b]
+        p = self.rotated(q, b, s, ops)
+        return q[o] + p[0], q[o + 1] + p[1]
+
+    def point_columns(self, q, body, s, env, ops=math):
+        """``[(column, (∂x/∂q_c, ∂y/∂q_c))]``: the derivative of :meth:`point` (rotation column ``E R s``)."""
+        b = self._body(body)
+        if b < 0:
+            return []
+        o = self.offset[b]
+        cols = [(o, (1.0, 0.0)), (o + 1, (0.0, 1.0))]
+        if self.rigid[b]:
+            px, py = self.rotated(q, b, self._vec(s, env, ops), ops)
+            cols.append((o + 2, (-py, px)))
+        return cols
+
+    def point_velocity(self, q, v, body, s, env, ops=math):
+        """World velocity of a body point: Σ columns · v."""
+        vx = vy = 0.0
+        for c, (ax, ay) in self.point_columns(q, body, s, env, ops):
+            vx, vy = vx + ax * v[c], vy + ay * v[c]
+        return vx, vy
+
+    # ------------------------------------------------------------------ constraints
+    def joint_residuals(self, q, t, env, ops=math):
+        """The bilateral constraints g(q, t) (Revolute: 2 rows, Distance: ½(|d|² − L²), Prescribed: q_c − f(t)),
+        in the row order of the numeric assembly."""
+        self.check_supported()
+        out = []
+        for j in self.joints:
+            if isinstance(j, Revolute):
+                ra = self.point(q, j.body_a, j.point_a, env, ops)
+                rb = self.point(q, j.body_b, j.point_b, env, ops)
+                out += [ra[0] - rb[0], ra[1] - rb[1]]
+            elif isinstance(j, Distance):
+                ra = self.point(q, j.body_a, j.point_a, env, ops)
+                rb = self.point(q, j.body_b, j.point_b, env, ops)
+                L = self.value(j.length, env, ops, {"t": t})
+                out.append(0.5 * ((ra[0] - rb[0]) ** 2 + (ra[1] - rb[1]) ** 2 - L * L))
+            elif isinstance(j, Prescribed):
+                c = self.offset[self._body(j.body)] + ("x", "y", "phi").index(j.coordinate)
+                out.append(q[c] - self.value(j.value, env, ops, {"t": t}))
+        return out
+
+    def slot_frame(self, q, slot, env, ops=math):
+        """(slider point P, guide line origin A, direction u, normal n) of a slot, in world axes."""
+        gb = self._body(slot.guide)
+        d = self._vec(slot.direction, env, ops)
+        norm = ops.sqrt(d[0] * d[0] + d[1] * d[1])
+        u = self.rotated(q, gb, (d[0] / norm, d[1] / norm), ops)
+        return (self.point(q, slot.slider, slot.point, env, ops), self.point(q, slot.guide, slot.origin, env, ops),
+                u, (-u[1], u[0]))
+
+    def slot_coordinates(self, q, env, ops=math):
+        """Per slot, (normal gap gN = n·(P − A), tangential coordinate s = u·(P − A)).
+
+        ∂gN/∂q and ∂s/∂q are the rows WN and WT of the numeric assembly, and the
+        slip velocity is ``WT q̇`` (the guide's rotation included).
+        """
+        out = []
+        for sl in self.slots:
+            P, A, u, nn = self.slot_frame(q, sl, env, ops)
+            dx, dy = P[0] - A[0], P[1] - A[1]
+            out.append((nn[0] * dx + nn[1] * dy, u[0] * dx + u[1] * dy))
+        return out
+
+    # ------------------------------------------------------------------ forces
+    def _apply(self, Q, q, body, s, F, env, ops, sign=1.0):
+        for c, (ax, ay) in self.point_columns(q, body, s, env, ops):
+            Q[c] = Q[c] + sign * (F[0] * ax + F[1] * ay)
+
+    def applied_forces(self, q, v, t, env, ops=math):
+        """The generalized applied force Q(q, v, t) (gravity, springs, dampers, point forces, torques)."""
+        Q = [0.0] * self.n
+        zero = (0.0, 0.0)
+        for f in self.forces:
+            if isinstance(f, Gravity):
+                g = self._vec(f.g, env, ops)
+                for b, (body, o) in enumerate(zip(self.bodies, self.offset)):
+                    m = self.value(body.mass, env, ops)
+                    Q[o], Q[o + 1] = Q[o] + m * g[0], Q[o + 1] + m * g[1]
+            elif isinstance(f, (Spring, Damper)):
+                ra = self.point(q, f.body_a, f.point_a, env, ops)
+                rb = self.point(q, f.body_b, f.point_b, env, ops)
+                d = (ra[0] - rb[0], ra[1] - rb[1])
+                L2 = d[0] * d[0] + d[1] * d[1]
+                if isinstance(f, Spring):
+                    k, L0 = self.value(f.k, env, ops), self.value(f.length, env, ops)
+                    mag = -k if (isinstance(L0, float) and L0 == 0.0) else -k * (ops.sqrt(L2) - L0) / ops.sqrt(L2)
+                else:
+                    if isinstance(L2, float) and L2 < 1e-24:
+                        continue                       # as the numeric assembly: no direction, no force
+                    va = self.point_velocity(q, v, f.body_a, f.point_a, env, ops)
+                    vb = self.point_velocity(q, v, f.body_b, f.point_b, env, ops)
+                    mag = -self.value(f.c, env, ops) * (d[0] * (va[0] - vb[0]) + d[1] * (va[1] - vb[1])) / L2
+                F = (mag * d[0], mag * d[1])
+                self._apply(Q, q, f.body_a, f.point_a, F, env, ops)
+                self._apply(Q, q, f.body_b, f.point_b, F, env, ops, -1.0)
+            elif isinstance(f, PointForce):
+                F = self.value(f.value[0], env, ops, self._state(q, v, t, f.body, f.point, env, ops)), \
+                    self.value(f.value[1], env, ops, self._state(q, v, t, f.body, f.point, env, ops))
+                self._apply(Q, q, f.body, f.point, F, env, ops)
+            elif isinstance(f, Torque):
+                b = self._body(f.body)
+                c = self.offset[b] + 2
+                Q[c] = Q[c] + self.value(f.value, env, ops, self._state(q, v, t, f.body, zero, env, ops))
+        return Q
+
+    def _state(self, q, v, t, body, s, env, ops):
+        """The variables of a force expression: time, the point's position and velocity, the body's angle and rate."""
+        r = self.point(q, body, s, env, ops)
+        w = self.point_velocity(q, v, body, s, env, ops)
+        b = self._body(body)
+        rigid = b >= 0 and self.rigid[b]
+        phi = q[self.offset[b] + 2] if rigid else 0.0
+        phidot = v[self.offset[b] + 2] if rigid else 0.0
+        return {"t": t, "x": r[0], "y": r[1], "vx": w[0], "vy": w[1], "phi": phi, "phidot": phidot}

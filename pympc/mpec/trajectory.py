@@ -1,0 +1,371 @@
+"""The whole trajectory as one Pyomo MPEC: time stepping with the slot complementarity at every step.
+
+:func:`trajectory_model` builds, for one or more experiments, a Pyomo
+``ConcreteModel`` whose variables are the states and the mean joint and slot forces of every step
+and the fitted parameters, and whose objective is the weighted least squares
+of the measured outputs.  The mechanics come from
+:class:`~pympc.mechanics.equations.Equations` (the same element definitions
+as the numeric assembly, emitted as Pyomo expressions with ``ops =
+pyomo.environ``; the Jacobians are their symbolic derivatives,
+``pyomo.core.expr.calculus.derivatives.differentiate``).
+
+Discretization (first order, Moreau–Jean type, implicit in velocity), step h,
+t_k = t0 + k h::
+
+    M (v_{k+1} − v_k) / h = Q(q_k, v_k, t_k) + J(q_{k+1})ᵀ ν + Σ_j WN_j(q_{k+1})ᵀ Λ_j + WT_j(q_{k+1})ᵀ P_j
+    (q_{k+1} − q_k) / h = v_{k+1}
+    g(q_{k+1}, t_{k+1}) = 0,  gN_j(q_{k+1}) = 0                     (position level)
+
+ν, Λ, P are the mean forces over the step (impulse / h), so that every row and
+every complementarity product has the same size whatever the step.  The joints and the slot gaps
+are imposed at position level at k+1: with q_{k+1} = q_k + h v_{k+1} that is
+a condition on v_{k+1}, and positions never drift off the constraints (a
+velocity-level row, J v_{k+1} = 0, would let g drift by O(h) per unit time).
+Per slot and step: the wall split Λ = Λ⁺ − Λ⁻, 0 ≤ Λ⁺ ⊥ Λ⁻ ≥ 0,
+|Λ| = Λ⁺ + Λ⁻; the slip WT v_{k+1} = s⁺ − s⁻ and, for μ_s = μ,
+0 ≤ s± ⊥ μ|Λ| ± P ≥ 0.  For μ_s > μ, with w± ≥ 0:
+0 ≤ s⁺ ⊥ (μ_s − μ)|Λ| − w⁺ ≥ 0 and 0 ≤ s⁺ ⊥ μ_s|Λ| + P − w⁺ ≥ 0
+(mirrored for s⁻): slipping forward (s⁺ > 0) forces w⁺ = (μ_s − μ)|Λ| and
+P = −μ|Λ|; sticking (s± = 0) leaves |P| ≤ μ_s|Λ|.
+
+What this does to accuracy: the scheme is first order — the exact trajectory
+violates its rows by O(h) (tested), and states, forces and switching times of
+the time stepping are O(h) off the event-driven solution.  The estimate is
+*not* simply O(h) off, measured (``benchmarks/identification.py``, part 5):
+the least squares over the time stepping shift switching times to fit the
+data (a breakaway a step or two early costs nothing, see below), and the MPEC
+is nonconvex — a verified local solution can fit worse than the start (the
+identification checks this) or the solve can fail at small steps.  On a
+2 s noise-free oscillator record μ is within 2e-3 of the shooting estimate at
+h = 0.04 and 0.02 s; no first-order convergence was observed.
+
+Static friction: the complementarity law is the *closure* of Coulomb's law
+with μ_s > μ; it also allows a stuck slot to break away when μ|Λ| < |P| <
+μ_s|Λ| (the exact model sticks until μ_s|Λ| is reached), and a slot with a
+large μ_s may stick whenever that helps the fit.  The data then bound μ_s
+only from below (the largest stick ratio |P|/|Λ| of the solution), and the
+objective is flat above.  ``static_penalty`` adds ``static_penalty ×
+Σ(y/σ)² × (μ_s − μ)`` to the objective to lean towards the smallest μ_s; it
+does not make μ_s identifiable (measured: the bound the solution proves was
+0.386 at h = 0.04 s and 0.615 at h = 0.02 s for a true 0.4).  Fit μ_s by
+shooting.
+
+Data times need not be on the grid: a prediction is the linear interpolation
+between the two steps around it (exact on the grid).  Outputs: coordinates and
+velocities of bodies (``body.x``, ``body.x_dot``; the velocity at t_k is
+v_k, the backward difference), and per slot ``normal_force``,
+``friction_force`` (the mean force of the step ending at t_k) and
+``slip_velocity``; the energies are refused (OptionError).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.core.expr.calculus.derivatives import differentiate
+from pyomo.mpec import Complementarity, complements
+
+from ..errors import OptionError
+from ..mechanics.equations import Equations
+from ..mechanics.system import RigidBody
+
+__all__ = ["trajectory_model", "add_parameters", "add_experiment", "finish", "slot_law", "residuals", "STATIC_PENALTY"]
+
+STATIC_PENALTY = 1e-4
+"""Default weight of μ_s − μ in the objective, relative to Σ (y/σ)² (see the module notes)."""
+
+_SLOT_OUTPUTS = ("normal_force", "friction_force", "slip_velocity")
+
+
+def _grad(expr, wrt):
+    """Symbolic ∂expr/∂wrt (a list); zeros for a constant."""
+    if not hasattr(expr, "is_expression_type") or (not expr.is_expression_type() and not expr.is_variable_type()):
+        return [0.0] * len(wrt)
+    return differentiate(expr, wrt_list=wrt, mode=differentiate.Modes.reverse_symbolic)
+
+
+def _friction_pairs(system):
+    """(slot, kinetic parameter, static parameter) of each slot whose coefficients are single parameters."""
+    out = []
+    for sl in system.slots:
+        d = system.definition(sl.name)
+        name = lambda v: v.text.strip() if hasattr(v, "parameters") and v.text.strip() in v.parameters else None  # noqa
+        out.append((sl.name, name(d.mu), name(d.mu_s)))
+    return out
+
+
+def trajectory_model(system, t, data, outputs, *, fit, step, t0=None, sigma=None, warm_start=None,
+                     static_penalty=STATIC_PENALTY):
+    """A Pyomo MPEC of one experiment: the whole trajectory, the fitted parameters, the least squares.
+
+    Parameters
+    ----------
+    system : System
+        The mechanism with every parameter that is not fitted at its value.
+    t : array, shape (N,)
+        Data times (increasing, inside ``[t0, t0 + K h]``).
+    data : array, shape (N, m)
+    outputs : list of str
+        Output names (see the module notes).
+    fit : dict, list of str or str
+        ``{name: (lower, upper)}`` of the fitted parameters (None: unbounded), or their names
+        (``"mu,mu_s"``; bounds: the model's declared ones); they start at the system's values.  When both coefficients of a slot are fitted the model has ``mu`` and
+        ``excess[mu_s] = mu_s − mu ≥ 0``.
+    step : float
+        Time step h; the grid is t0, t0 + h', ..., t[-1] with h' ≤ h the largest step that divides the span.
+    t0 : float, optional
+        Initial time (default: the system's ``t_start`` or 0); the initial state is the system's.
+    sigma : array (m,), optional
+        Noise level per output (weights 1/σ); default 1.
+    warm_start : dict, optional
+        Arrays on the grid to start from: ``q``, ``v`` (K+1, n), ``normal_force``, ``friction_force`` (K+1, slots).
+    static_penalty : float
+        See the module notes (0 switches it off).
+
+    Returns
+    -------
+    pyomo.environ.ConcreteModel
+        ``model.theta[name]`` are the user's parameters (variables or expressions),
+        ``model.experiment[0]`` the block with ``q``, ``v``, ``lp``, ``lm`` (wall split), ``P``, ... and
+        ``model.objective``.  Add constraints or priors before solving.
+    """
+    m = pyo.ConcreteModel(name=f"trajectory MPEC of {system.name}")
+    add_parameters(m, system, fit)
+    m.experiment = pyo.Block([0])
+    add_experiment(m, m.experiment[0], system, t, data, outputs, step=step, t0=t0, sigma=sigma, warm_start=warm_start)
+    finish(m, static_penalty)
+    return m
+
+
+def add_parameters(m, system, fit):
+    values = system.parameters
+    if isinstance(fit, str):
+        fit = [n.strip() for n in fit.split(",") if n.strip()]
+    if not isinstance(fit, dict):     # names only: the model's declared bounds, else unbounded
+        fit = {n: system.parameter_definitions[n].bounds if n in system.parameter_definitions else None for n in fit}
+    names = list(fit)
+    for n in names:
+        if n not in values:
+            raise OptionError(f"fit: {n!r} is not a parameter of {system.name} ({sorted(values)})")
+    pairs = [(k, s) for _, k, s in _friction_pairs(system) if k in names and s in names]
+    statics = {s: k for k, s in pairs}
+    free = [n for n in names if n not in statics]
+
+    def bounds(n):
+        lo, hi = fit[n] if fit[n] is not None else (None, None)
+        return (None if lo is None or not math.isfinite(lo) else float(lo),
+                None if hi is None or not math.isfinite(hi) else float(hi))
+
+    m.fitted = pyo.Var(free, initialize={n: float(values[n]) for n in free}, bounds=lambda _, n: bounds(n))
+    m.excess = pyo.Var(list(statics), within=pyo.NonNegativeReals,
+                       initialize={s: max(0.0, float(values[s] - values[k])) for s, k in statics.items()})
+    for s, k in statics.items():    # μ_s = μ + Δ inside the user's box for μ_s
+        lo, hi = bounds(s)
+        if lo is not None:
+            m.add_component(f"{s}_lower", pyo.Constraint(expr=m.fitted[k] + m.excess[s] >= lo))
+        if hi is not None:
+            m.add_component(f"{s}_upper", pyo.Constraint(expr=m.fitted[k] + m.excess[s] <= hi))
+    m.theta = {n: m.fitted[n] for n in free}
+    m.theta.update({s: m.fitted[k] + m.excess[s] for s, k in statics.items()})
+    m.pairs = pairs
+
+
+def finish(m, static_penalty=STATIC_PENALTY):
+    """The objective: ½ Σ r² over every experiment block, plus ``static_penalty`` × scale × Σ (μ_s − μ)."""
+    blocks = list(m.experiment.values())
+    fit = sum(0.5 * sum(r ** 2 for r in b.residual.values()) for b in blocks)
+    scale = sum(b.data_scale for b in blocks)
+    m.objective = pyo.Objective(expr=fit + static_penalty * scale * sum(m.excess[s] for s in m.excess))
+
+
+def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None, warm_start=None):
+    """Build the time-stepping equations and residuals of one experiment on block ``b`` of model ``m``."""
+    eq = Equations(system)
+    eq.check_supported()
+    t = np.asarray(t, dtype=float)
+    data = np.asarray(data, dtype=float).reshape(t.size, -1)
+    t0 = float(system.simulation.get("t_start", 0.0)) if t0 is None else float(t0)
+    if not step > 0:
+        raise OptionError(f"step must be positive, got {step!r}")
+    if t.size == 0 or t[0] < t0 - 1e-12:
+        raise OptionError(f"data times must start at or after t0 = {t0:g}")
+    K = max(1, int(math.ceil((t[-1] - t0) / step - 1e-9)))
+    h = (t[-1] - t0) / K
+    b.h, b.steps, b.t0 = h, K, t0
+    grid = t0 + h * np.arange(K + 1)
+    n, ns = eq.n, len(eq.slots)
+    env = eq.parameters({k: v for k, v in m.theta.items()}, pyo)
+    mass = eq.mass(env, pyo)
+    q0, v0 = _initial_state(eq)
+    b.q = pyo.Var(range(K + 1), range(n), initialize=lambda _, k, i: q0[i])
+    b.v = pyo.Var(range(K + 1), range(n), initialize=lambda _, k, i: v0[i])
+    for i in range(n):
+        b.q[0, i].fix(q0[i])
+        b.v[0, i].fix(v0[i])
+    steps = range(1, K + 1)
+    nrow = len(eq.joint_residuals(q0, t0, eq.parameters()))
+    b.nu = pyo.Var(steps, range(nrow), initialize=0.0)
+    S = range(ns)
+    b.lp = pyo.Var(steps, S, within=pyo.NonNegativeReals, initialize=0.0)
+    b.lm = pyo.Var(steps, S, within=pyo.NonNegativeReals, initialize=0.0)
+    b.P = pyo.Var(steps, S, initialize=0.0)
+    b.sp = pyo.Var(steps, S, within=pyo.NonNegativeReals, initialize=0.0)
+    b.sm = pyo.Var(steps, S, within=pyo.NonNegativeReals, initialize=0.0)
+    mus = [(eq.value(sl.mu, env, pyo), eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env, pyo))
+           for sl in eq.slots]
+    static = [sl.mu_s is not None and not (isinstance(a, float) and isinstance(c, float) and a == c)
+              for sl, (a, c) in zip(eq.slots, mus)]
+    b.wp = pyo.Var(steps, [j for j in S if static[j]], within=pyo.NonNegativeReals, initialize=0.0)
+    b.wm = pyo.Var(steps, [j for j in S if static[j]], within=pyo.NonNegativeReals, initialize=0.0)
+    b.dynamics, b.position, b.joint, b.gap, b.slip = (pyo.ConstraintList() for _ in range(5))
+    b.pairs = Complementarity(pyo.Any)
+    b.sides = {}                      # key -> (a, c) of the pair 0 <= a ⊥ c >= 0, for the checks
+    b.slip_velocity = {}              # (k, j) -> WT(q_k) v_k
+
+    def pair(key, a, c):
+        b.sides[key] = (a, c)
+        b.pairs[key] = complements(a >= 0, c >= 0)
+    for k in steps:
+        qk, vk = [b.q[k, i] for i in range(n)], [b.v[k, i] for i in range(n)]
+        qp, vp = [b.q[k - 1, i] for i in range(n)], [b.v[k - 1, i] for i in range(n)]
+        Q = eq.applied_forces(qp, vp, float(grid[k - 1]), env, pyo)
+        rhs = list(Q)
+        for r, g in enumerate(eq.joint_residuals(qk, float(grid[k]), env, pyo)):
+            b.joint.add(g == 0)
+            for i, d in enumerate(_grad(g, qk)):
+                rhs[i] = rhs[i] + d * b.nu[k, r] if not _zero(d) else rhs[i]
+        for j, (gN, s) in enumerate(eq.slot_coordinates(qk, env, pyo)):
+            b.gap.add(gN == 0)
+            WN, WT = _grad(gN, qk), _grad(s, qk)
+            lam = b.lp[k, j] - b.lm[k, j]
+            for i in range(n):
+                if not _zero(WN[i]):
+                    rhs[i] = rhs[i] + WN[i] * lam
+                if not _zero(WT[i]):
+                    rhs[i] = rhs[i] + WT[i] * b.P[k, j]
+            slip = sum(WT[i] * vk[i] for i in range(n) if not _zero(WT[i]))
+            b.slip_velocity[k, j] = slip
+            b.slip.add(slip == b.sp[k, j] - b.sm[k, j])
+            mu, mu_s = mus[j]
+            wp, wm = (b.wp[k, j], b.wm[k, j]) if static[j] else (None, None)
+            for key, x, c in slot_law(b.lp[k, j], b.lm[k, j], b.P[k, j], b.sp[k, j], b.sm[k, j], mu, mu_s, wp, wm):
+                pair((k, j, key), x, c)
+        for i in range(n):
+            b.dynamics.add(mass[i] * (vk[i] - vp[i]) / h == rhs[i])
+            b.position.add((qk[i] - qp[i]) / h == vk[i])
+    _residuals(b, eq, t, data, list(outputs), sigma, grid)
+    if warm_start is not None:
+        _warm(b, eq, warm_start, mus, static)
+    return b
+
+
+def slot_law(lp, lm, P, sp, sm, mu, mu_s, wp=None, wm=None):
+    """The complementarity pairs ``(key, a, c)``, 0 ≤ a ⊥ c ≥ 0, of one slot at one step (any arithmetic).
+
+    The wall split (Λ⁺ ⊥ Λ⁻, |Λ| = Λ⁺ + Λ⁻) and Coulomb's law on the slip parts
+    s⁺, s⁻: with ``wp``/``wm`` given (μ_s > μ) the four pairs of the module notes,
+    else 0 ≤ s± ⊥ μ|Λ| ± P ≥ 0.
+    """
+    absl = lp + lm
+    out = [("wall", lp, lm)]
+    if wp is not None:
+        out += [("+excess", sp, (mu_s - mu) * absl - wp), ("+", sp, mu_s * absl + P - wp),
+                ("-excess", sm, (mu_s - mu) * absl - wm), ("-", sm, mu_s * absl - P - wm)]
+    else:
+        out += [("+", sp, mu * absl + P), ("-", sm, mu * absl - P)]
+    return out
+
+
+def _zero(d):
+    return isinstance(d, (int, float)) and d == 0
+
+
+def _initial_state(eq):
+    q, v = [], []
+    env = eq.parameters()
+    for body in eq.bodies:
+        q += [float(eq.value(x, env)) for x in body.position]
+        v += [float(eq.value(x, env)) for x in body.velocity]
+        if isinstance(body, RigidBody):
+            q.append(float(eq.value(body.angle, env)))
+            v.append(float(eq.value(body.angular_velocity, env)))
+    return q, v
+
+
+def _series(b, eq, name):
+    """``(kind, index, fn)``: fn(k) the Pyomo value of output ``name`` at grid step k."""
+    names = eq.coordinate_names
+    if name in names:
+        i = names.index(name)
+        return lambda k: b.q[k, i]
+    if name.endswith("_dot") and name[:-4] in names:
+        i = names.index(name[:-4])
+        return lambda k: b.v[k, i]
+    base, _, quantity = name.rpartition(".")
+    slots = [sl.name for sl in eq.slots]
+    if quantity in _SLOT_OUTPUTS and base in slots:
+        j = slots.index(base)
+        if quantity == "normal_force":
+            return lambda k: b.lp[max(k, 1), j] - b.lm[max(k, 1), j]
+        if quantity == "friction_force":
+            return lambda k: b.P[max(k, 1), j]
+        return lambda k: b.sp[max(k, 1), j] - b.sm[max(k, 1), j]
+    raise OptionError(f"output {name!r} is not supported by the MPEC route (coordinates, their velocities "
+                      f"'<coordinate>_dot' and slot forces/slip velocity are: {names}); use the shooting route")
+
+
+def _residuals(b, eq, t, data, outputs, sigma, grid):
+    sigma = np.ones(len(outputs)) if sigma is None else np.asarray(sigma, dtype=float)
+    series = [_series(b, eq, o) for o in outputs]
+    pos = (t - b.t0) / b.h
+    idx = np.clip(np.floor(pos + 1e-9).astype(int), 0, b.steps)
+    frac = pos - idx
+    rows = {}
+    for d in range(t.size):
+        k, a = int(idx[d]), float(frac[d])
+        for o, fn in enumerate(series):
+            pred = fn(k) if a <= 1e-9 or k == b.steps else (1 - a) * fn(k) + a * fn(k + 1)
+            rows[d, o] = (pred - float(data[d, o])) / float(sigma[o])
+    b.residual = pyo.Expression(list(rows), initialize=rows)
+    b.data_scale = float(np.sum((data / sigma) ** 2))
+    b.outputs = outputs
+
+
+def _warm(b, eq, ws, mus, static):
+    """Set the variables from a simulation sampled on the grid (the forces at the step's end)."""
+    q, v = np.asarray(ws["q"], float), np.asarray(ws["v"], float)
+    lam = np.asarray(ws.get("normal_force", np.zeros((q.shape[0], len(eq.slots)))), float).reshape(q.shape[0], -1)
+    fr = np.asarray(ws.get("friction_force", np.zeros_like(lam)), float).reshape(q.shape[0], -1)
+    for k in range(1, b.steps + 1):
+        for i in range(eq.n):
+            b.q[k, i].set_value(float(q[k, i]))
+            b.v[k, i].set_value(float(v[k, i]))
+        for j in range(len(eq.slots)):
+            L, P = lam[k, j], fr[k, j]
+            b.lp[k, j].set_value(max(L, 0.0))
+            b.lm[k, j].set_value(max(-L, 0.0))
+            b.P[k, j].set_value(P)
+            vt = pyo.value(b.slip_velocity[k, j])
+            b.sp[k, j].set_value(max(vt, 0.0))
+            b.sm[k, j].set_value(max(-vt, 0.0))
+            if static[j]:
+                mu, mu_s = (pyo.value(x) for x in mus[j])
+                b.wp[k, j].set_value((mu_s - mu) * abs(L) if vt > 0 else 0.0)
+                b.wm[k, j].set_value((mu_s - mu) * abs(L) if vt < 0 else 0.0)
+
+
+def residuals(m):
+    """The checks of a solved (or warm-started) model: ``{"dynamics": max row violation, "complementarity":
+    max |min(a, b)| over the pairs (negative sides included), "objective": value}``."""
+    dyn = 0.0
+    for b in m.experiment.values():
+        for part in (b.dynamics, b.position, b.joint, b.gap, b.slip):
+            for c in part.values():
+                dyn = max(dyn, abs(pyo.value(c.body) - pyo.value(c.upper)))
+    comp = 0.0
+    for b in m.experiment.values():
+        for a, c in b.sides.values():
+            comp = max(comp, abs(min(pyo.value(a), pyo.value(c))))
+    return {"dynamics": dyn, "complementarity": comp, "objective": float(pyo.value(m.objective))}

@@ -1,0 +1,79 @@
+"""The generic position-level equations (pympc.mechanics.equations) against the numeric assembly.
+
+Oracle: GeneralMethod.assemble at random states; the Jacobians J, WN, WT by
+central differences of the generic g(q, t) and slot coordinates, the slip
+velocity as WT q̇.  Not covered (and refused): rolling and gear joints.
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pympc.errors import ModelError
+from pympc.mechanics import GeneralMethod, load_model
+from pympc.mechanics.equations import Equations
+from pympc.mechanics.expressions import parse
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+COVERED = ["cross_slide", "friction_oscillator", "rotating_rod_bead", "shortening_pendulum", "slider_crank",
+           "spinning_tube_ball"]
+NOT_COVERED = ["planetary_gear", "rolling_disc_incline", "wheel_rod"]
+
+
+def _fd(fun, q, h=1e-6):
+    base = np.asarray(fun(q), float).ravel()
+    J = np.zeros((base.size, q.size))
+    for i in range(q.size):
+        e = np.zeros(q.size)
+        e[i] = h
+        J[:, i] = (np.asarray(fun(q + e), float).ravel() - np.asarray(fun(q - e), float).ravel()) / (2 * h)
+    return J
+
+
+@pytest.mark.parametrize("name", COVERED)
+def test_generic_equations_match_the_numeric_assembly(name):
+    system = load_model(MODELS / f"{name}.toml")
+    eq = Equations(system)
+    form = GeneralMethod(system)
+    env = eq.parameters()
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        q, qd, t = rng.normal(size=eq.n), rng.normal(size=eq.n), float(rng.uniform(0, 3))
+        a = form.assemble(q, qd, t)
+        assert np.allclose(eq.joint_residuals(q, t, env), a.g, atol=1e-12)
+        assert np.allclose(_fd(lambda x: eq.joint_residuals(x, t, env), q).reshape(a.J.shape), a.J, atol=1e-7)
+        sc = np.array(eq.slot_coordinates(q, env), float).reshape(-1, 2)
+        assert np.allclose(sc[:, 0], a.gN, atol=1e-12)
+        W = _fd(lambda x: np.array(eq.slot_coordinates(x, env), float), q).reshape(-1, 2, eq.n)
+        assert np.allclose(W[:, 0], a.WN, atol=1e-7)
+        assert np.allclose(W[:, 1], a.WT, atol=1e-7)
+        assert np.allclose(W[:, 1] @ qd, a.vT, atol=1e-7)
+        assert np.allclose(eq.applied_forces(q, qd, t, env), a.h, rtol=1e-12, atol=1e-12)
+        assert np.allclose(np.diag(np.array(eq.mass(env), float)), a.M)
+
+
+@pytest.mark.parametrize("name", NOT_COVERED)
+def test_rolling_and_gears_are_refused(name):
+    eq = Equations(load_model(MODELS / f"{name}.toml"))
+    with pytest.raises(ModelError, match="not covered"):
+        eq.check_supported()
+
+
+def test_parameters_follow_the_environment():
+    """A parameter mapped to another value (as a fitted Pyomo variable would be) changes the equations."""
+    system = load_model(MODELS / "friction_oscillator.toml")
+    eq = Equations(system)
+    q, v = np.array([0.3, 0.0]), np.zeros(2)
+    Q0 = eq.applied_forces(q, v, 1.0, eq.parameters())
+    Q1 = eq.applied_forces(q, v, 1.0, eq.parameters({"K": 20.0}))
+    assert Q1[0] - Q0[0] == pytest.approx(-5.0 * 0.3)
+
+
+def test_expression_build_equals_evaluation():
+    e = parse("A*sin(w*t)**2 - abs(B)/sqrt(t+1)", ("A", "w", "B"), ("t",))
+    env = {"A": 1.5, "w": 2.0, "B": -0.7, "t": 0.3}
+    assert e.build(env, math) == pytest.approx(e.bind({k: env[k] for k in "AwB"})(t=0.3), rel=1e-15)
+    with pytest.raises(ModelError, match="needs 'w'"):
+        e.build({"A": 1.0, "B": 0.0, "t": 0.0}, math)

@@ -1,0 +1,144 @@
+"""The whole-trajectory MPEC route (pympc.mpec.trajectory, estimate(method="mpec")).
+
+Oracles: the static-friction law checked by linear programming on the same
+slot_law function the model uses; the time-stepping rows evaluated at the
+exact simulator's trajectory (first order: they shrink with the step); the
+MPEC estimate against the shooting estimate on noise-free data.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+import pympc
+from pympc.errors import ModelError, OptionError
+from pympc.identify import Experiment, Parameter, estimate
+from pympc.identify.experiment import synthetic_record
+from pympc.mechanics import load_model
+from pympc.mpec.trajectory import residuals, slot_law, trajectory_model
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+OSC = MODELS / "friction_oscillator.toml"
+
+
+def _P_range(sp, sm, lam, mu, mu_s):
+    """min and max of the friction force P allowed by slot_law at fixed slip parts and normal force (LP over P, w±)."""
+    def sides(x):                      # x = (P, wp, wm): the pairs' values, affine in x
+        return [(a, c) for _, a, c in slot_law(lam, 0.0, x[0], sp, sm, mu, mu_s, x[1], x[2])]
+    base = sides(np.zeros(3))
+    cols = [sides(np.eye(3)[i]) for i in range(3)]
+    A_eq, b_eq, A_ub, b_ub = [], [], [], []
+    for r, (a, c0) in enumerate(base):
+        if r == 0:
+            continue                   # the wall pair: Λ⁺ = lam, Λ⁻ = 0
+        row = [cols[i][r][1] - c0 for i in range(3)]
+        if a > 0:
+            A_eq.append(row), b_eq.append(-c0)           # a > 0: c = 0
+        else:
+            A_ub.append([-v for v in row]), b_ub.append(c0)  # a = 0: c >= 0
+    bounds = [(None, None), (0, None), (0, None)]
+    out = []
+    for sign in (1, -1):
+        res = linprog([sign, 0, 0], A_ub=A_ub or None, b_ub=b_ub or None, A_eq=A_eq or None, b_eq=b_eq or None,
+                      bounds=bounds)
+        out.append(sign * res.fun if res.status == 0 else None)
+    return out
+
+
+@pytest.mark.parametrize("lam", [0.5, 2.0])
+def test_static_friction_law(lam):
+    mu, mu_s = 0.3, 0.4
+    lo, hi = _P_range(0.0, 0.0, lam, mu, mu_s)          # sticking: |P| <= mu_s |Λ|
+    assert lo == pytest.approx(-mu_s * lam) and hi == pytest.approx(mu_s * lam)
+    lo, hi = _P_range(0.7, 0.0, lam, mu, mu_s)          # slipping forward: P = -mu |Λ|
+    assert lo == pytest.approx(-mu * lam) and hi == pytest.approx(-mu * lam)
+    lo, hi = _P_range(0.0, 0.7, lam, mu, mu_s)          # slipping backward: P = +mu |Λ|
+    assert lo == pytest.approx(mu * lam) and hi == pytest.approx(mu * lam)
+    lo, hi = _P_range(0.0, 0.0, lam, mu, mu)            # mu_s = mu: the plain law, |P| <= mu |Λ|
+    assert hi == pytest.approx(mu * lam)
+
+
+def _warm(system, T, h):
+    grid = np.linspace(0.0, T, int(round(T / h)) + 1)
+    tr = pympc.simulate(system, (0.0, T), t_eval=grid)
+    rows = np.searchsorted(tr.t, grid, side="right") - 1
+    return tr, {"q": tr.q[rows], "v": tr.qd[rows], "normal_force": tr.normal_force[rows],
+                "friction_force": tr.friction_force[rows]}
+
+
+def test_rows_at_the_simulated_trajectory_are_first_order():
+    """The exact trajectory violates the time-stepping rows by O(h): positions pointwise, the dynamics
+    in the time integral (a switch inside a step leaves an O(1) force error on that one step)."""
+    system = load_model(OSC)
+    T = 2.0
+    out = []
+    for h in (0.04, 0.02, 0.01):
+        tr, ws = _warm(system, T, h)
+        t = np.linspace(0.0, T, 21)
+        m = trajectory_model(system, t, np.zeros((t.size, 1)), ["mass.x"], fit={"mu": (0.05, 1.0)}, step=h,
+                             warm_start=ws)
+        b = m.experiment[0]
+        pos = max(abs(c.body() - c.upper()) for c in b.position.values())
+        dyn = h * sum(abs(c.body() - c.upper()) for c in b.dynamics.values())
+        assert residuals(m)["complementarity"] <= 1e-12
+        out.append((pos, dyn))
+    (p1, d1), (p2, d2), (p3, d3) = out
+    assert p2 < 0.6 * p1 and p3 < 0.6 * p2
+    assert d2 < 0.7 * d1 and d3 < 0.7 * d2
+
+
+def test_unsupported_outputs_and_models_are_refused():
+    system = load_model(OSC)
+    with pytest.raises(OptionError, match="not supported by the MPEC route"):
+        trajectory_model(system, [0.0, 1.0], [[0.0], [0.0]], ["kinetic"], fit={"mu": (0, 1)}, step=0.1)
+    with pytest.raises(ModelError, match="not covered"):
+        trajectory_model(load_model(MODELS / "wheel_rod.toml"), [0.0, 1.0], [[0.0], [0.0]], ["disc.x"],
+                         fit={}, step=0.1)
+
+
+@pytest.fixture(scope="module")
+def oscillator():
+    t = np.arange(0.0, 2.0 + 1e-9, 0.05)
+    df, _ = synthetic_record(OSC, t, ["mass.x"], 0.0, 0)
+    exp = Experiment(OSC, df)
+    shooting = estimate(exp, [Parameter("mu", 0.25, (0.05, 1.0))])
+    return exp, shooting
+
+
+def test_mpec_estimate_approaches_the_shooting_estimate(oscillator):
+    """Noise-free oscillator record (2 s, one breakaway and one slip stop): μ by the MPEC route at two steps.
+
+    Stated bound: |μ_mpec − μ_shooting| < 0.005 at h = 0.02 s, and smaller than at h = 0.04 s.
+    """
+    exp, shooting = oscillator
+    assert shooting.optimum[0] == pytest.approx(0.3, abs=1e-4)
+    gaps = []
+    for h in (0.04, 0.02):
+        r = estimate(exp, [Parameter("mu", 0.25, (0.05, 1.0))], method="mpec", step=h)
+        mp = r.method["mpec"]
+        assert r.ok and mp["verified"], r.summary()
+        assert mp["complementarity_residual"] <= 1e-8 and mp["dynamics_residual"] <= 1e-7
+        assert r.checks()["mpec"][0]
+        assert np.all(np.isfinite(r.covariance)) and r.stderr[0] > 0
+        assert r.method["method"] == "mpec" and r.model is not None
+        gaps.append(abs(r.optimum[0] - shooting.optimum[0]))
+    assert gaps[1] < gaps[0] and gaps[1] < 0.005, gaps
+
+
+def test_cli_identify_mpec(tmp_path, capsys):
+    from pympc.cli import main
+
+    t = np.arange(0.0, 2.0 + 1e-9, 0.05)
+    df, sigma = synthetic_record(OSC, t, ["mass.x"], 0.01, 3)
+    data = tmp_path / "short.csv"
+    df.to_csv(data, index=False)
+    code = main(["identify", str(OSC), str(data), "--fit", "mu", "--method", "mpec", "--step", "0.04",
+                 "--noise", str(sigma["mass.x"]), "--out", str(tmp_path), "--no-plots"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "identification by mpec" in out and "check mpec         ok" in out
+    d = json.loads((tmp_path / "result.json").read_text())
+    assert d["method"]["method"] == "mpec" and abs(d["optimum"][0] - 0.3) < 0.01
