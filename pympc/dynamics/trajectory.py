@@ -100,6 +100,10 @@ class Event:
     dtime: dict = field(default_factory=dict)
     sensitivity_note: str = ""
 
+    def __post_init__(self):
+        self.time = float(self.time)                     # a Python float, whatever the root finder returned
+        self.slot = None if self.slot is None else int(self.slot)
+
     def pyomo_model(self):
         """A fresh Pyomo MPEC model of this event's HLCP (``pyomo.mpec.Complementarity``)."""
         from ..mpec import to_pyomo
