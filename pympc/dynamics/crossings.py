@@ -195,6 +195,7 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
     G w``: g' has one sign on the interval, so g has exactly one zero there): the
     zeros are found by root finding, the first one wins.
     """
+    many = getattr(G, "many", None)
     stack = [(a, ga, b, gb)]
     while stack:
         a, ga, b, gb = stack.pop()
@@ -210,8 +211,26 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
                          for i in cross]
                 return min(roots)
             continue
-        m = 0.5 * (a + b)
-        gm = np.asarray(G(m), dtype=float)
-        stack.append((m, gm, b, gb))      # right half after the left one
-        stack.append((a, ga, m, gm))
+        if many is None:                  # halves, one evaluation each
+            m = 0.5 * (a + b)
+            gm = np.asarray(G(m), dtype=float)
+            stack.append((m, gm, b, gb))      # right half after the left one
+            stack.append((a, ga, m, gm))
+            continue
+        # SPLIT parts evaluated in one call (the same search as log2(SPLIT) levels of halving): the parts
+        # the bound does not exclude are pushed, right to left, so the leftmost is examined first
+        ts = np.linspace(a, b, SPLIT + 1)
+        ts[-1] = b
+        vals = np.empty((SPLIT + 1, ga.size))
+        vals[0], vals[-1] = ga, gb
+        vals[1:-1] = many(ts[1:-1])
+        ww = np.diff(ts)[:, None]
+        keep = ((np.minimum(vals[:-1], vals[1:]) - bound * ww * ww / 8 <= 0) & (vals[:-1] >= 0)).any(axis=1)
+        for j in np.flatnonzero(keep)[::-1]:
+            stack.append((ts[j], vals[j], ts[j + 1], vals[j + 1]))
     return None, None
+
+
+SPLIT = 16
+"""An interval the curvature bound does not clear is cut into this many parts at once when the event functions
+can be evaluated at many times in one call (``G.many``)."""

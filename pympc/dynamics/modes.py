@@ -363,6 +363,36 @@ class CompiledModes:
         self._last = (t, p, joints, T, V, P + Px)
         return out
 
+    def event_samples(self, ts, X, mode, table):
+        """The event functions of a phase at many samples in one compiled call, or None where it does not apply.
+
+        ``X[i]`` is the state at ``ts[i]`` (rows); ``table = (slot, cv, cl, cf, band)`` defines the functions
+        as in :func:`pympc.mechanics._kernels.event_values`.  Only without Python parts (no joints, no forces
+        of the state, forces of time compiled): None otherwise, and the caller evaluates sample by sample.
+        The mode's buffers hold the last sample afterwards (:meth:`result` is not valid until the next
+        :meth:`compute`).  A sample whose solve fails is repeated by :meth:`compute`, which raises.
+        """
+        if self._glue:
+            return None
+        p = self._recent[1] if mode is self._recent[0] else self.plan(mode)
+        self._recent = (mode, p)
+        X = np.ascontiguousarray(X, dtype=float)
+        ts = np.ascontiguousarray(ts, dtype=float)
+        slot, cv, cl, cf, band = table
+        G = np.empty((ts.size, slot.size))
+        off = p.offs
+        Z = self._none[1]
+        bad = _kernels.mode_event_samples(ts, X, self.n, self._tF, Z, Z, self.stab.alpha, self.stab.beta,
+                                          self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work,
+                                          np.empty(2 * self.n + 2), self._tprog, self._tconst,
+                                          off[10].start, off[2].start, off[3].start, slot, cv, cl, cf, band, G)
+        self._last = None
+        if bad >= 0:
+            n = self.n
+            self.compute(ts[bad], X[bad, :n], X[bad, n:2 * n], mode)     # raises, saying why
+            raise SimulationError(f"the compiled evaluation failed at t = {ts[bad]:g}")  # pragma: no cover
+        return G
+
     def slot_values(self):
         """``(vT, λ, F)`` of the last :meth:`compute`: the slots' slip velocities, normal and friction forces,
         as views of the mode's buffers (valid until the next evaluation; no assembly is built)."""

@@ -153,6 +153,16 @@ class _Run:
         def vector(t, x):
             vT, lam, F = self.slot_values(t, x, mode)
             return event_values(vT, lam, F, slot, cv, cl, cf, bands, np.empty(slot.size))
+
+        table = (slot, cv, cl, cf, bands)
+
+        def many(ts, X):
+            """The functions at the states ``X[i]`` (rows) at times ``ts[i]``: one compiled call when it applies."""
+            G = self._fast.event_samples(ts, X, mode, table) if self._fast is not None and isinstance(mode, Mode) \
+                else None
+            self._cache_key = None            # the compiled buffers now hold the last sample
+            return np.array([vector(t, x) for t, x in zip(ts, X)]) if G is None else G
+        vector.many = many
         return vector
 
     def _event(self, value, kind, slot, mode):
@@ -177,7 +187,10 @@ class _Run:
         recovers between two samples is found.  Returns (time, index) of the
         first event, or (None, None).
         """
-        return first_crossing(lambda s: funcs.vector(s, x), t, t1, self.window)
+        def G(s):
+            return funcs.vector(s, x)
+        G.many = lambda ts: funcs.vector.many(ts, np.broadcast_to(x, (len(ts), x.size)))
+        return first_crossing(G, t, t1, self.window)
 
     def scan_phase(self, sol, t, tb, funcs):
         """The first event of an integrated piece on [t, tb], searched on the dense output inside every step.
@@ -187,7 +200,7 @@ class _Run:
         """
         def G(s):
             return funcs.vector(s, sol.sol(s))
-        G.many = lambda ts: [funcs.vector(s, x) for s, x in zip(ts, np.ascontiguousarray(sol.sol(ts).T))]
+        G.many = lambda ts: funcs.vector.many(ts, sol.sol(ts).T)
         te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 

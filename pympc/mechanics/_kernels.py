@@ -663,3 +663,22 @@ def revolute_rows(q, qd, bx, bphi, rows, ba, pa, bb, pb, g, J, w, gd):
         r0 = rows[k]
         _point_into(q, qd, bx, bphi, ba[k], pa[k, 0], pa[k, 1], r0, 1.0, r0, g, J, w, gd)
         _point_into(q, qd, bx, bphi, bb[k], pb[k, 0], pb[k, 1], r0, -1.0, r0, g, J, w, gd)
+
+
+@njit(cache=True)
+def mode_event_samples(ts, X, n, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out, prog, consts,
+                       ovT, olam, oF, slot, cv, cl, cf, band, G):
+    """:func:`general_mode_timed` at every sample ``(ts[i], X[i, :n], X[i, n:2n])`` followed by
+    :func:`event_values` of the slots' ``vT``, ``λ``, ``F`` (at offsets ``ovT``, ``olam``, ``oF`` of ``fb``)
+    into ``G[i]``: the event functions of a phase on all the samples of a scan in one call.
+
+    Returns the index of the first sample whose mode solve failed (singular, a force of time not finite, a
+    spring of zero length: the caller repeats it alone to say why), or −1."""
+    ns = oF - olam                      # λ and F are consecutive blocks of ns entries (mode_layout)
+    for i in range(ts.size):
+        ok, bad, T, V, P = general_mode_timed(ts[i], X[i, :n], X[i, n:2 * n], tF, Qx, bI, alpha, beta, sf, si, pf,
+                                              pi, fb, ib, work, out, prog, consts)
+        if not ok or bad != -1:
+            return i
+        event_values(fb[ovT:ovT + ns], fb[olam:olam + ns], fb[oF:oF + ns], slot, cv, cl, cf, band, G[i])
+    return -1
