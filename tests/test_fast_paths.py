@@ -360,3 +360,24 @@ def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
     h = pympc.HLCP(np.eye(2), -np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([1.0, -1.0]))
     from pympc.dynamics.events import solution_set
     assert solution_set(h).kind.name == "CONTINUUM"
+
+
+@pytest.mark.parametrize("model", ["friction_oscillator", "chain5", "cross_slide", "slider_crank"])
+def test_the_five_argument_evaluation_equals_the_packed_one(model, rng):
+    """CompiledModes.compute_state (everything in two arrays; the Python parts' models fall back) = compute."""
+    system = slider_chain(5) if model == "chain5" else pympc.load_model(MODELS / f"{model}.toml")
+    form = GeneralMethod(system)
+    mu = np.array([float(s.mu) for s in form.slots])
+    fast = CompiledModes(form, mu, mu + 0.1, Baumgarte())
+    q, qd = form.initial_state()
+    for _ in range(6):
+        mode = _random_mode(rng, mu.size)
+        x = np.concatenate([q + 0.05 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size), [0.0, 0.0]])
+        t = float(rng.uniform(0, 3))
+        got = fast.compute_state(t, x, mode, np.empty(2 * q.size + 2)).copy()
+        vT, lam, F = (v.copy() for v in fast.slot_values())
+        ref = fast.compute(t, x[:q.size], x[q.size:2 * q.size], mode)
+        np.testing.assert_array_equal(got, ref)
+        for a, b in zip((vT, lam, F), fast.slot_values()):
+            np.testing.assert_array_equal(a, b)
+        assert (fast.plan(mode).fl is None) == (model == "slider_crank")   # joints: Python parts

@@ -243,7 +243,7 @@ def _singular(mode, t):
 class _Plan:
     """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
 
-    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs")
+    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il")
 
 
 class CompiledModes:
@@ -319,8 +319,15 @@ class CompiledModes:
             p.ku, p.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
         p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, p.stick, p.perm, p.kl, p.ku, self.m)
         layout, size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * p.kl + p.ku + 1)
-        p.fb = np.zeros(size)
-        p.ib = np.zeros(7 * self.ns + 7 * R, np.int64)
+        if self._glue:
+            p.fb = np.zeros(size)
+            p.ib = np.zeros(7 * self.ns + 7 * R, np.int64)
+            p.fl = p.il = None
+        else:                      # everything in two arrays: the evaluation is a call of five arguments
+            p.fl, p.il, (ofb, oib) = _kernels.pack_flat(self.stab.alpha, self.stab.beta, self._sf, p.pf, size, self.n,
+                                                        self._tF, self._tconst, self._si, p.pi,
+                                                        7 * self.ns + 7 * R, self._tprog)
+            p.fb, p.ib = p.fl[ofb:ofb + size], p.il[oib:oib + 7 * self.ns + 7 * R]
         p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
         p.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
         p.offs = [slice(o, o + sz) for k, (o, sz) in layout.items()][:13]
@@ -361,6 +368,20 @@ class CompiledModes:
         if Px:
             out[2 * self.n + 1] += Px
         self._last = (t, p, joints, T, V, P + Px)
+        return out
+
+    def compute_state(self, t, x, mode, out):
+        """:meth:`compute` at the state ``x = (q, q̇, …)``, into ``out``: for a model without Python parts one
+        compiled call of five arguments (:func:`pympc.mechanics._kernels.general_mode_flat`)."""
+        p = self._recent[1] if mode is self._recent[0] else self.plan(mode)
+        if p.fl is None:
+            return self.compute(t, x[:self.n], x[self.n:2 * self.n], mode, out)
+        self._recent = (mode, p)
+        ok, bad, T, V, P = _kernels.general_mode_flat(t, x, p.fl, p.il, out)
+        if not ok or bad != -1:          # repeated by the general call, which says why
+            self.compute(t, x[:self.n], x[self.n:2 * self.n], mode, out)
+            raise _singular(mode, t)        # pragma: no cover  (compute raises)
+        self._last = (t, p, self._none[0], T, V, P)
         return out
 
     def event_samples(self, ts, X, mode, table):

@@ -101,8 +101,7 @@ class _Run:
         """The compiled evaluation at (t, x, mode), unless it is the cached one."""
         key = self._stale(t, x, mode)
         if key is not None:
-            n = self.n
-            self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
+            self._out = self._fast.compute_state(t, x, mode, np.empty(2 * self.n + 2))
             self._cache_key, self._cache = key, None
 
     def slot_values(self, t, x, mode):
@@ -116,8 +115,12 @@ class _Run:
     def rhs(self, t, x, mode):
         n = self.n
         if self._fast is not None and isinstance(mode, Mode):
-            self._compute(t, x, mode)
-            return self._out.copy()
+            key = self._stale(t, x, mode)
+            if key is None:
+                return self._out.copy()
+            self._out = out = self._fast.compute_state(t, x, mode, np.empty(2 * self.n + 2))
+            self._cache_key, self._cache = key, None
+            return out          # a new array each evaluation, never written again
         a, s = self.evaluate(t, x, mode)
         qd = x[n:2 * n]
         out = np.empty_like(x)

@@ -682,3 +682,47 @@ def mode_event_samples(ts, X, n, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib
             return i
         event_values(fb[ovT:ovT + ns], fb[olam:olam + ns], fb[oF:oF + ns], slot, cv, cl, cf, band, G[i])
     return -1
+
+
+FLAT_HEADER = 20
+"""Length of the header of the int array of :func:`general_mode_flat` (offsets and lengths, see :func:`pack_flat`)."""
+
+
+def pack_flat(alpha, beta, sf, pf, fb_size, n, tF, consts, si, pi, ib_size, prog):
+    """One float and one int array holding everything :func:`general_mode_timed` reads besides the state, and
+    the offsets of the mode's buffers in them: ``(fl, il, (o_fb, o_ib))``.
+
+    For a model without Python parts (no joints, no forces of the state): the evaluation is then
+    :func:`general_mode_flat` with five arguments (a compiled call costs about as many µs as it has
+    arrays to check and unpack)."""
+    fpieces = [np.array([alpha, beta], float), sf, pf, np.zeros(fb_size), np.zeros(n), tF.ravel(), consts]
+    ipieces = [si, pi, np.zeros(ib_size, np.int64), prog]
+    fo = np.cumsum([0] + [p.size for p in fpieces])
+    io = np.cumsum([FLAT_HEADER] + [p.size for p in ipieces])
+    head = np.zeros(FLAT_HEADER, np.int64)
+    head[:2] = n, tF.shape[0]
+    head[2:2 + 2 * 6] = np.column_stack([fo[1:7], fo[2:8] - fo[1:7]]).ravel()      # sf, pf, fb, work, tF, consts
+    head[14:14 + 2 * 3] = np.column_stack([io[:3], io[1:4] - io[:3]]).ravel()      # si, pi, ib
+    fl = np.concatenate(fpieces).astype(float)
+    il = np.concatenate([head] + ipieces).astype(np.int64)
+    return fl, il, (int(fo[3]), int(io[2]))
+
+
+@njit(cache=True)
+def general_mode_flat(t, x, fl, il, out):
+    """:func:`general_mode_timed` at ``(t, q = x[:n], q̇ = x[n:2n])`` on the arrays of :func:`pack_flat`
+    (no joints, no other generalized forces)."""
+    n, nt = il[0], il[1]
+    sf = fl[il[2]:il[2] + il[3]]
+    pf = fl[il[4]:il[4] + il[5]]
+    fb = fl[il[6]:il[6] + il[7]]
+    work = fl[il[8]:il[8] + il[9]]
+    tF = fl[il[10]:il[10] + il[11]].reshape(nt, 2)
+    consts = fl[il[12]:il[12] + il[13]]
+    si = il[il[14]:il[14] + il[15]]
+    pi = il[il[16]:il[16] + il[17]]
+    ib = il[il[18]:il[18] + il[19]]
+    prog = il[il[18] + il[19]:]
+    none = fl[:0]
+    return general_mode_timed(t, x[:n], x[n:2 * n], tF, none, none, fl[0], fl[1], sf, si, pf, pi, fb, ib, work,
+                              out, prog, consts)
