@@ -381,3 +381,15 @@ def test_the_five_argument_evaluation_equals_the_packed_one(model, rng):
         for a, b in zip((vT, lam, F), fast.slot_values()):
             np.testing.assert_array_equal(a, b)
         assert (fast.plan(mode).fl is None) == (model == "slider_crank")   # joints: Python parts
+
+
+def test_least_norm_of_a_few_rows_matches_lstsq(rng):
+    """min_norm's normal-equation path for J of at most four rows = lstsq; ill-conditioned J go to lstsq."""
+    for k, n in [(1, 2), (2, 3), (3, 6), (4, 4), (4, 9), (2, 2), (1, 1)]:
+        J, r = rng.standard_normal((k, n)), rng.standard_normal(k)
+        np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12, atol=1e-14)
+    J = np.array([[1.0, 0.0, 0.0], [1.0, 1e-9, 0.0]])      # nearly dependent rows
+    r = np.array([1e-10, 2e-10])
+    np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12, atol=0)
+    J = np.array([[1.0, 2.0], [2.0, 4.0]])                   # dependent rows: lstsq's answer
+    np.testing.assert_allclose(min_norm(J, np.array([1.0, 2.0])), np.linalg.lstsq(J, [1.0, 2.0], rcond=None)[0])

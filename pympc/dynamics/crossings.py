@@ -29,7 +29,7 @@ from ..errors import ModelError, SimulationError
 from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, Distance, PointForce, Prescribed, Torque
 
-__all__ = ["TimeScale", "forcing_time_scale", "first_crossing"]
+__all__ = ["TimeScale", "forcing_time_scale", "first_crossing", "DenseStates"]
 
 _FAST = {"sin", "cos", "tan", "exp", "sinh", "cosh", "tanh"}
 
@@ -234,3 +234,41 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
 SPLIT = 16
 """An interval the curvature bound does not clear is cut into this many parts at once when the event functions
 can be evaluated at many times in one call (``G.many``)."""
+
+
+class DenseStates:
+    """The states of a ``solve_ivp`` dense output at many times, as rows: ``DenseStates(sol.sol)(ts)``.
+
+    For DOP853 (the driver's default) all the steps' interpolants are stacked once and evaluated in a few
+    array operations for all the times together: the very operations of scipy's ``Dop853DenseOutput``, on
+    the segment scipy's ``OdeSolution`` picks, so the values are the same to the bit.  Anything else (other
+    methods, a descending span): ``sol(ts).T``.
+    """
+
+    def __init__(self, sol):
+        self.sol = sol
+        ips = getattr(sol, "interpolants", None)
+        self._stack = None
+        if (ips and all(type(ip).__name__ == "Dop853DenseOutput" for ip in ips) and getattr(sol, "ascending", False)
+                and getattr(sol, "side", None) == "left"):
+            self._stack = (np.asarray(sol.ts_sorted, float), np.array([ip.t_old for ip in ips]),
+                           np.array([ip.h for ip in ips]), np.array([ip.y_old for ip in ips]),
+                           np.array([ip.F for ip in ips]))
+
+    def __call__(self, ts):
+        ts = np.asarray(ts, dtype=float)
+        if self._stack is None:
+            return np.asarray(self.sol(ts)).T
+        tsorted, t_old, h, y_old, F = self._stack
+        seg = np.clip(np.searchsorted(tsorted, ts, side="left") - 1, 0, len(t_old) - 1)
+        x = ((ts - t_old[seg]) / h[seg])[:, None]
+        Fs = F[seg]
+        y = np.zeros((ts.size, y_old.shape[1]))
+        for i in range(F.shape[1]):        # scipy's loop over reversed(F)
+            y += Fs[:, F.shape[1] - 1 - i]
+            if i % 2 == 0:
+                y *= x
+            else:
+                y *= 1 - x
+        y += y_old[seg]
+        return y

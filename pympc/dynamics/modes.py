@@ -20,9 +20,11 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 from scipy.sparse.csgraph import reverse_cuthill_mckee
+from scipy.linalg import lapack as _lapack
 from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..complementarity.results import _DocIntEnum
+from ..complementarity.support import lu_rcond
 from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
 from ..mechanics.assembly import _Z0, SparseAssembly, time_program
@@ -152,11 +154,19 @@ def banded_solve(S, rhs, symmetric=False):
 def min_norm(J, r):
     """The least-norm ``d`` with ``J d = r`` (what ``lstsq`` returns for a J of full row rank).
 
-    Large J (at least :data:`SPARSE_FROM` rows, no more rows than columns) go
-    through ``Jᵀ (J Jᵀ)⁻¹ r`` with J sparse (:func:`banded_solve`); the others,
-    and any J whose J Jᵀ is singular or leaves a residual, through ``lstsq``.
+    A J of at most four rows whose ``J Jᵀ`` has a reciprocal condition
+    (LAPACK's estimate) above 1e-4 goes through ``Jᵀ (J Jᵀ)⁻¹ r`` by LU: J is
+    then conditioned well enough that the normal equations lose nothing that
+    matters, and LAPACK's SVD is not called for a 1×2 system.  Large J (at
+    least :data:`SPARSE_FROM` rows, no more rows than columns) go through
+    ``Jᵀ (J Jᵀ)⁻¹ r`` with J sparse (:func:`banded_solve`); the others, and
+    any J whose J Jᵀ is singular or leaves a residual, through ``lstsq``.
     """
     k, n = J.shape
+    if 0 < k <= 4 and k <= n:          # a few rows: the normal equations by LU when J Jᵀ is well conditioned
+        lu, piv, rc = lu_rcond(J @ J.T)
+        if rc > 1e-4:
+            return J.T @ _lapack.dgetrs(lu, piv, r)[0]
     if SPARSE_FROM <= k <= n:
         Js = csr(J)
         y = banded_solve(Js @ Js.T, r, symmetric=True)

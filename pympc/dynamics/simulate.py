@@ -25,7 +25,7 @@ from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from ..mechanics._kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
-from .crossings import TimeScale, first_crossing
+from .crossings import DenseStates, TimeScale, first_crossing
 from .events import event_problem, read_mode, solution_set
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
@@ -202,7 +202,8 @@ class _Run:
         """
         def G(s):
             return funcs.vector(s, sol.sol(s))
-        G.many = lambda ts: funcs.vector.many(ts, sol.sol(ts).T)
+        states = DenseStates(sol.sol)
+        G.many = lambda ts: funcs.vector.many(ts, states(ts))
         te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 
