@@ -393,3 +393,16 @@ def test_least_norm_of_a_few_rows_matches_lstsq(rng):
     np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12, atol=0)
     J = np.array([[1.0, 2.0], [2.0, 4.0]])                   # dependent rows: lstsq's answer
     np.testing.assert_allclose(min_norm(J, np.array([1.0, 2.0])), np.linalg.lstsq(J, [1.0, 2.0], rcond=None)[0])
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45"])
+def test_dense_states_are_scipys_dense_output(method):
+    """DenseStates(sol.sol)(ts) = sol.sol(ts).T to the bit (DOP853 stacked; other methods through scipy)."""
+    from scipy.integrate import solve_ivp
+    from pympc.dynamics.crossings import DenseStates
+    sol = solve_ivp(lambda t, y: [y[1], -y[0] + np.sin(3 * t)], (0.0, 7.0), [1.0, 0.0], method=method,
+                    dense_output=True, rtol=1e-10)
+    ts = np.concatenate([np.linspace(0.0, 7.0, 333), sol.t, [0.0, 7.0, 3.3]])     # step ends and both ends too
+    got = DenseStates(sol.sol)(ts)
+    assert got.shape == (ts.size, 2)
+    np.testing.assert_array_equal(got, sol.sol(ts).T)

@@ -26,6 +26,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..errors import ModelError, SimulationError
+from ..mechanics._kernels import curvature_bounds
 from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, Distance, PointForce, Prescribed, Torque
 
@@ -167,18 +168,10 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         vals = np.asarray(many(ts), dtype=float) if many else np.array([np.asarray(G(t), dtype=float) for t in ts])
         if vals.ndim != 2 or vals.shape[1] == 0:
             return None, None
-        d2 = np.zeros_like(vals)           # |second divided differences|: estimates of |g''|
-        if len(ts) >= 3:
-            s1 = np.diff(vals, axis=0) / np.diff(ts)[:, None]
-            d2[1:-1] = np.abs(2 * np.diff(s1, axis=0) / (ts[2:] - ts[:-2])[:, None])
-            d2[0], d2[-1] = d2[1], d2[-2]
-        # the bound of interval i: twice the largest |g''| estimate of samples i−1 … i+2 (all intervals at once);
-        # only intervals where it does not exclude a zero are searched
-        pad = np.vstack([np.zeros((1, d2.shape[1])), d2, np.zeros((2, d2.shape[1]))])
-        k = len(ts) - 1
-        bounds = 2.0 * np.maximum(np.maximum(pad[:k], pad[1:k + 1]), np.maximum(pad[2:k + 2], pad[3:k + 3]))
-        w = np.diff(ts)[:, None]
-        open_ = ((np.minimum(vals[:-1], vals[1:]) - bounds * w * w / 8 <= 0) & (vals[:-1] >= 0)).any(axis=1)
+        # |second divided differences| estimate |g''|; the bound of interval i is twice the largest estimate of
+        # samples i−1 … i+2; only intervals where it does not exclude a zero are searched (one compiled pass)
+        bounds = np.empty((len(ts) - 1, vals.shape[1]))
+        open_ = curvature_bounds(np.ascontiguousarray(ts), np.ascontiguousarray(vals), bounds)
         for i in np.flatnonzero(open_):
             hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min)
             if hit[0] is not None:

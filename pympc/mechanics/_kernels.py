@@ -726,3 +726,39 @@ def general_mode_flat(t, x, fl, il, out):
     none = fl[:0]
     return general_mode_timed(t, x[:n], x[n:2 * n], tF, none, none, fl[0], fl[1], sf, si, pf, pi, fb, ib, work,
                               out, prog, consts)
+
+
+@njit(cache=True)
+def curvature_bounds(ts, vals, bounds):
+    """The curvature bound of every sample interval of a scan (see :mod:`pympc.dynamics.crossings`) and
+    whether it may hold a zero.
+
+    ``bounds[i, j]`` = twice the largest |second divided difference| of function j at samples i−1 … i+2
+    (the end samples take their neighbours' value); returns a boolean array: interval i is *open* when
+    some function j with ``vals[i, j] ≥ 0`` has ``min(vals[i, j], vals[i+1, j]) − bounds[i, j] w²/8 ≤ 0``.
+    """
+    N, m = vals.shape
+    k = N - 1
+    d2 = np.zeros((N, m))
+    if N >= 3:
+        for i in range(1, N - 1):
+            h0, h1 = ts[i] - ts[i - 1], ts[i + 1] - ts[i]
+            for j in range(m):
+                s0 = (vals[i, j] - vals[i - 1, j]) / h0
+                s1 = (vals[i + 1, j] - vals[i, j]) / h1
+                d2[i, j] = abs(2.0 * (s1 - s0) / (ts[i + 1] - ts[i - 1]))
+        for j in range(m):
+            d2[0, j] = d2[1, j]
+            d2[N - 1, j] = d2[N - 2, j]
+    open_ = np.zeros(k, np.bool_)
+    for i in range(k):
+        w = ts[i + 1] - ts[i]
+        for j in range(m):
+            b = 0.0
+            for r in range(i - 1, i + 3):
+                if 0 <= r < N and d2[r, j] > b:
+                    b = d2[r, j]
+            bounds[i, j] = 2.0 * b
+            if vals[i, j] >= 0 and min(vals[i, j], vals[i + 1, j]) - 2.0 * b * w * w / 8 <= 0:
+                open_[i] = True
+    return open_
