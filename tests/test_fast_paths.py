@@ -406,3 +406,28 @@ def test_dense_states_are_scipys_dense_output(method):
     got = DenseStates(sol.sol)(ts)
     assert got.shape == (ts.size, 2)
     np.testing.assert_array_equal(got, sol.sol(ts).T)
+
+
+def test_event_samples_from_the_dense_output_equal_the_sampled_states(rng):
+    """The compiled DOP853 states + event functions (vector.dense) = the event vector at scipy's dense output."""
+    import importlib
+    from scipy.integrate import solve_ivp
+    from pympc.dynamics.crossings import DenseStates
+    from pympc.mechanics import _kernels
+    driver = importlib.import_module("pympc.dynamics.simulate")
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    form = GeneralMethod(system)
+    run = driver._Run(form, Baumgarte(), driver._options(system, (0.0, 1.0), {}))
+    mode = Mode((1,), (Motion.FORWARD,))
+    q, qd = form.initial_state()
+    sol = solve_ivp(run.rhs, (0.0, 0.4), np.concatenate([q, qd + [0.5, 0.0], [0.0, 0.0]]), method="DOP853",
+                    args=(mode,), dense_output=True, rtol=1e-10, atol=1e-12)
+    states = DenseStates(sol.sol)
+    ts = np.sort(np.concatenate([rng.uniform(0.0, 0.4, 30), sol.t]))
+    X = np.empty((ts.size, sol.y.shape[0]))
+    _kernels.dop853_states(ts, *states.stack, X)
+    np.testing.assert_allclose(X, sol.sol(ts).T, rtol=1e-14, atol=1e-15)
+    funcs = run.event_functions(mode, 10.0)
+    got = funcs.vector.dense(ts, states)
+    ref = np.array([funcs.vector(t, sol.sol(t)) for t in ts])
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-13)

@@ -236,23 +236,28 @@ class DenseStates:
     array operations for all the times together: the very operations of scipy's ``Dop853DenseOutput``, on
     the segment scipy's ``OdeSolution`` picks, so the values are the same to the bit.  Anything else (other
     methods, a descending span): ``sol(ts).T``.
+
+    Attributes
+    ----------
+    stack : tuple or None
+        ``(ts_sorted, t_old, h, y_old, F)`` of the DOP853 steps (None for other methods).
     """
 
     def __init__(self, sol):
         self.sol = sol
         ips = getattr(sol, "interpolants", None)
-        self._stack = None
+        self.stack = None
         if (ips and all(type(ip).__name__ == "Dop853DenseOutput" for ip in ips) and getattr(sol, "ascending", False)
                 and getattr(sol, "side", None) == "left"):
-            self._stack = (np.asarray(sol.ts_sorted, float), np.array([ip.t_old for ip in ips]),
+            self.stack = (np.asarray(sol.ts_sorted, float), np.array([ip.t_old for ip in ips]),
                            np.array([ip.h for ip in ips]), np.array([ip.y_old for ip in ips]),
                            np.array([ip.F for ip in ips]))
 
     def __call__(self, ts):
         ts = np.asarray(ts, dtype=float)
-        if self._stack is None:
+        if self.stack is None:
             return np.asarray(self.sol(ts)).T
-        tsorted, t_old, h, y_old, F = self._stack
+        tsorted, t_old, h, y_old, F = self.stack
         seg = np.clip(np.searchsorted(tsorted, ts, side="left") - 1, 0, len(t_old) - 1)
         x = ((ts - t_old[seg]) / h[seg])[:, None]
         Fs = F[seg]

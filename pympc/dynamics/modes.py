@@ -394,11 +394,13 @@ class CompiledModes:
         self._last = (t, p, self._none[0], T, V, P)
         return out
 
-    def event_samples(self, ts, X, mode, table):
+    def event_samples(self, ts, X, mode, table, dense=None):
         """The event functions of a phase at many samples in one compiled call, or None where it does not apply.
 
         ``X[i]`` is the state at ``ts[i]`` (rows); ``table = (slot, cv, cl, cf, band)`` defines the functions
-        as in :func:`pympc.mechanics._kernels.event_values`.  Only without Python parts (no joints, no forces
+        as in :func:`pympc.mechanics._kernels.event_values`; with ``dense`` = ``(tsorted, t_old, h, y_old, F)``
+        (:class:`~pympc.dynamics.crossings.DenseStates`) X is not given but computed from those DOP853 steps
+        (:func:`pympc.mechanics._kernels.dop853_states`).  Only without Python parts (no joints, no forces
         of the state, forces of time compiled): None otherwise, and the caller evaluates sample by sample.
         The mode's buffers hold the last sample afterwards (:meth:`result` is not valid until the next
         :meth:`compute`).  A sample whose solve fails is repeated by :meth:`compute`, which raises.
@@ -407,16 +409,23 @@ class CompiledModes:
             return None
         p = self._recent[1] if mode is self._recent[0] else self.plan(mode)
         self._recent = (mode, p)
-        X = np.ascontiguousarray(X, dtype=float)
         ts = np.ascontiguousarray(ts, dtype=float)
+        if dense is not None:         # the states from a stack of DOP853 steps (crossings.DenseStates), compiled
+            X = np.empty((ts.size, dense[3].shape[1]))
+            _kernels.dop853_states(ts, *dense, X)
+        X = np.ascontiguousarray(X, dtype=float)
         slot, cv, cl, cf, band = table
         G = np.empty((ts.size, slot.size))
         off = p.offs
         Z = self._none[1]
-        bad = _kernels.mode_event_samples(ts, X, self.n, self._tF, Z, Z, self.stab.alpha, self.stab.beta,
-                                          self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work,
-                                          np.empty(2 * self.n + 2), self._tprog, self._tconst,
-                                          off[10].start, off[2].start, off[3].start, slot, cv, cl, cf, band, G)
+        if p.fl is not None:
+            bad = _kernels.flat_event_samples(ts, X, p.fl, p.il, off[10].start, off[2].start, off[3].start,
+                                              slot, cv, cl, cf, band, G)
+        else:
+            bad = _kernels.mode_event_samples(ts, X, self.n, self._tF, Z, Z, self.stab.alpha, self.stab.beta,
+                                              self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work,
+                                              np.empty(2 * self.n + 2), self._tprog, self._tconst,
+                                              off[10].start, off[2].start, off[3].start, slot, cv, cl, cf, band, G)
         self._last = None
         if bad >= 0:
             n = self.n

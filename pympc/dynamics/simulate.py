@@ -165,6 +165,16 @@ class _Run:
             self._cache_key = None            # the compiled buffers now hold the last sample
             return np.array([vector(t, x) for t, x in zip(ts, X)]) if G is None else G
         vector.many = many
+
+        def dense(ts, states):
+            """The functions at times ``ts`` of a dense output (:class:`DenseStates`): one compiled call for
+            the states and the functions of DOP853 steps when it applies."""
+            G = None
+            if self._fast is not None and isinstance(mode, Mode) and states.stack is not None:
+                G = self._fast.event_samples(ts, None, mode, table, dense=states.stack)
+                self._cache_key = None
+            return many(ts, states(ts)) if G is None else G
+        vector.dense = dense
         return vector
 
     def _event(self, value, kind, slot, mode):
@@ -203,7 +213,7 @@ class _Run:
         def G(s):
             return funcs.vector(s, sol.sol(s))
         states = DenseStates(sol.sol)
-        G.many = lambda ts: funcs.vector.many(ts, states(ts))
+        G.many = lambda ts: funcs.vector.dense(ts, states)
         te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 

@@ -762,3 +762,40 @@ def curvature_bounds(ts, vals, bounds):
             if vals[i, j] >= 0 and min(vals[i, j], vals[i + 1, j]) - 2.0 * b * w * w / 8 <= 0:
                 open_[i] = True
     return open_
+
+
+@njit(cache=True)
+def dop853_states(ts, tsorted, t_old, h, y_old, F, X):
+    """The states of a stack of DOP853 dense-output steps at the times ``ts`` into the rows of ``X``: the step
+    ``searchsorted(tsorted, t) − 1`` (clipped; scipy's ``OdeSolution`` choice), then scipy's
+    ``Dop853DenseOutput`` polynomial (``y = 0``; for each coefficient from the last: ``y += f``, then
+    ``y *= x`` or ``y *= 1 − x`` alternately; ``y += y_old``) with ``x = (t − t_old)/h``."""
+    nseg, order, ny = F.shape
+    for i in range(ts.size):
+        s = np.searchsorted(tsorted, ts[i]) - 1
+        s = min(max(s, 0), nseg - 1)
+        x = (ts[i] - t_old[s]) / h[s]
+        for c in range(ny):
+            y = 0.0
+            for r in range(order):
+                y += F[s, order - 1 - r, c]
+                if r % 2 == 0:
+                    y *= x
+                else:
+                    y *= 1 - x
+            X[i, c] = y + y_old[s, c]
+
+
+@njit(cache=True)
+def flat_event_samples(ts, X, fl, il, ovT, olam, oF, slot, cv, cl, cf, band, G):
+    """:func:`mode_event_samples` on the arrays of :func:`pack_flat` (offsets ``ovT``, ``olam``, ``oF`` in
+    the mode's float buffer ``fb``)."""
+    fb = fl[il[6]:il[6] + il[7]]
+    ns = oF - olam
+    out = np.empty(2 * il[0] + 2)
+    for i in range(ts.size):
+        ok, bad, T, V, P = general_mode_flat(ts[i], X[i], fl, il, out)
+        if not ok or bad != -1:
+            return i
+        event_values(fb[ovT:ovT + ns], fb[olam:olam + ns], fb[oF:oF + ns], slot, cv, cl, cf, band, G[i])
+    return -1
