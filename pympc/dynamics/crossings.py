@@ -188,7 +188,7 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
     G w``: g' has one sign on the interval, so g has exactly one zero there): the
     zeros are found by root finding, the first one wins.
     """
-    many = getattr(G, "many", None)
+    many = getattr(G, "many", None) if getattr(G, "split", SPLIT) > 2 else None
     stack = [(a, ga, b, gb)]
     while stack:
         a, ga, b, gb = stack.pop()
@@ -226,7 +226,8 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
 
 SPLIT = 16
 """An interval the curvature bound does not clear is cut into this many parts at once when the event functions
-can be evaluated at many times in one call (``G.many``)."""
+can be evaluated at many times in one call (``G.many``), unless ``G.split`` ≤ 2 says that a batch costs as
+much per sample as single calls (then it is halved, one evaluation per half)."""
 
 
 class DenseStates:

@@ -296,6 +296,11 @@ class CompiledModes:
         self._recent = (None, None)   # (mode, plan) of the last compute
         self._last = None        # (plan, joints, T, V, P) of the last compute
 
+    @property
+    def batched(self):
+        """Are evaluations at many samples one compiled call (:meth:`event_samples`; no Python parts)?"""
+        return not self._glue
+
     @staticmethod
     def applies(form):
         """Can this path evaluate ``form``?"""

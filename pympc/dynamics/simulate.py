@@ -175,6 +175,8 @@ class _Run:
                 self._cache_key = None
             return many(ts, states(ts)) if G is None else G
         vector.dense = dense
+        # batches are compiled (cut an interval into many parts at once) only without Python parts
+        vector.split = 16 if self._fast is not None and self._fast.batched and isinstance(mode, Mode) else 2
         return vector
 
     def _event(self, value, kind, slot, mode):
@@ -202,6 +204,7 @@ class _Run:
         def G(s):
             return funcs.vector(s, x)
         G.many = lambda ts: funcs.vector.many(ts, np.broadcast_to(x, (len(ts), x.size)))
+        G.split = funcs.vector.split
         return first_crossing(G, t, t1, self.window)
 
     def scan_phase(self, sol, t, tb, funcs):
@@ -214,6 +217,7 @@ class _Run:
             return funcs.vector(s, sol.sol(s))
         states = DenseStates(sol.sol)
         G.many = lambda ts: funcs.vector.dense(ts, states)
+        G.split = funcs.vector.split
         te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 
