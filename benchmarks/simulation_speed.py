@@ -301,13 +301,21 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", type=Path, help="a checkout of the code to compare with (e.g. git archive bdd374b)")
     ap.add_argument("--chains", default="10,50,100,200", help="chain sizes (default 10,50,100,200)")
+    ap.add_argument("--parts", default="oscillator,mechanisms,chains",
+                    help="which tables, comma-separated (default oscillator,mechanisms,chains)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args.worker)
     else:
+        parts = set(args.parts.split(","))
+        if parts - {"oscillator", "mechanisms", "chains"}:
+            ap.error(f"--parts: unknown {sorted(parts - {'oscillator', 'mechanisms', 'chains'})}")
         print("load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-        oscillator_table(args.base)
-        mechanism_table(args.base)
-        chain_table(args.base, [int(v) for v in args.chains.split(",")])
+        if "oscillator" in parts:
+            oscillator_table(args.base)
+        if "mechanisms" in parts:
+            mechanism_table(args.base)
+        if "chains" in parts:
+            chain_table(args.base, [int(v) for v in args.chains.split(",")])
         print("load average (1, 5, 15 min) at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

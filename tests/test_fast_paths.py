@@ -231,6 +231,11 @@ def test_first_crossing_roots_without_bisecting_to_the_floor():
     assert calls[0] < 50
     g2.many = lambda ts: np.array([g2(s) for s in ts])    # the batched samples give the same answer
     assert first_crossing(g2, 0.0, 3.0, 0.05) == (t, i)
+    # and the dip, found by cutting the open intervals into parts evaluated in one call each
+    g3 = lambda t: g(t)  # noqa: E731
+    g3.many = lambda ts: np.array([g(s) for s in ts])
+    t3, i3 = first_crossing(g3, 0.0, 3.0, 0.01)
+    assert i3 == 2 and t3 == pytest.approx(0.7 - 1e-3 * math.sqrt(math.log(1e3)), abs=1e-12)
 
 
 def test_compiled_dense_to_csr_stores_what_scipy_stores(rng):
@@ -268,3 +273,161 @@ def test_compiled_revolute_rows_equal_the_python_ones(rng):
         (g0, J0, w0, gd0), *_ = ab.evaluate(q, qd, 0.0)          # the Python rows
         for got, ref in ((g, g0), (J, J0), (w, w0), (gd, gd0)):
             np.testing.assert_allclose(got, ref, rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("model", ["friction_oscillator", "chain5"])
+def test_compiled_event_samples_equal_the_event_vector(model, rng):
+    """All samples of a scan in one compiled call = the event vector sample by sample (and no stale cache)."""
+    import importlib
+    driver = importlib.import_module("pympc.dynamics.simulate")
+    system = slider_chain(5) if model == "chain5" else pympc.load_model(MODELS / f"{model}.toml")
+    form = GeneralMethod(system)
+    run = driver._Run(form, Baumgarte(), driver._options(system, (0.0, 1.0), {}))
+    q, qd = form.initial_state()
+    ns = len(run.mu)
+    for _ in range(5):
+        mode = _random_mode(rng, ns)
+        funcs = run.event_functions(mode, 7.0)
+        ts = np.sort(rng.uniform(0, 3, 9))
+        X = np.column_stack([q + 0.05 * rng.standard_normal((9, q.size)), qd + rng.standard_normal((9, q.size)),
+                             np.zeros((9, 2))])
+        assert run._fast.event_samples(ts, X, mode, (np.zeros(0, np.int64),) + (np.zeros(0),) * 4) is not None
+        ref = np.array([funcs.vector(t, x) for t, x in zip(ts, X)])
+        before = funcs.vector(ts[0], X[0]).copy()        # cached evaluation of sample 0 ...
+        got = funcs.vector.many(ts, X)
+        np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-13)
+        np.testing.assert_array_equal(funcs.vector(ts[0], X[0]), before)   # ... recomputed, not read stale
+
+
+def test_compiled_event_samples_report_a_singular_mode():
+    s = System("two slots on one particle")
+    s.add(Particle("p", mass=1.0))
+    s.add(Slot("a", "p", "ground", direction=(1.0, 0.0), mu=0.3))
+    s.add(Slot("b", "p", "ground", direction=(1.0, 0.0), mu=0.3))   # the same constraint twice: singular
+    form = GeneralMethod(s)
+    fast = CompiledModes(form, np.array([0.3, 0.3]), np.array([0.3, 0.3]), Baumgarte())
+    q, qd = form.initial_state()
+    X = np.tile(np.concatenate([q, qd, [0.0, 0.0]]), (3, 1))
+    table = (np.array([0], np.int64), np.ones(1), np.zeros(1), np.zeros(1), np.zeros(1))
+    with pytest.raises(pympc.errors.SimulationError, match="singular"):
+        fast.event_samples(np.array([0.0, 0.1, 0.2]), X, Mode((1, 1), (Motion.STICK, Motion.STICK)), table)
+
+
+def _solution_sets_agree(h):
+    from pympc.dynamics.events import _small_solution_set
+    small = _small_solution_set(h, 1e-9)
+    if small is None:
+        return False
+    ref = pympc.enumerate_solutions(h)
+    assert small.kind == ref.kind
+    key = lambda pts: sorted(np.concatenate(p).round(7).tolist() for p in pts)  # noqa: E731
+    assert key(small.points) == key(ref.points)
+    for x, y in small.points:
+        assert h.is_solution(x, y)
+    return True
+
+
+def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
+    """The direct small-HLCP path = pympc.enumerate_solutions: random, integer (degenerate: ties, zero rows,
+    several or no solutions, singular supports) and event HLCPs of the oscillator's stick candidate."""
+    direct = degenerate = 0
+    for trial in range(300):
+        n = int(rng.integers(1, 5))
+        if trial % 2:
+            A, B, c = rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)
+        else:
+            A, B = rng.integers(-2, 3, (n, n)).astype(float), rng.integers(-2, 3, (n, n)).astype(float)
+            c = rng.integers(-1, 2, n).astype(float)
+        h = pympc.HLCP(A, B, c)
+        if _solution_sets_agree(h):
+            direct += 1
+            degenerate += trial % 2 == 0
+    assert direct > 200 and degenerate > 80      # the direct path is taken, also on the integer problems
+    # event HLCPs of a particle in a slot: a stick candidate has singular supports (a⁺ and a⁻ together)
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    form = GeneralMethod(system)
+    mu, mus = np.array([0.3]), np.array([0.4])
+    kinds = set()
+    for t in np.linspace(0.0, 6.0, 25):
+        q, qd = form.initial_state()
+        a = form.assemble(q + rng.standard_normal(q.size) * [0.3, 0.0], qd, float(t))
+        for d in (0, 1, -1):
+            ev = event_problem(a, [d], mu, mus, Baumgarte(), form.mass_diagonal)
+            assert _solution_sets_agree(ev.hlcp)
+            kinds.add(pympc.enumerate_solutions(ev.hlcp).kind.name)
+    assert "UNIQUE" in kinds
+    # a continuum (a singular support holding a segment) goes to the enumeration, which reports it
+    h = pympc.HLCP(np.eye(2), -np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([1.0, -1.0]))
+    from pympc.dynamics.events import solution_set
+    assert solution_set(h).kind.name == "CONTINUUM"
+
+
+@pytest.mark.parametrize("model", ["friction_oscillator", "chain5", "cross_slide", "slider_crank"])
+def test_the_five_argument_evaluation_equals_the_packed_one(model, rng):
+    """CompiledModes.compute_state (everything in two arrays; the Python parts' models fall back) = compute."""
+    system = slider_chain(5) if model == "chain5" else pympc.load_model(MODELS / f"{model}.toml")
+    form = GeneralMethod(system)
+    mu = np.array([float(s.mu) for s in form.slots])
+    fast = CompiledModes(form, mu, mu + 0.1, Baumgarte())
+    q, qd = form.initial_state()
+    for _ in range(6):
+        mode = _random_mode(rng, mu.size)
+        x = np.concatenate([q + 0.05 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size), [0.0, 0.0]])
+        t = float(rng.uniform(0, 3))
+        got = fast.compute_state(t, x, mode, np.empty(2 * q.size + 2)).copy()
+        vT, lam, F = (v.copy() for v in fast.slot_values())
+        ref = fast.compute(t, x[:q.size], x[q.size:2 * q.size], mode)
+        np.testing.assert_array_equal(got, ref)
+        for a, b in zip((vT, lam, F), fast.slot_values()):
+            np.testing.assert_array_equal(a, b)
+        assert (fast.plan(mode).fl is None) == (model == "slider_crank")   # joints: Python parts
+
+
+def test_least_norm_of_a_few_rows_matches_lstsq(rng):
+    """min_norm's normal-equation path for J of at most four rows = lstsq; ill-conditioned J go to lstsq."""
+    for k, n in [(1, 2), (2, 3), (3, 6), (4, 4), (4, 9), (2, 2), (1, 1)]:
+        J, r = rng.standard_normal((k, n)), rng.standard_normal(k)
+        np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12, atol=1e-14)
+    J = np.array([[1.0, 0.0, 0.0], [1.0, 1e-9, 0.0]])      # nearly dependent rows
+    r = np.array([1e-10, 2e-10])
+    np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12, atol=0)
+    J = np.array([[1.0, 2.0], [2.0, 4.0]])                   # dependent rows: lstsq's answer
+    np.testing.assert_allclose(min_norm(J, np.array([1.0, 2.0])), np.linalg.lstsq(J, [1.0, 2.0], rcond=None)[0])
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45"])
+def test_dense_states_are_scipys_dense_output(method):
+    """DenseStates(sol.sol)(ts) = sol.sol(ts).T to the bit (DOP853 stacked; other methods through scipy)."""
+    from scipy.integrate import solve_ivp
+    from pympc.dynamics.crossings import DenseStates
+    sol = solve_ivp(lambda t, y: [y[1], -y[0] + np.sin(3 * t)], (0.0, 7.0), [1.0, 0.0], method=method,
+                    dense_output=True, rtol=1e-10)
+    ts = np.concatenate([np.linspace(0.0, 7.0, 333), sol.t, [0.0, 7.0, 3.3]])     # step ends and both ends too
+    got = DenseStates(sol.sol)(ts)
+    assert got.shape == (ts.size, 2)
+    np.testing.assert_array_equal(got, sol.sol(ts).T)
+
+
+def test_event_samples_from_the_dense_output_equal_the_sampled_states(rng):
+    """The compiled DOP853 states + event functions (vector.dense) = the event vector at scipy's dense output."""
+    import importlib
+    from scipy.integrate import solve_ivp
+    from pympc.dynamics.crossings import DenseStates
+    from pympc.mechanics import _kernels
+    driver = importlib.import_module("pympc.dynamics.simulate")
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    form = GeneralMethod(system)
+    run = driver._Run(form, Baumgarte(), driver._options(system, (0.0, 1.0), {}))
+    mode = Mode((1,), (Motion.FORWARD,))
+    q, qd = form.initial_state()
+    sol = solve_ivp(run.rhs, (0.0, 0.4), np.concatenate([q, qd + [0.5, 0.0], [0.0, 0.0]]), method="DOP853",
+                    args=(mode,), dense_output=True, rtol=1e-10, atol=1e-12)
+    states = DenseStates(sol.sol)
+    ts = np.sort(np.concatenate([rng.uniform(0.0, 0.4, 30), sol.t]))
+    X = np.empty((ts.size, sol.y.shape[0]))
+    _kernels.dop853_states(ts, *states.stack, X)
+    np.testing.assert_allclose(X, sol.sol(ts).T, rtol=1e-14, atol=1e-15)
+    funcs = run.event_functions(mode, 10.0)
+    got = funcs.vector.dense(ts, states)
+    ref = np.array([funcs.vector(t, sol.sol(t)) for t in ts])
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-13)

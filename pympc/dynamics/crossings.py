@@ -26,10 +26,11 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..errors import ModelError, SimulationError
+from ..mechanics._kernels import curvature_bounds
 from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, Distance, PointForce, Prescribed, Torque
 
-__all__ = ["TimeScale", "forcing_time_scale", "first_crossing"]
+__all__ = ["TimeScale", "forcing_time_scale", "first_crossing", "DenseStates"]
 
 _FAST = {"sin", "cos", "tan", "exp", "sinh", "cosh", "tanh"}
 
@@ -167,18 +168,10 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         vals = np.asarray(many(ts), dtype=float) if many else np.array([np.asarray(G(t), dtype=float) for t in ts])
         if vals.ndim != 2 or vals.shape[1] == 0:
             return None, None
-        d2 = np.zeros_like(vals)           # |second divided differences|: estimates of |g''|
-        if len(ts) >= 3:
-            s1 = np.diff(vals, axis=0) / np.diff(ts)[:, None]
-            d2[1:-1] = np.abs(2 * np.diff(s1, axis=0) / (ts[2:] - ts[:-2])[:, None])
-            d2[0], d2[-1] = d2[1], d2[-2]
-        # the bound of interval i: twice the largest |g''| estimate of samples i−1 … i+2 (all intervals at once);
-        # only intervals where it does not exclude a zero are searched
-        pad = np.vstack([np.zeros((1, d2.shape[1])), d2, np.zeros((2, d2.shape[1]))])
-        k = len(ts) - 1
-        bounds = 2.0 * np.maximum(np.maximum(pad[:k], pad[1:k + 1]), np.maximum(pad[2:k + 2], pad[3:k + 3]))
-        w = np.diff(ts)[:, None]
-        open_ = ((np.minimum(vals[:-1], vals[1:]) - bounds * w * w / 8 <= 0) & (vals[:-1] >= 0)).any(axis=1)
+        # |second divided differences| estimate |g''|; the bound of interval i is twice the largest estimate of
+        # samples i−1 … i+2; only intervals where it does not exclude a zero are searched (one compiled pass)
+        bounds = np.empty((len(ts) - 1, vals.shape[1]))
+        open_ = curvature_bounds(np.ascontiguousarray(ts), np.ascontiguousarray(vals), bounds)
         for i in np.flatnonzero(open_):
             hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min)
             if hit[0] is not None:
@@ -195,6 +188,7 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
     G w``: g' has one sign on the interval, so g has exactly one zero there): the
     zeros are found by root finding, the first one wins.
     """
+    many = getattr(G, "many", None) if getattr(G, "split", SPLIT) > 2 else None
     stack = [(a, ga, b, gb)]
     while stack:
         a, ga, b, gb = stack.pop()
@@ -210,8 +204,70 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
                          for i in cross]
                 return min(roots)
             continue
-        m = 0.5 * (a + b)
-        gm = np.asarray(G(m), dtype=float)
-        stack.append((m, gm, b, gb))      # right half after the left one
-        stack.append((a, ga, m, gm))
+        if many is None:                  # halves, one evaluation each
+            m = 0.5 * (a + b)
+            gm = np.asarray(G(m), dtype=float)
+            stack.append((m, gm, b, gb))      # right half after the left one
+            stack.append((a, ga, m, gm))
+            continue
+        # SPLIT parts evaluated in one call (the same search as log2(SPLIT) levels of halving): the parts
+        # the bound does not exclude are pushed, right to left, so the leftmost is examined first
+        ts = np.linspace(a, b, SPLIT + 1)
+        ts[-1] = b
+        vals = np.empty((SPLIT + 1, ga.size))
+        vals[0], vals[-1] = ga, gb
+        vals[1:-1] = many(ts[1:-1])
+        ww = np.diff(ts)[:, None]
+        keep = ((np.minimum(vals[:-1], vals[1:]) - bound * ww * ww / 8 <= 0) & (vals[:-1] >= 0)).any(axis=1)
+        for j in np.flatnonzero(keep)[::-1]:
+            stack.append((ts[j], vals[j], ts[j + 1], vals[j + 1]))
     return None, None
+
+
+SPLIT = 16
+"""An interval the curvature bound does not clear is cut into this many parts at once when the event functions
+can be evaluated at many times in one call (``G.many``), unless ``G.split`` ≤ 2 says that a batch costs as
+much per sample as single calls (then it is halved, one evaluation per half)."""
+
+
+class DenseStates:
+    """The states of a ``solve_ivp`` dense output at many times, as rows: ``DenseStates(sol.sol)(ts)``.
+
+    For DOP853 (the driver's default) all the steps' interpolants are stacked once and evaluated in a few
+    array operations for all the times together: the very operations of scipy's ``Dop853DenseOutput``, on
+    the segment scipy's ``OdeSolution`` picks, so the values are the same to the bit.  Anything else (other
+    methods, a descending span): ``sol(ts).T``.
+
+    Attributes
+    ----------
+    stack : tuple or None
+        ``(ts_sorted, t_old, h, y_old, F)`` of the DOP853 steps (None for other methods).
+    """
+
+    def __init__(self, sol):
+        self.sol = sol
+        ips = getattr(sol, "interpolants", None)
+        self.stack = None
+        if (ips and all(type(ip).__name__ == "Dop853DenseOutput" for ip in ips) and getattr(sol, "ascending", False)
+                and getattr(sol, "side", None) == "left"):
+            self.stack = (np.asarray(sol.ts_sorted, float), np.array([ip.t_old for ip in ips]),
+                           np.array([ip.h for ip in ips]), np.array([ip.y_old for ip in ips]),
+                           np.array([ip.F for ip in ips]))
+
+    def __call__(self, ts):
+        ts = np.asarray(ts, dtype=float)
+        if self.stack is None:
+            return np.asarray(self.sol(ts)).T
+        tsorted, t_old, h, y_old, F = self.stack
+        seg = np.clip(np.searchsorted(tsorted, ts, side="left") - 1, 0, len(t_old) - 1)
+        x = ((ts - t_old[seg]) / h[seg])[:, None]
+        Fs = F[seg]
+        y = np.zeros((ts.size, y_old.shape[1]))
+        for i in range(F.shape[1]):        # scipy's loop over reversed(F)
+            y += Fs[:, F.shape[1] - 1 - i]
+            if i % 2 == 0:
+                y *= x
+            else:
+                y *= 1 - x
+        y += y_old[seg]
+        return y

@@ -20,9 +20,11 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 from scipy.sparse.csgraph import reverse_cuthill_mckee
+from scipy.linalg import lapack as _lapack
 from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..complementarity.results import _DocIntEnum
+from ..complementarity.support import lu_rcond
 from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
 from ..mechanics.assembly import _Z0, SparseAssembly, time_program
@@ -152,11 +154,19 @@ def banded_solve(S, rhs, symmetric=False):
 def min_norm(J, r):
     """The least-norm ``d`` with ``J d = r`` (what ``lstsq`` returns for a J of full row rank).
 
-    Large J (at least :data:`SPARSE_FROM` rows, no more rows than columns) go
-    through ``Jᵀ (J Jᵀ)⁻¹ r`` with J sparse (:func:`banded_solve`); the others,
-    and any J whose J Jᵀ is singular or leaves a residual, through ``lstsq``.
+    A J of at most four rows whose ``J Jᵀ`` has a reciprocal condition
+    (LAPACK's estimate) above 1e-4 goes through ``Jᵀ (J Jᵀ)⁻¹ r`` by LU: J is
+    then conditioned well enough that the normal equations lose nothing that
+    matters, and LAPACK's SVD is not called for a 1×2 system.  Large J (at
+    least :data:`SPARSE_FROM` rows, no more rows than columns) go through
+    ``Jᵀ (J Jᵀ)⁻¹ r`` with J sparse (:func:`banded_solve`); the others, and
+    any J whose J Jᵀ is singular or leaves a residual, through ``lstsq``.
     """
     k, n = J.shape
+    if 0 < k <= 4 and k <= n:          # a few rows: the normal equations by LU when J Jᵀ is well conditioned
+        lu, piv, rc = lu_rcond(J @ J.T)
+        if rc > 1e-4:
+            return J.T @ _lapack.dgetrs(lu, piv, r)[0]
     if SPARSE_FROM <= k <= n:
         Js = csr(J)
         y = banded_solve(Js @ Js.T, r, symmetric=True)
@@ -243,7 +253,7 @@ def _singular(mode, t):
 class _Plan:
     """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
 
-    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs")
+    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il")
 
 
 class CompiledModes:
@@ -286,6 +296,11 @@ class CompiledModes:
         self._recent = (None, None)   # (mode, plan) of the last compute
         self._last = None        # (plan, joints, T, V, P) of the last compute
 
+    @property
+    def batched(self):
+        """Are evaluations at many samples one compiled call (:meth:`event_samples`; no Python parts)?"""
+        return not self._glue
+
     @staticmethod
     def applies(form):
         """Can this path evaluate ``form``?"""
@@ -319,8 +334,15 @@ class CompiledModes:
             p.ku, p.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
         p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, p.stick, p.perm, p.kl, p.ku, self.m)
         layout, size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * p.kl + p.ku + 1)
-        p.fb = np.zeros(size)
-        p.ib = np.zeros(7 * self.ns + 7 * R, np.int64)
+        if self._glue:
+            p.fb = np.zeros(size)
+            p.ib = np.zeros(7 * self.ns + 7 * R, np.int64)
+            p.fl = p.il = None
+        else:                      # everything in two arrays: the evaluation is a call of five arguments
+            p.fl, p.il, (ofb, oib) = _kernels.pack_flat(self.stab.alpha, self.stab.beta, self._sf, p.pf, size, self.n,
+                                                        self._tF, self._tconst, self._si, p.pi,
+                                                        7 * self.ns + 7 * R, self._tprog)
+            p.fb, p.ib = p.fl[ofb:ofb + size], p.il[oib:oib + 7 * self.ns + 7 * R]
         p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
         p.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
         p.offs = [slice(o, o + sz) for k, (o, sz) in layout.items()][:13]
@@ -362,6 +384,59 @@ class CompiledModes:
             out[2 * self.n + 1] += Px
         self._last = (t, p, joints, T, V, P + Px)
         return out
+
+    def compute_state(self, t, x, mode, out):
+        """:meth:`compute` at the state ``x = (q, q̇, …)``, into ``out``: for a model without Python parts one
+        compiled call of five arguments (:func:`pympc.mechanics._kernels.general_mode_flat`)."""
+        p = self._recent[1] if mode is self._recent[0] else self.plan(mode)
+        if p.fl is None:
+            return self.compute(t, x[:self.n], x[self.n:2 * self.n], mode, out)
+        self._recent = (mode, p)
+        ok, bad, T, V, P = _kernels.general_mode_flat(t, x, p.fl, p.il, out)
+        if not ok or bad != -1:          # repeated by the general call, which says why
+            self.compute(t, x[:self.n], x[self.n:2 * self.n], mode, out)
+            raise _singular(mode, t)        # pragma: no cover  (compute raises)
+        self._last = (t, p, self._none[0], T, V, P)
+        return out
+
+    def event_samples(self, ts, X, mode, table, dense=None):
+        """The event functions of a phase at many samples in one compiled call, or None where it does not apply.
+
+        ``X[i]`` is the state at ``ts[i]`` (rows); ``table = (slot, cv, cl, cf, band)`` defines the functions
+        as in :func:`pympc.mechanics._kernels.event_values`; with ``dense`` = ``(tsorted, t_old, h, y_old, F)``
+        (:class:`~pympc.dynamics.crossings.DenseStates`) X is not given but computed from those DOP853 steps
+        (:func:`pympc.mechanics._kernels.dop853_states`).  Only without Python parts (no joints, no forces
+        of the state, forces of time compiled): None otherwise, and the caller evaluates sample by sample.
+        The mode's buffers hold the last sample afterwards (:meth:`result` is not valid until the next
+        :meth:`compute`).  A sample whose solve fails is repeated by :meth:`compute`, which raises.
+        """
+        if self._glue:
+            return None
+        p = self._recent[1] if mode is self._recent[0] else self.plan(mode)
+        self._recent = (mode, p)
+        ts = np.ascontiguousarray(ts, dtype=float)
+        if dense is not None:         # the states from a stack of DOP853 steps (crossings.DenseStates), compiled
+            X = np.empty((ts.size, dense[3].shape[1]))
+            _kernels.dop853_states(ts, *dense, X)
+        X = np.ascontiguousarray(X, dtype=float)
+        slot, cv, cl, cf, band = table
+        G = np.empty((ts.size, slot.size))
+        off = p.offs
+        Z = self._none[1]
+        if p.fl is not None:
+            bad = _kernels.flat_event_samples(ts, X, p.fl, p.il, off[10].start, off[2].start, off[3].start,
+                                              slot, cv, cl, cf, band, G)
+        else:
+            bad = _kernels.mode_event_samples(ts, X, self.n, self._tF, Z, Z, self.stab.alpha, self.stab.beta,
+                                              self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work,
+                                              np.empty(2 * self.n + 2), self._tprog, self._tconst,
+                                              off[10].start, off[2].start, off[3].start, slot, cv, cl, cf, band, G)
+        self._last = None
+        if bad >= 0:
+            n = self.n
+            self.compute(ts[bad], X[bad, :n], X[bad, n:2 * n], mode)     # raises, saying why
+            raise SimulationError(f"the compiled evaluation failed at t = {ts[bad]:g}")  # pragma: no cover
+        return G
 
     def slot_values(self):
         """``(vT, λ, F)`` of the last :meth:`compute`: the slots' slip velocities, normal and friction forces,

@@ -21,13 +21,12 @@ from types import SimpleNamespace
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..complementarity import enumerate_solutions
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from ..mechanics._kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
-from .crossings import TimeScale, first_crossing
-from .events import event_problem, read_mode
+from .crossings import DenseStates, TimeScale, first_crossing
+from .events import event_problem, read_mode, solution_set
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
@@ -102,8 +101,7 @@ class _Run:
         """The compiled evaluation at (t, x, mode), unless it is the cached one."""
         key = self._stale(t, x, mode)
         if key is not None:
-            n = self.n
-            self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
+            self._out = self._fast.compute_state(t, x, mode, np.empty(2 * self.n + 2))
             self._cache_key, self._cache = key, None
 
     def slot_values(self, t, x, mode):
@@ -117,8 +115,12 @@ class _Run:
     def rhs(self, t, x, mode):
         n = self.n
         if self._fast is not None and isinstance(mode, Mode):
-            self._compute(t, x, mode)
-            return self._out.copy()
+            key = self._stale(t, x, mode)
+            if key is None:
+                return self._out.copy()
+            self._out = out = self._fast.compute_state(t, x, mode, np.empty(2 * self.n + 2))
+            self._cache_key, self._cache = key, None
+            return out          # a new array each evaluation, never written again
         a, s = self.evaluate(t, x, mode)
         qd = x[n:2 * n]
         out = np.empty_like(x)
@@ -153,6 +155,28 @@ class _Run:
         def vector(t, x):
             vT, lam, F = self.slot_values(t, x, mode)
             return event_values(vT, lam, F, slot, cv, cl, cf, bands, np.empty(slot.size))
+
+        table = (slot, cv, cl, cf, bands)
+
+        def many(ts, X):
+            """The functions at the states ``X[i]`` (rows) at times ``ts[i]``: one compiled call when it applies."""
+            G = self._fast.event_samples(ts, X, mode, table) if self._fast is not None and isinstance(mode, Mode) \
+                else None
+            self._cache_key = None            # the compiled buffers now hold the last sample
+            return np.array([vector(t, x) for t, x in zip(ts, X)]) if G is None else G
+        vector.many = many
+
+        def dense(ts, states):
+            """The functions at times ``ts`` of a dense output (:class:`DenseStates`): one compiled call for
+            the states and the functions of DOP853 steps when it applies."""
+            G = None
+            if self._fast is not None and isinstance(mode, Mode) and states.stack is not None:
+                G = self._fast.event_samples(ts, None, mode, table, dense=states.stack)
+                self._cache_key = None
+            return many(ts, states(ts)) if G is None else G
+        vector.dense = dense
+        # batches are compiled (cut an interval into many parts at once) only without Python parts
+        vector.split = 16 if self._fast is not None and self._fast.batched and isinstance(mode, Mode) else 2
         return vector
 
     def _event(self, value, kind, slot, mode):
@@ -177,7 +201,11 @@ class _Run:
         recovers between two samples is found.  Returns (time, index) of the
         first event, or (None, None).
         """
-        return first_crossing(lambda s: funcs.vector(s, x), t, t1, self.window)
+        def G(s):
+            return funcs.vector(s, x)
+        G.many = lambda ts: funcs.vector.many(ts, np.broadcast_to(x, (len(ts), x.size)))
+        G.split = funcs.vector.split
+        return first_crossing(G, t, t1, self.window)
 
     def scan_phase(self, sol, t, tb, funcs):
         """The first event of an integrated piece on [t, tb], searched on the dense output inside every step.
@@ -187,7 +215,9 @@ class _Run:
         """
         def G(s):
             return funcs.vector(s, sol.sol(s))
-        G.many = lambda ts: [funcs.vector(s, x) for s, x in zip(ts, np.ascontiguousarray(sol.sol(ts).T))]
+        states = DenseStates(sol.sol)
+        G.many = lambda ts: funcs.vector.dense(ts, states)
+        G.split = funcs.vector.split
         te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 
@@ -269,7 +299,7 @@ class _Run:
         x = y = None
         status = message = None
         if ev.hlcp.n <= o["enumerate_pairs"]:
-            sset = enumerate_solutions(ev.hlcp, max_pairs=o["enumerate_pairs"])
+            sset = solution_set(ev.hlcp, max_pairs=o["enumerate_pairs"])
             classification, npoints = sset.kind.name, len(sset.points)
             if sset.kind.name == "NONE":
                 status, message = SimulationStatus.PARADOX, (

@@ -663,3 +663,139 @@ def revolute_rows(q, qd, bx, bphi, rows, ba, pa, bb, pb, g, J, w, gd):
         r0 = rows[k]
         _point_into(q, qd, bx, bphi, ba[k], pa[k, 0], pa[k, 1], r0, 1.0, r0, g, J, w, gd)
         _point_into(q, qd, bx, bphi, bb[k], pb[k, 0], pb[k, 1], r0, -1.0, r0, g, J, w, gd)
+
+
+@njit(cache=True)
+def mode_event_samples(ts, X, n, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out, prog, consts,
+                       ovT, olam, oF, slot, cv, cl, cf, band, G):
+    """:func:`general_mode_timed` at every sample ``(ts[i], X[i, :n], X[i, n:2n])`` followed by
+    :func:`event_values` of the slots' ``vT``, ``λ``, ``F`` (at offsets ``ovT``, ``olam``, ``oF`` of ``fb``)
+    into ``G[i]``: the event functions of a phase on all the samples of a scan in one call.
+
+    Returns the index of the first sample whose mode solve failed (singular, a force of time not finite, a
+    spring of zero length: the caller repeats it alone to say why), or −1."""
+    ns = oF - olam                      # λ and F are consecutive blocks of ns entries (mode_layout)
+    for i in range(ts.size):
+        ok, bad, T, V, P = general_mode_timed(ts[i], X[i, :n], X[i, n:2 * n], tF, Qx, bI, alpha, beta, sf, si, pf,
+                                              pi, fb, ib, work, out, prog, consts)
+        if not ok or bad != -1:
+            return i
+        event_values(fb[ovT:ovT + ns], fb[olam:olam + ns], fb[oF:oF + ns], slot, cv, cl, cf, band, G[i])
+    return -1
+
+
+FLAT_HEADER = 20
+"""Length of the header of the int array of :func:`general_mode_flat` (offsets and lengths, see :func:`pack_flat`)."""
+
+
+def pack_flat(alpha, beta, sf, pf, fb_size, n, tF, consts, si, pi, ib_size, prog):
+    """One float and one int array holding everything :func:`general_mode_timed` reads besides the state, and
+    the offsets of the mode's buffers in them: ``(fl, il, (o_fb, o_ib))``.
+
+    For a model without Python parts (no joints, no forces of the state): the evaluation is then
+    :func:`general_mode_flat` with five arguments (a compiled call costs about as many µs as it has
+    arrays to check and unpack)."""
+    fpieces = [np.array([alpha, beta], float), sf, pf, np.zeros(fb_size), np.zeros(n), tF.ravel(), consts]
+    ipieces = [si, pi, np.zeros(ib_size, np.int64), prog]
+    fo = np.cumsum([0] + [p.size for p in fpieces])
+    io = np.cumsum([FLAT_HEADER] + [p.size for p in ipieces])
+    head = np.zeros(FLAT_HEADER, np.int64)
+    head[:2] = n, tF.shape[0]
+    head[2:2 + 2 * 6] = np.column_stack([fo[1:7], fo[2:8] - fo[1:7]]).ravel()      # sf, pf, fb, work, tF, consts
+    head[14:14 + 2 * 3] = np.column_stack([io[:3], io[1:4] - io[:3]]).ravel()      # si, pi, ib
+    fl = np.concatenate(fpieces).astype(float)
+    il = np.concatenate([head] + ipieces).astype(np.int64)
+    return fl, il, (int(fo[3]), int(io[2]))
+
+
+@njit(cache=True)
+def general_mode_flat(t, x, fl, il, out):
+    """:func:`general_mode_timed` at ``(t, q = x[:n], q̇ = x[n:2n])`` on the arrays of :func:`pack_flat`
+    (no joints, no other generalized forces)."""
+    n, nt = il[0], il[1]
+    sf = fl[il[2]:il[2] + il[3]]
+    pf = fl[il[4]:il[4] + il[5]]
+    fb = fl[il[6]:il[6] + il[7]]
+    work = fl[il[8]:il[8] + il[9]]
+    tF = fl[il[10]:il[10] + il[11]].reshape(nt, 2)
+    consts = fl[il[12]:il[12] + il[13]]
+    si = il[il[14]:il[14] + il[15]]
+    pi = il[il[16]:il[16] + il[17]]
+    ib = il[il[18]:il[18] + il[19]]
+    prog = il[il[18] + il[19]:]
+    none = fl[:0]
+    return general_mode_timed(t, x[:n], x[n:2 * n], tF, none, none, fl[0], fl[1], sf, si, pf, pi, fb, ib, work,
+                              out, prog, consts)
+
+
+@njit(cache=True)
+def curvature_bounds(ts, vals, bounds):
+    """The curvature bound of every sample interval of a scan (see :mod:`pympc.dynamics.crossings`) and
+    whether it may hold a zero.
+
+    ``bounds[i, j]`` = twice the largest |second divided difference| of function j at samples i−1 … i+2
+    (the end samples take their neighbours' value); returns a boolean array: interval i is *open* when
+    some function j with ``vals[i, j] ≥ 0`` has ``min(vals[i, j], vals[i+1, j]) − bounds[i, j] w²/8 ≤ 0``.
+    """
+    N, m = vals.shape
+    k = N - 1
+    d2 = np.zeros((N, m))
+    if N >= 3:
+        for i in range(1, N - 1):
+            h0, h1 = ts[i] - ts[i - 1], ts[i + 1] - ts[i]
+            for j in range(m):
+                s0 = (vals[i, j] - vals[i - 1, j]) / h0
+                s1 = (vals[i + 1, j] - vals[i, j]) / h1
+                d2[i, j] = abs(2.0 * (s1 - s0) / (ts[i + 1] - ts[i - 1]))
+        for j in range(m):
+            d2[0, j] = d2[1, j]
+            d2[N - 1, j] = d2[N - 2, j]
+    open_ = np.zeros(k, np.bool_)
+    for i in range(k):
+        w = ts[i + 1] - ts[i]
+        for j in range(m):
+            b = 0.0
+            for r in range(i - 1, i + 3):
+                if 0 <= r < N and d2[r, j] > b:
+                    b = d2[r, j]
+            bounds[i, j] = 2.0 * b
+            if vals[i, j] >= 0 and min(vals[i, j], vals[i + 1, j]) - 2.0 * b * w * w / 8 <= 0:
+                open_[i] = True
+    return open_
+
+
+@njit(cache=True)
+def dop853_states(ts, tsorted, t_old, h, y_old, F, X):
+    """The states of a stack of DOP853 dense-output steps at the times ``ts`` into the rows of ``X``: the step
+    ``searchsorted(tsorted, t) − 1`` (clipped; scipy's ``OdeSolution`` choice), then scipy's
+    ``Dop853DenseOutput`` polynomial (``y = 0``; for each coefficient from the last: ``y += f``, then
+    ``y *= x`` or ``y *= 1 − x`` alternately; ``y += y_old``) with ``x = (t − t_old)/h``."""
+    nseg, order, ny = F.shape
+    for i in range(ts.size):
+        s = np.searchsorted(tsorted, ts[i]) - 1
+        s = min(max(s, 0), nseg - 1)
+        x = (ts[i] - t_old[s]) / h[s]
+        for c in range(ny):
+            y = 0.0
+            for r in range(order):
+                y += F[s, order - 1 - r, c]
+                if r % 2 == 0:
+                    y *= x
+                else:
+                    y *= 1 - x
+            X[i, c] = y + y_old[s, c]
+
+
+@njit(cache=True)
+def flat_event_samples(ts, X, fl, il, ovT, olam, oF, slot, cv, cl, cf, band, G):
+    """:func:`mode_event_samples` on the arrays of :func:`pack_flat` (offsets ``ovT``, ``olam``, ``oF`` in
+    the mode's float buffer ``fb``)."""
+    fb = fl[il[6]:il[6] + il[7]]
+    ns = oF - olam
+    out = np.empty(2 * il[0] + 2)
+    for i in range(ts.size):
+        ok, bad, T, V, P = general_mode_flat(ts[i], X[i], fl, il, out)
+        if not ok or bad != -1:
+            return i
+        event_values(fb[ovT:ovT + ns], fb[olam:olam + ns], fb[oF:oF + ns], slot, cv, cl, cf, band, G[i])
+    return -1
