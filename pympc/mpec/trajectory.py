@@ -149,7 +149,7 @@ def add_parameters(m, system, fit):
     for n in names:
         if n not in values:
             raise OptionError(f"fit: {n!r} is not a parameter of {system.name} ({sorted(values)})")
-    pairs = [(k, s) for _, k, s in _friction_pairs(system) if k in names and s in names]
+    pairs = [(k, s) for _, k, s in _friction_pairs(system) if k in names and s in names and k != s]
     statics = {s: k for k, s in pairs}
     free = [n for n in names if n not in statics]
 
@@ -215,7 +215,7 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
     b.sm = pyo.Var(steps, S, within=pyo.NonNegativeReals, initialize=0.0)
     mus = [(eq.value(sl.mu, env, pyo), eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env, pyo))
            for sl in eq.slots]
-    static = [sl.mu_s is not None and not (isinstance(a, float) and isinstance(c, float) and a == c)
+    static = [sl.mu_s is not None and a is not c and not (isinstance(a, float) and isinstance(c, float) and a == c)
               for sl, (a, c) in zip(eq.slots, mus)]
     b.wp = pyo.Var(steps, [j for j in S if static[j]], within=pyo.NonNegativeReals, initialize=0.0)
     b.wm = pyo.Var(steps, [j for j in S if static[j]], within=pyo.NonNegativeReals, initialize=0.0)
