@@ -256,8 +256,9 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
             b.dynamics.add(mass[i] * (vk[i] - vp[i]) / h == rhs[i])
             b.position.add((qk[i] - qp[i]) / h == vk[i])
     _residuals(b, eq, t, data, list(outputs), sigma, grid)
+    b.warm = lambda ws: _warm(b, eq, ws, mus, static)   # noqa: E731  (re-start from a simulation on the grid)
     if warm_start is not None:
-        _warm(b, eq, warm_start, mus, static)
+        b.warm(warm_start)
     return b
 
 

@@ -10,7 +10,7 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 from . import solvers  # noqa: F401  (importing pympc.mpec registers pympc.ipopt)
 from .trajectory import STATIC_PENALTY, add_experiment, add_parameters, finish, residuals
 
-__all__ = ["experiments_model", "solve_model", "stick_ratios"]
+__all__ = ["experiments_model", "solve_model", "stick_ratios", "set_theta", "modes", "fix_modes", "unfix_modes", "walk_modes"]
 
 
 def experiments_model(parts, system, fit, static_penalty=None):
@@ -81,3 +81,132 @@ def stick_ratios(m, tol=1e-9):
             stuck = (s <= tol * max(1.0, s.max(initial=0.0))) & (lam > tol * max(1.0, lam.max(initial=0.0)))
             out[k, j] = (float((P[stuck] / lam[stuck]).max()) if stuck.any() else np.nan, int(stuck.sum()))
     return out
+
+
+def set_theta(m, theta):
+    """Set the fitted parameters of ``m`` from ``{user name: value}`` (μ_s through its excess over μ)."""
+    statics = dict((s, k) for k, s in m.pairs)
+    for n, v in theta.items():
+        if n in statics:
+            m.excess[n].set_value(max(0.0, float(v) - float(theta[statics[n]])))
+        elif n in m.fitted:
+            m.fitted[n].set_value(float(v))
+
+
+def modes(m, tol=1e-9):
+    """``{(experiment, pair key): True when the pair's first side is the zero one}`` at the current point."""
+    out = {}
+    for k, b in m.experiment.items():
+        for key, (a, c) in b.sides.items():
+            va, vc = pyo.value(a), pyo.value(c)
+            out[k, key] = bool(va <= max(vc, tol))
+    return out
+
+
+def fix_modes(m, chosen):
+    """Replace every complementarity pair by its branch in ``chosen`` (see :func:`modes`): the zero side
+    ``== 0``, the other ``>= 0``; a plain NLP (``unfix_modes`` puts the pairs back)."""
+    unfix_modes(m)
+    for k, b in m.experiment.items():
+        b.mode = pyo.ConstraintList()
+        b.pairs.deactivate()
+        for key, (a, c) in b.sides.items():
+            zero, other = (a, c) if chosen[k, key] else (c, a)
+            b.mode.add(zero == 0)
+            b.mode.add(other >= 0)
+
+
+def unfix_modes(m):
+    for b in m.experiment.values():
+        if b.component("mode") is not None:
+            b.del_component("mode")
+        b.pairs.activate()
+
+
+def _data_fit(m):
+    return float(sum(0.5 * sum(pyo.value(r) ** 2 for r in b.residual.values()) for b in m.experiment.values()))
+
+
+def walk_modes(m, trajectories, theta, max_walks=12, tol=1e-9, solver_options=None):
+    """Least squares over the time stepping by a walk over its mode sequences (a local MPEC solution).
+
+    From ``theta``: the time stepping at ``theta`` (``trajectories(theta)``: one warm-start dict per
+    experiment, e.g. :func:`pympc.mpec.stepping.time_stepping`) gives the mode of every pair; the NLP with
+    those modes fixed (:func:`fix_modes`) is solved by ``pympc.ipopt``; the time stepping is run again at its
+    answer, and so on until the modes of the time stepping at the answer are the modes that were fixed.
+    There the point is exactly complementary and feasible, and a minimum of the least squares over every
+    parameter value whose time stepping has these modes.  A pair left with both sides zero (the answer on
+    the border of that set) is then tried on its other branch; the walk goes on if that fits better.
+
+    Returns
+    -------
+    dict
+        ``theta``, ``converged`` (modes consistent, not improvable by a flip), ``walks`` (list of
+        (theta, data fit, changed pairs)), ``fit``, ``seconds``.
+    """
+    import time
+
+    clock = time.perf_counter()
+    theta = dict(theta)
+    walks, converged, chosen = [], False, None
+    opts = {"raise_exception_on_nonoptimal_result": False, "load_solutions": False}
+    if solver_options:
+        opts["solver_options"] = dict(solver_options)
+    for _ in range(max_walks):
+        set_theta(m, theta)
+        for b, ws in zip(m.experiment.values(), trajectories(theta)):
+            b.warm(ws)
+        now = modes(m, tol)
+        if chosen is not None and now == chosen:
+            both = [key for key in now if _biactive(m, key, tol)]
+            flipped = {key: (not v if key in both else v) for key, v in now.items()}
+            if not both or not _try(m, flipped, opts, walks):
+                converged = True
+                for v, x in solution:      # the NLP's answer (exact rows), not the simulation's
+                    v.set_value(x, skip_validation=True)
+                break
+            theta = {n: float(pyo.value(v)) for n, v in m.theta.items()}
+            chosen = None
+            continue
+        changed = len(now) if chosen is None else sum(now[key] != chosen[key] for key in now)
+        chosen = now
+        fix_modes(m, chosen)
+        res = SolverFactory("pympc.ipopt").solve(m, **opts)
+        ok = res.solution_status.name == "optimal"
+        if ok:
+            res.solution_loader.load_vars()
+            solution = _values(m)
+        theta = {n: float(pyo.value(v)) for n, v in m.theta.items()}
+        walks.append((dict(theta), _data_fit(m), changed))
+        unfix_modes(m)
+        if not ok:
+            break
+    unfix_modes(m)
+    return {"theta": theta, "converged": converged, "walks": walks, "fit": _data_fit(m),
+            "seconds": time.perf_counter() - clock}
+
+
+def _values(m):
+    return [(v, v.value) for v in m.component_data_objects(pyo.Var, descend_into=True)]
+
+
+def _biactive(m, key, tol):
+    a, c = m.experiment[key[0]].sides[key[1]]
+    return abs(pyo.value(a)) <= tol and abs(pyo.value(c)) <= tol
+
+
+def _try(m, chosen, opts, walks):
+    """Solve with the modes ``chosen`` from the current point; keep the answer if it fits better."""
+    before = _data_fit(m)
+    saved = _values(m)
+    fix_modes(m, chosen)
+    res = SolverFactory("pympc.ipopt").solve(m, **opts)
+    unfix_modes(m)
+    if res.solution_status.name == "optimal":
+        res.solution_loader.load_vars()
+        if _data_fit(m) < before * (1 - 1e-9):
+            walks.append(({n: float(pyo.value(v)) for n, v in m.theta.items()}, _data_fit(m), "flip"))
+            return True
+    for v, x in saved:
+        v.set_value(x, skip_validation=True)
+    return False
