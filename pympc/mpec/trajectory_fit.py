@@ -105,18 +105,31 @@ def modes(m, tol=1e-9):
 
 def fix_modes(m, chosen):
     """Replace every complementarity pair by its branch in ``chosen`` (see :func:`modes`): the zero side
-    ``== 0``, the other ``>= 0``; a plain NLP (``unfix_modes`` puts the pairs back)."""
+    ``== 0``, the other ``>= 0`` (a row of its own, the bound of a variable side lifted, so that its
+    multiplier tells whether it blocks); a plain NLP.  ``unfix_modes`` puts the pairs back.
+
+    Returns ``{(experiment, key): the "other >= 0" row}``.
+    """
     unfix_modes(m)
+    rows, lifted = {}, []
     for k, b in m.experiment.items():
         b.mode = pyo.ConstraintList()
         b.pairs.deactivate()
         for key, (a, c) in b.sides.items():
             zero, other = (a, c) if chosen[k, key] else (c, a)
             b.mode.add(zero == 0)
-            b.mode.add(other >= 0)
+            rows[k, key] = b.mode.add(other >= 0)
+            if getattr(other, "is_variable_type", lambda: False)() and other.lb == 0:
+                lifted.append((other, other.domain))
+                other.domain = pyo.Reals
+    m._lifted = lifted
+    return rows
 
 
 def unfix_modes(m):
+    for v, domain in getattr(m, "_lifted", []):
+        v.domain = domain
+    m._lifted = []
     for b in m.experiment.values():
         if b.component("mode") is not None:
             b.del_component("mode")
@@ -149,36 +162,34 @@ def walk_modes(m, trajectories, theta, max_walks=12, tol=1e-9, solver_options=No
     clock = time.perf_counter()
     theta = dict(theta)
     walks, converged, chosen = [], False, None
-    opts = {"raise_exception_on_nonoptimal_result": False, "load_solutions": False}
-    if solver_options:
-        opts["solver_options"] = dict(solver_options)
+    # IPOPT relaxes inequality bounds by 1e-8 unless told not to: the "other >= 0" rows must hold exactly
+    opts = {"raise_exception_on_nonoptimal_result": False, "load_solutions": False,
+            "solver_options": {"bound_relax_factor": 0.0, **(solver_options or {})}}
+    blocking, solution, tried = [], None, set()
     for _ in range(max_walks):
         set_theta(m, theta)
         for b, ws in zip(m.experiment.values(), trajectories(theta)):
             b.warm(ws)
         now = modes(m, tol)
         if chosen is not None and now == chosen:
-            both = [key for key in now if _biactive(m, key, tol)]
-            flipped = {key: (not v if key in both else v) for key, v in now.items()}
-            if not both or not _try(m, flipped, opts, walks):
-                converged = True
+            if solution is not None:
                 for v, x in solution:      # the NLP's answer (exact rows), not the simulation's
                     v.set_value(x, skip_validation=True)
+            flipped = {key: (not v if key in blocking else v) for key, v in now.items()}
+            if not blocking or tuple(sorted(blocking, key=str)) in tried or not _try(m, flipped, opts, walks):
+                converged = True
                 break
+            tried.add(tuple(sorted(blocking, key=str)))
             theta = {n: float(pyo.value(v)) for n, v in m.theta.items()}
             chosen = None
             continue
         changed = len(now) if chosen is None else sum(now[key] != chosen[key] for key in now)
         chosen = now
-        fix_modes(m, chosen)
-        res = SolverFactory("pympc.ipopt").solve(m, **opts)
-        ok = res.solution_status.name == "optimal"
+        ok, blocking = _solve_fixed(m, chosen, opts, tol)
         if ok:
-            res.solution_loader.load_vars()
             solution = _values(m)
         theta = {n: float(pyo.value(v)) for n, v in m.theta.items()}
         walks.append((dict(theta), _data_fit(m), changed))
-        unfix_modes(m)
         if not ok:
             break
     unfix_modes(m)
@@ -186,27 +197,39 @@ def walk_modes(m, trajectories, theta, max_walks=12, tol=1e-9, solver_options=No
             "seconds": time.perf_counter() - clock}
 
 
+def _solve_fixed(m, chosen, opts, tol):
+    """Solve the NLP of the modes ``chosen``; (solved, the pairs whose other side is zero and blocks: a
+    multiplier not zero)."""
+    rows = fix_modes(m, chosen)
+    res = SolverFactory("pympc.ipopt").solve(m, **opts)
+    ok = res.solution_status.name == "optimal"
+    blocking = []
+    if ok:
+        res.solution_loader.load_vars()
+        duals = res.solution_loader.get_duals(list(rows.values()))
+        # active and binding: an interior point leaves an active row at ~1e-9..1e-6 with a multiplier
+        # orders of magnitude above it; an inactive row has body >> multiplier (their product is the barrier)
+        blocking = [key for key, row in rows.items()
+                    if abs(pyo.value(row.body)) <= 1e-5 and abs(duals[row]) > 1e3 * abs(pyo.value(row.body))]
+        # a slip part is the first side of two pairs when μ_s > μ: leaving a branch flips both
+        first = {id(m.experiment[key[0]].sides[key[1]][0]) for key in blocking}
+        blocking = [key for key in rows if id(m.experiment[key[0]].sides[key[1]][0]) in first]
+    unfix_modes(m)
+    return ok, blocking
+
+
 def _values(m):
     return [(v, v.value) for v in m.component_data_objects(pyo.Var, descend_into=True)]
-
-
-def _biactive(m, key, tol):
-    a, c = m.experiment[key[0]].sides[key[1]]
-    return abs(pyo.value(a)) <= tol and abs(pyo.value(c)) <= tol
 
 
 def _try(m, chosen, opts, walks):
     """Solve with the modes ``chosen`` from the current point; keep the answer if it fits better."""
     before = _data_fit(m)
     saved = _values(m)
-    fix_modes(m, chosen)
-    res = SolverFactory("pympc.ipopt").solve(m, **opts)
-    unfix_modes(m)
-    if res.solution_status.name == "optimal":
-        res.solution_loader.load_vars()
-        if _data_fit(m) < before * (1 - 1e-9):
-            walks.append(({n: float(pyo.value(v)) for n, v in m.theta.items()}, _data_fit(m), "flip"))
-            return True
+    ok, _ = _solve_fixed(m, chosen, opts, 1e-9)
+    if ok and _data_fit(m) < before * (1 - 1e-6):
+        walks.append(({n: float(pyo.value(v)) for n, v in m.theta.items()}, _data_fit(m), "flip"))
+        return True
     for v, x in saved:
         v.set_value(x, skip_validation=True)
     return False
