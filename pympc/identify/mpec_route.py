@@ -202,7 +202,7 @@ def fit_mpec(experiments, par, step=STEP, relaxation=RELAXATION, static_penalty=
                    _solve(experiments, par, h, z, relaxation, static_penalty, time_limit, solver_options))
         if walk and not info["verified"]:    # the walk failed: the relaxed MPEC from the same point
             m, info = _solve(experiments, par, h, z, relaxation, static_penalty, time_limit, solver_options)
-        ladder_info.append({"step": h, "theta": info["theta"], "verified": info["verified"],
+        ladder_info.append({"step": h, "theta": info["theta"], "verified": info["verified"], "solver": info["solver"],
                             "objective": info["objective"], "seconds": info["solve_seconds"] + info["build_seconds"]
                             + info["warm_start_seconds"]})
         if info["verified"]:
