@@ -215,3 +215,11 @@ def test_mpec_gap_to_shooting_is_first_order(case, tmp_path):
         return float(np.sum((np.interp(t, ts["t"], ts["q"][:, 0]) - y) ** 2))
     mu, h = ladder[1]["theta"][0], ladder[1]["step"]
     assert fit(mu, h) <= min(fit(mu - 2e-4, h), fit(mu + 2e-4, h))
+
+
+def test_time_stepping_without_a_solution_is_a_simulation_error():
+    from pympc.errors import SimulationError
+    from pympc.mpec.stepping import time_stepping
+
+    with pytest.raises(SimulationError, match=r"step 1 \(t = 0.1\) has no solution"):
+        time_stepping(load_model(OSC), 0.2, 0.1, big=1.0)     # the normal force 9.8 N exceeds the bound
