@@ -142,3 +142,84 @@ def test_cli_identify_mpec(tmp_path, capsys):
     assert "identification by mpec" in out and "check mpec         ok" in out
     d = json.loads((tmp_path / "result.json").read_text())
     assert d["method"]["method"] == "mpec" and abs(d["optimum"][0] - 0.3) < 0.01
+
+
+# ---------------------------------------------------------------- discretization against optimization error
+def _equal_coefficients(tmp_path):
+    """The oscillator with μ_s = μ (the slot's static coefficient is the parameter mu)."""
+    path = tmp_path / "oscillator_mu_s_eq_mu.toml"
+    text = OSC.read_text()
+    assert 'mu_s = "mu_s"' in text
+    path.write_text(text.replace('mu_s = "mu_s"', 'mu_s = "mu"'))
+    return path
+
+
+def _slope(h, err):
+    return float(np.polyfit(np.log(h), np.log(err), 1)[0])
+
+
+@pytest.mark.parametrize("case", ["mu_s > mu", "mu_s = mu"])
+def test_time_stepping_is_the_mpec_and_first_order(case, tmp_path):
+    """The MPEC's time stepping run as a simulation (pympc.mpec.stepping): its trajectory satisfies the
+    MPEC's rows and pairs (same equations), and its velocity error against the event-driven simulator
+    halves with the step (first order)."""
+    from pympc.identify.experiment import sample_rows
+    from pympc.mpec.stepping import time_stepping
+
+    system = load_model(OSC if case == "mu_s > mu" else _equal_coefficients(tmp_path))
+    T, hs, errs = 2.0, (0.04, 0.02, 0.01), []
+    for h in hs:
+        ts = time_stepping(system, T, h)
+        t = np.linspace(0.0, T, 11)
+        m = trajectory_model(system, t, np.zeros((t.size, 1)), ["mass.x"], fit={"mu": (0.05, 1.0)}, step=h,
+                             warm_start=ts)
+        r = residuals(m)
+        assert r["dynamics"] <= 1e-7 and r["complementarity"] <= 1e-7, r
+        tr = pympc.simulate(system, (0.0, T), t_eval=ts["t"])
+        rows = sample_rows(tr, ts["t"])
+        errs.append(np.max(np.abs(ts["v"][:, 0] - tr.qd[rows, 0])))
+    assert errs[0] > 1e-3                            # the step matters ...
+    assert all(a / b >= 1.6 for a, b in zip(errs, errs[1:])), errs   # ... at first order
+    assert _slope(hs, errs) >= 0.8
+
+
+@pytest.mark.parametrize("case", ["mu_s > mu", "mu_s = mu"])
+def test_mpec_gap_to_shooting_is_first_order(case, tmp_path):
+    """Noise-free 2 s oscillator record, μ fitted (μ_s held at 0.4, or equal to μ): the MPEC estimate at
+    h = 0.04, 0.02, 0.01 s (the ladder of one estimate) approaches the shooting estimate at first order, and
+    each one is a local minimum of the least squares over the time stepping (checked by running the time
+    stepping at μ ± 2e-4: an oracle independent of the MPEC solver)."""
+    from pympc.mpec.stepping import time_stepping
+
+    path = OSC if case == "mu_s > mu" else _equal_coefficients(tmp_path)
+    t = np.arange(0.0, 2.0 + 1e-9, 0.05)
+    df, _ = synthetic_record(path, t, ["mass.x"], 0.0, 0)
+    exp = Experiment(path, df)
+    spec = [Parameter("mu", 0.25, (0.05, 1.0))]
+    shooting = estimate(exp, spec)
+    assert shooting.optimum[0] == pytest.approx(0.3, abs=1e-5)
+    r = estimate(exp, spec, method="mpec", step=0.01)
+    mp = r.method["mpec"]
+    assert r.ok and mp["verified"] and r.checks()["mpec"][0], r.summary()
+    ladder = mp["ladder"]
+    assert [round(x["step"], 6) for x in ladder] == [0.04, 0.02, 0.01] and all(x["verified"] for x in ladder)
+    gaps = [abs(x["theta"][0] - shooting.optimum[0]) for x in ladder]
+    hs = [x["step"] for x in ladder]
+    assert all(b < a for a, b in zip(gaps, gaps[1:])), gaps
+    assert _slope(hs, gaps) >= 0.8 and gaps[-1] < 5e-4, gaps
+    system = load_model(path)
+    y = df["mass.x"].to_numpy()
+
+    def fit(mu, h):
+        ts = time_stepping(system.bind({"mu": mu}), 2.0, h)
+        return float(np.sum((np.interp(t, ts["t"], ts["q"][:, 0]) - y) ** 2))
+    mu, h = ladder[1]["theta"][0], ladder[1]["step"]
+    assert fit(mu, h) <= min(fit(mu - 2e-4, h), fit(mu + 2e-4, h))
+
+
+def test_time_stepping_without_a_solution_is_a_simulation_error():
+    from pympc.errors import SimulationError
+    from pympc.mpec.stepping import time_stepping
+
+    with pytest.raises(SimulationError, match=r"step 1 \(t = 0.1\) has no solution"):
+        time_stepping(load_model(OSC), 0.2, 0.1, big=1.0)     # the normal force 9.8 N exceeds the bound

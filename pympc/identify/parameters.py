@@ -117,7 +117,7 @@ class Parametrization:
                     static_of[mu] = mus
         self.friction = {n for n in self.names if n in kinetic or n in static_of.values()}
         self.pairs = [(self.names.index(k), self.names.index(s)) for k, s in static_of.items()
-                      if k in self.names and s in self.names]
+                      if k in self.names and s in self.names and k != s]    # μ_s = μ (one parameter): no pair
         declared = getattr(first.system, "parameter_bounds", None) or {}
         theta0, lo, hi = [], [], []
         values = {**first.parameters, **self.fixed}

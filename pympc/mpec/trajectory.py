@@ -28,16 +28,34 @@ Per slot and step: the wall split Λ = Λ⁺ − Λ⁻, 0 ≤ Λ⁺ ⊥ Λ⁻ �
 (mirrored for s⁻): slipping forward (s⁺ > 0) forces w⁺ = (μ_s − μ)|Λ| and
 P = −μ|Λ|; sticking (s± = 0) leaves |P| ≤ μ_s|Λ|.
 
-What this does to accuracy: the scheme is first order — the exact trajectory
-violates its rows by O(h) (tested), and states, forces and switching times of
-the time stepping are O(h) off the event-driven solution.  The estimate is
-*not* simply O(h) off, measured (``benchmarks/identification.py``, part 5):
-the least squares over the time stepping shift switching times to fit the
-data (a breakaway a step or two early costs nothing, see below), and the MPEC
-is nonconvex — a verified local solution can fit worse than the start (the
-identification checks this) or the solve can fail at small steps.  On a
-2 s noise-free oscillator record μ is within 2e-3 of the shooting estimate at
-h = 0.04 and 0.02 s; no first-order convergence was observed.
+What this does to accuracy (measured, ``tests/test_mpec_trajectory.py`` and
+``benchmarks/identification.py`` part 5, noise-free 2 s oscillator record):
+
+* The discretization is first order.  The time stepping run as a simulation
+  (:func:`pympc.mpec.stepping.time_stepping`: the same rows and pairs, every
+  parameter fixed, a stuck slot kept stuck while |P| ≤ μ_s|Λ|) is
+  off :func:`pympc.simulate` by max |Δv| = 7.9e-2, 3.9e-2, 1.9e-2, 8.7e-3 at
+  h = 0.04, 0.02, 0.01, 0.005 s (μ_s = 0.4; with μ_s = μ: 6.4e-2, 3.3e-2,
+  1.7e-2, 8.4e-3), and its trajectory satisfies this model's rows and pairs.
+* The minimum of the least squares over the time stepping (μ fitted) is off the
+  shooting estimate by 1.16e-3, 4.2e-4, 1.1e-4 at h = 0.04, 0.02, 0.01 s
+  (μ_s = 0.4 held) and 1.4e-4, 3.0e-5, 1.8e-5 (μ_s = μ): at least first order.
+* The relaxed MPEC (continuation + active-set polish, :mod:`pympc.mpec.ipopt`)
+  did not find that minimum: its polish fixes the branches of the pairs from a
+  relaxed point and stops where a pair with both sides zero blocks the descent
+  (μ = 0.30155 at h = 0.01 s with μ_s = μ, a point that is not a local minimum of
+  the least squares over the time stepping; with μ_s = 0.4 held, gaps 1.7e-3,
+  1.4e-3, 1.7e-2 even when warm-started at the true trajectory).  That was the
+  "no first-order convergence" of the first version: an optimization error,
+  not the discretization.
+  :func:`pympc.mpec.trajectory_fit.walk_modes` fits by a walk over the
+  branches instead (time stepping at θ → branches → NLP with the branches fixed
+  → repeat; a blocking pair, found by its multiplier, is tried on its other
+  branch) and ends at the minimum above; the route
+  (:func:`pympc.identify.mpec_route.fit_mpec`) uses it unless μ_s is fitted.
+* With μ_s fitted as well nothing converges: the breakaway step of the time
+  stepping jumps with μ_s (no gradient for the walk), and the relaxed MPEC may
+  break away early (below); μ is then 1e-3 to 1e-2 off, μ_s only bounded below.
 
 Static friction: the complementarity law is the *closure* of Coulomb's law
 with μ_s > μ; it also allows a stuck slot to break away when μ|Λ| < |P| <
@@ -149,7 +167,7 @@ def add_parameters(m, system, fit):
     for n in names:
         if n not in values:
             raise OptionError(f"fit: {n!r} is not a parameter of {system.name} ({sorted(values)})")
-    pairs = [(k, s) for _, k, s in _friction_pairs(system) if k in names and s in names]
+    pairs = [(k, s) for _, k, s in _friction_pairs(system) if k in names and s in names and k != s]
     statics = {s: k for k, s in pairs}
     free = [n for n in names if n not in statics]
 
@@ -215,7 +233,7 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
     b.sm = pyo.Var(steps, S, within=pyo.NonNegativeReals, initialize=0.0)
     mus = [(eq.value(sl.mu, env, pyo), eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env, pyo))
            for sl in eq.slots]
-    static = [sl.mu_s is not None and not (isinstance(a, float) and isinstance(c, float) and a == c)
+    static = [sl.mu_s is not None and a is not c and not (isinstance(a, float) and isinstance(c, float) and a == c)
               for sl, (a, c) in zip(eq.slots, mus)]
     b.wp = pyo.Var(steps, [j for j in S if static[j]], within=pyo.NonNegativeReals, initialize=0.0)
     b.wm = pyo.Var(steps, [j for j in S if static[j]], within=pyo.NonNegativeReals, initialize=0.0)
@@ -256,8 +274,9 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
             b.dynamics.add(mass[i] * (vk[i] - vp[i]) / h == rhs[i])
             b.position.add((qk[i] - qp[i]) / h == vk[i])
     _residuals(b, eq, t, data, list(outputs), sigma, grid)
+    b.warm = lambda ws: _warm(b, eq, ws, mus, static)   # noqa: E731  (re-start from a simulation on the grid)
     if warm_start is not None:
-        _warm(b, eq, warm_start, mus, static)
+        b.warm(warm_start)
     return b
 
 

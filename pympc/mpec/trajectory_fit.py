@@ -10,7 +10,7 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 from . import solvers  # noqa: F401  (importing pympc.mpec registers pympc.ipopt)
 from .trajectory import STATIC_PENALTY, add_experiment, add_parameters, finish, residuals
 
-__all__ = ["experiments_model", "solve_model", "stick_ratios"]
+__all__ = ["experiments_model", "solve_model", "stick_ratios", "set_theta", "modes", "fix_modes", "unfix_modes", "walk_modes"]
 
 
 def experiments_model(parts, system, fit, static_penalty=None):
@@ -81,3 +81,155 @@ def stick_ratios(m, tol=1e-9):
             stuck = (s <= tol * max(1.0, s.max(initial=0.0))) & (lam > tol * max(1.0, lam.max(initial=0.0)))
             out[k, j] = (float((P[stuck] / lam[stuck]).max()) if stuck.any() else np.nan, int(stuck.sum()))
     return out
+
+
+def set_theta(m, theta):
+    """Set the fitted parameters of ``m`` from ``{user name: value}`` (μ_s through its excess over μ)."""
+    statics = dict((s, k) for k, s in m.pairs)
+    for n, v in theta.items():
+        if n in statics:
+            m.excess[n].set_value(max(0.0, float(v) - float(theta[statics[n]])))
+        elif n in m.fitted:
+            m.fitted[n].set_value(float(v))
+
+
+def modes(m, tol=1e-9):
+    """``{(experiment, pair key): True when the pair's first side is the zero one}`` at the current point."""
+    out = {}
+    for k, b in m.experiment.items():
+        for key, (a, c) in b.sides.items():
+            va, vc = pyo.value(a), pyo.value(c)
+            out[k, key] = bool(va <= max(vc, tol))
+    return out
+
+
+def fix_modes(m, chosen):
+    """Replace every complementarity pair by its branch in ``chosen`` (see :func:`modes`): the zero side
+    ``== 0``, the other ``>= 0`` (a row of its own, the bound of a variable side lifted, so that its
+    multiplier tells whether it blocks); a plain NLP.  ``unfix_modes`` puts the pairs back.
+
+    Returns ``{(experiment, key): the "other >= 0" row}``.
+    """
+    unfix_modes(m)
+    rows, lifted = {}, []
+    for k, b in m.experiment.items():
+        b.mode = pyo.ConstraintList()
+        b.pairs.deactivate()
+        for key, (a, c) in b.sides.items():
+            zero, other = (a, c) if chosen[k, key] else (c, a)
+            b.mode.add(zero == 0)
+            rows[k, key] = b.mode.add(other >= 0)
+            if getattr(other, "is_variable_type", lambda: False)() and other.lb == 0:
+                lifted.append((other, other.domain))
+                other.domain = pyo.Reals
+    m._lifted = lifted
+    return rows
+
+
+def unfix_modes(m):
+    for v, domain in getattr(m, "_lifted", []):
+        v.domain = domain
+    m._lifted = []
+    for b in m.experiment.values():
+        if b.component("mode") is not None:
+            b.del_component("mode")
+        b.pairs.activate()
+
+
+def _data_fit(m):
+    return float(sum(0.5 * sum(pyo.value(r) ** 2 for r in b.residual.values()) for b in m.experiment.values()))
+
+
+def walk_modes(m, trajectories, theta, max_walks=12, tol=1e-9, solver_options=None):
+    """Least squares over the time stepping by a walk over its mode sequences (a local MPEC solution).
+
+    From ``theta``: the time stepping at ``theta`` (``trajectories(theta)``: one warm-start dict per
+    experiment, e.g. :func:`pympc.mpec.stepping.time_stepping`) gives the mode of every pair; the NLP with
+    those modes fixed (:func:`fix_modes`) is solved by ``pympc.ipopt``; the time stepping is run again at its
+    answer, and so on until the modes of the time stepping at the answer are the modes that were fixed.
+    There the point is exactly complementary and feasible, and a minimum of the least squares over every
+    parameter value whose time stepping has these modes.  A pair left with both sides zero (the answer on
+    the border of that set) is then tried on its other branch; the walk goes on if that fits better.
+
+    Returns
+    -------
+    dict
+        ``theta``, ``converged`` (modes consistent, not improvable by a flip), ``walks`` (list of
+        (theta, data fit, changed pairs)), ``fit``, ``seconds``.
+    """
+    import time
+
+    clock = time.perf_counter()
+    theta = dict(theta)
+    walks, converged, chosen = [], False, None
+    # IPOPT relaxes inequality bounds by 1e-8 unless told not to: the "other >= 0" rows must hold exactly
+    opts = {"raise_exception_on_nonoptimal_result": False, "load_solutions": False,
+            "solver_options": {"bound_relax_factor": 0.0, **(solver_options or {})}}
+    blocking, solution, tried = [], None, set()
+    for _ in range(max_walks):
+        set_theta(m, theta)
+        for b, ws in zip(m.experiment.values(), trajectories(theta)):
+            b.warm(ws)
+        now = modes(m, tol)
+        if chosen is not None and now == chosen:
+            if solution is not None:
+                for v, x in solution:      # the NLP's answer (exact rows), not the simulation's
+                    v.set_value(x, skip_validation=True)
+            flipped = {key: (not v if key in blocking else v) for key, v in now.items()}
+            if not blocking or tuple(sorted(blocking, key=str)) in tried or not _try(m, flipped, opts, walks):
+                converged = True
+                break
+            tried.add(tuple(sorted(blocking, key=str)))
+            theta = {n: float(pyo.value(v)) for n, v in m.theta.items()}
+            chosen = None
+            continue
+        changed = len(now) if chosen is None else sum(now[key] != chosen[key] for key in now)
+        chosen = now
+        ok, blocking = _solve_fixed(m, chosen, opts, tol)
+        if ok:
+            solution = _values(m)
+        theta = {n: float(pyo.value(v)) for n, v in m.theta.items()}
+        walks.append((dict(theta), _data_fit(m), changed))
+        if not ok:
+            break
+    unfix_modes(m)
+    return {"theta": theta, "converged": converged, "walks": walks, "fit": _data_fit(m),
+            "seconds": time.perf_counter() - clock}
+
+
+def _solve_fixed(m, chosen, opts, tol):
+    """Solve the NLP of the modes ``chosen``; (solved, the pairs whose other side is zero and blocks: a
+    multiplier not zero)."""
+    rows = fix_modes(m, chosen)
+    res = SolverFactory("pympc.ipopt").solve(m, **opts)
+    ok = res.solution_status.name == "optimal"
+    blocking = []
+    if ok:
+        res.solution_loader.load_vars()
+        duals = res.solution_loader.get_duals(list(rows.values()))
+        # active and binding: an interior point leaves an active row at ~1e-9..1e-6 with a multiplier
+        # orders of magnitude above it; an inactive row has body >> multiplier (their product is the barrier)
+        blocking = [key for key, row in rows.items()
+                    if abs(pyo.value(row.body)) <= 1e-5 and abs(duals[row]) > 1e3 * abs(pyo.value(row.body))]
+        # a slip part is the first side of two pairs when μ_s > μ: leaving a branch flips both
+        first = {id(m.experiment[key[0]].sides[key[1]][0]) for key in blocking}
+        blocking = [key for key in rows if id(m.experiment[key[0]].sides[key[1]][0]) in first]
+    unfix_modes(m)
+    return ok, blocking
+
+
+def _values(m):
+    return [(v, v.value) for v in m.component_data_objects(pyo.Var, descend_into=True)]
+
+
+def _try(m, chosen, opts, walks):
+    """Solve with the modes ``chosen`` from the current point; keep the answer if it fits better."""
+    before = _data_fit(m)
+    saved = _values(m)
+    ok, _ = _solve_fixed(m, chosen, opts, 1e-9)
+    if ok and _data_fit(m) < before * (1 - 1e-6):
+        walks.append(({n: float(pyo.value(v)) for n, v in m.theta.items()}, _data_fit(m), "flip"))
+        return True
+    for v, x in saved:
+        v.set_value(x, skip_validation=True)
+    return False

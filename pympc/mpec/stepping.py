@@ -1,0 +1,193 @@
+"""The time stepping of the trajectory MPEC run as a simulation: every parameter fixed, one step at a time.
+
+:func:`time_stepping` advances the discretization of
+:mod:`pympc.mpec.trajectory` (same :class:`~pympc.mechanics.equations.Equations`,
+same :func:`~pympc.mpec.trajectory.slot_law` pairs) step by step: each step
+is a small mixed complementarity problem in (v_{k+1}, ν, Λ±, P, s±, w±),
+solved exactly as a MILP (HiGHS through :func:`scipy.optimize.milp`, one
+binary per complementarity pair, big-M).  Among the solutions of a step it
+takes the one with the least slip |s⁺| + |s⁻|: a stuck slot stays stuck
+while |P| ≤ μ_s|Λ| can hold, as in the event-driven model (with μ_s = μ the
+step has a unique solution and the choice does not matter).
+
+It separates the discretization error (this trajectory against
+:func:`pympc.simulate`) from the optimization error of the MPEC fit, and a
+solution of it satisfies the MPEC's rows and pairs exactly, so it is the
+warm start of the MPEC at given parameters.
+
+The position-level rows g(q_{k+1}) = 0 and the Jacobians at q_{k+1} are
+linearized about the previous iterate and the step repeated until q_{k+1}
+is stationary (exact in one pass when the rows are linear, as for a
+fixed straight guide).  Jacobians of the position functions are central
+differences (step 1e-7).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from ..errors import SimulationError
+from ..mechanics.equations import Equations
+from .trajectory import _initial_state, slot_law
+
+__all__ = ["time_stepping"]
+
+
+def _jac(f, q, eps=1e-7):
+    q = np.asarray(q, dtype=float)
+    f0 = np.asarray(f(q), dtype=float)
+    out = np.zeros((f0.size, q.size))
+    for i in range(q.size):
+        d = np.zeros_like(q)
+        d[i] = eps
+        out[:, i] = (np.asarray(f(q + d), float) - np.asarray(f(q - d), float)) / (2 * eps)
+    return f0, out
+
+
+def time_stepping(system, t_end, step, *, t0=None, big=1e4, iterations=5, tol=1e-12):
+    """Run the MPEC's time stepping with the system's parameter values.
+
+    Parameters
+    ----------
+    system : System
+        The mechanism, every parameter at its value (``system.bind(...)``).
+    t_end : float
+    step : float
+        Largest step; the grid is uniform with K = ceil((t_end − t0)/step) steps (as the MPEC's).
+    t0 : float, optional
+        Default: the model's ``t_start`` or 0.
+    big : float
+        Big-M bound on every variable and pair side of a step (raise it for large forces).
+    iterations : int
+        Passes of the linearization of the position-level rows per step.
+
+    Returns
+    -------
+    dict
+        ``t`` (K+1,), ``q``, ``v`` (K+1, n), ``normal_force``, ``friction_force``, ``slip`` (K+1, slots)
+        (row 0: zeros for the forces), ``h``.
+
+    Raises
+    ------
+    SimulationError
+        When a step has no solution within the bounds (name the step and time).
+    """
+    eq = Equations(system)
+    eq.check_supported()
+    t0 = float(system.simulation.get("t_start", 0.0)) if t0 is None else float(t0)
+    K = max(1, int(math.ceil((t_end - t0) / step - 1e-9)))
+    h = (t_end - t0) / K
+    env = eq.parameters()
+    mass = np.array([float(x) for x in eq.mass(env)])
+    n, ns = eq.n, len(eq.slots)
+    mus = [(float(eq.value(sl.mu, env)), float(eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env)))
+           for sl in eq.slots]
+    static = [c != a for a, c in mus]
+    q0, v0 = (np.array(x, dtype=float) for x in _initial_state(eq))
+    nr = len(eq.joint_residuals(q0, t0, env))
+    # variable layout: v (n), nu (nr), then per slot lp, lm, P, sp, sm[, wp, wm]
+    per = [7 if s else 5 for s in static]
+    start = [n + nr + sum(per[:j]) for j in range(ns)]
+    nx = n + nr + sum(per)
+    out_q, out_v = [q0], [v0]
+    lam_out, fr_out, slip_out = [np.zeros(ns)], [np.zeros(ns)], [np.zeros(ns)]
+    q, v = q0, v0
+    for k in range(1, K + 1):
+        tk, tp = t0 + k * h, t0 + (k - 1) * h
+        Q = np.array([float(x) for x in eq.applied_forces(list(q), list(v), tp, env)])
+        qn = q + h * v
+        for _ in range(max(1, iterations)):
+            x = _step(eq, env, q, v, qn, tk, h, mass, Q, mus, static, start, per, nx, nr, big)
+            if x is None:
+                raise SimulationError(f"time stepping: step {k} (t = {tk:g}) has no solution with |x| <= {big:g}")
+            qnew = q + h * x[:n]
+            done = np.max(np.abs(qnew - qn)) <= tol * (1 + np.max(np.abs(qn)))
+            qn = qnew
+            if done:
+                break
+        v, q = x[:n], qn
+        out_q.append(q), out_v.append(v)
+        lam_out.append(np.array([x[s] - x[s + 1] for s in start]))
+        fr_out.append(np.array([x[s + 2] for s in start]))
+        slip_out.append(np.array([x[s + 3] - x[s + 4] for s in start]))
+    return {"t": t0 + h * np.arange(K + 1), "q": np.array(out_q), "v": np.array(out_v), "h": h,
+            "normal_force": np.array(lam_out), "friction_force": np.array(fr_out), "slip": np.array(slip_out)}
+
+
+def _step(eq, env, q, v, qn, tk, h, mass, Q, mus, static, start, per, nx, nr, big):
+    """One step's MILP, its position rows linearized at qn; the solution vector or None."""
+    n = eq.n
+    g0, J = _jac(lambda z: eq.joint_residuals(list(z), tk, env), qn) if nr else (np.zeros(0), np.zeros((0, n)))
+    sc = lambda z: [c for pair in eq.slot_coordinates(list(z), env) for c in pair]  # noqa: E731
+    s0, S = _jac(sc, qn)
+    rows, rhs = [], []
+    # dynamics: M (v - v_k)/h - J^T nu - WN^T Λ - WT^T P = Q
+    D = np.zeros((n, nx))
+    D[:, :n] = np.diag(mass / h)
+    D[:, n:n + nr] = -J.T
+    for j, s in enumerate(start):
+        WN, WT = S[2 * j], S[2 * j + 1]
+        D[:, s] -= WN
+        D[:, s + 1] += WN
+        D[:, s + 2] -= WT
+    rows.append(D), rhs.append(Q + mass * v / h)
+    # position rows at q_{k+1} = q + h v, linearized at qn: g(qn) + J (q + h v - qn) = 0
+    if nr:
+        G = np.zeros((nr, nx))
+        G[:, :n] = h * J
+        rows.append(G), rhs.append(-(g0 + J @ (q - qn)))
+    for j, s in enumerate(start):
+        WN, WT = S[2 * j], S[2 * j + 1]
+        G = np.zeros((2, nx))
+        G[0, :n] = h * WN                              # gap
+        G[1, :n] = WT                                  # slip = sp - sm
+        G[1, s + 3], G[1, s + 4] = -1.0, 1.0
+        rows.append(G), rhs.append(np.array([-(s0[2 * j] + WN @ (q - qn)), 0.0]))
+    Aeq, beq = np.vstack(rows), np.concatenate(rhs)
+    # the complementarity pairs of slot_law, as affine rows (coefficients over x, constant last)
+    unit = np.eye(nx + 1)
+    pairs = []
+    for j, s in enumerate(start):
+        var = [unit[s + i] for i in range(per[j])]
+        extra = (var[5], var[6]) if static[j] else (None, None)
+        for _, a, c in slot_law(var[0], var[1], var[2], var[3], var[4], mus[j][0], mus[j][1], *extra):
+            pairs.append((a, c))
+    npair = len(pairs)
+    # x then binaries z: a <= big z, c <= big (1 - z), a, c >= 0
+    A, lo, hi = [], [], []
+    for p, (a, c) in enumerate(pairs):
+        for side, row, zc in ((a, a[:nx], -big), (c, c[:nx], big)):
+            line = np.concatenate([row, np.zeros(npair)])
+            line[nx + p] = zc
+            A.append(line)
+            if zc < 0:        # a - big z <= -a0 ; a >= -a0
+                lo.append(-np.inf), hi.append(-side[nx])
+            else:             # c + big z <= big - c0
+                lo.append(-np.inf), hi.append(big - side[nx])
+            A.append(np.concatenate([row, np.zeros(npair)]))
+            lo.append(-side[nx]), hi.append(np.inf)
+    A.append(np.hstack([Aeq, np.zeros((Aeq.shape[0], npair))]))
+    cons = [LinearConstraint(np.array(A[:-1]), lo, hi), LinearConstraint(A[-1], beq, beq)]
+    cost = np.zeros(nx + npair)
+    for s in start:
+        cost[s + 3] = cost[s + 4] = 1.0               # least slip
+    lb = np.full(nx + npair, -big)
+    lb[nx:] = 0.0
+    for j, s in enumerate(start):
+        lb[[s, s + 1, s + 3, s + 4]] = 0.0
+        if static[j]:
+            lb[[s + 5, s + 6]] = 0.0
+    ub = np.full(nx + npair, big)
+    ub[nx:] = 1.0
+    integ = np.zeros(nx + npair)
+    integ[nx:] = 1
+    res = milp(cost, constraints=cons, integrality=integ, bounds=Bounds(lb, ub),
+               options={"mip_rel_gap": 0.0})
+    if res.status != 0 or res.x is None:
+        return None
+    x = res.x[:nx]
+    x[np.abs(x) < 1e-13] = 0.0
+    return x
