@@ -3,9 +3,11 @@
 For the friction oscillator (30 s; θ = (μ, μ_s) and (μ, μ_s, K, F0)) and the cross
 slide (1 s, pushed back while sliding: θ = (μ1, μ2, P)):
 
-- a plain run, the sensitivity run (``simulate(..., sensitivities=θ)``) and central
-  finite differences (2 n_θ + 1 plain runs): wall time (median of a few runs) and
-  the ratio to one plain run;
+- a plain run, the sensitivity run (``simulate(..., sensitivities=θ,
+  force_sensitivities=False)``: ∂q/∂θ, ∂q̇/∂θ and dτ/dθ, what finite differences of the
+  motion give too) and central finite differences (2 n_θ + 1 plain runs): wall time
+  (median of a few runs) and the ratio to one plain run; and the sensitivity run that
+  also gives ∂λ/∂θ, ∂F/∂θ at every sample (the default, ``+forces``);
 - the error of both against a reference: Richardson extrapolation of central
   differences at steps h and h/2 (relative to the largest |∂q/∂θ|), at
   parameters where the event sequence does not change;
@@ -63,7 +65,9 @@ def case(label, path, span, names, params, repeats=3):
     system = pympc.load_model(path, **params)
     grid = np.linspace(*span, 301)
     plain = median_time(lambda: pympc.simulate(system, span, t_eval=grid), repeats)
-    sens = median_time(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names), repeats)
+    sens = median_time(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names,
+                                              force_sensitivities=False), repeats)
+    sens_f = median_time(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names), repeats)
     t = time.perf_counter()
     d1 = fd(system, span, grid, names, 1e-4)
     fd_time = time.perf_counter() - t + plain          # + the nominal run a user needs anyway
@@ -77,13 +81,13 @@ def case(label, path, span, names, params, repeats=3):
     err_fd = (np.abs(d1[keep] - ref[keep]).max(axis=(0, 1)) / scale).max()
     p = len(names)
     print(f"{label:28s} {p:3d} {len(tr.events):6d} {plain * 1e3:9.1f} {sens * 1e3:9.1f} {sens / plain:7.2f} "
-          f"{1 + p:7d} {fd_time * 1e3:9.1f} {fd_time / plain:7.2f} {err_s:10.1e} {err_fd:10.1e} {nfev[0]:6d} {nfev[1]:6d}")
+          f"{1 + p:7d} {sens_f * 1e3:9.1f} {sens_f / plain:7.2f} {fd_time * 1e3:9.1f} {fd_time / plain:7.2f} {err_s:10.1e} {err_fd:10.1e} {nfev[0]:6d} {nfev[1]:6d}")
 
 
 def main():
     print("sensitivities vs central finite differences (one run; times are medians; errors relative to max|dq/dθ|)")
     print(f"{'case':28s} {'n_θ':>3s} {'events':>6s} {'plain ms':>9s} {'sens ms':>9s} {'ratio':>7s} {'target':>7s} "
-          f"{'FD ms':>9s} {'ratio':>7s} {'err sens':>10s} {'err FD':>10s} {'nfev':>6s} {'nfev S':>6s}")
+          f"{'+forces':>9s} {'ratio':>7s} {'FD ms':>9s} {'ratio':>7s} {'err sens':>10s} {'err FD':>10s} {'nfev':>6s} {'nfev S':>6s}")
     osc = MODELS / "friction_oscillator.toml"
     case("oscillator 30 s", osc, (0.0, 30.0), ["mu", "mu_s"], {})
     case("oscillator 30 s", osc, (0.0, 30.0), ["mu", "mu_s", "K", "F0"], {})

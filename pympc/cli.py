@@ -196,7 +196,14 @@ def _cmd_identify(args):
             except ValueError:
                 raise OptionError(f"--noise expects SIGMA or OUTPUT=SIGMA,..., got {args.noise!r}") from None
     outputs = args.outputs.split(",") if args.outputs else None
-    exp = Experiment(args.model, args.data, outputs=outputs, fixed=fixed, noise=noise)
+    data = args.data
+    if args.t_end is not None:           # the record up to t_end (a short window for --method mpec)
+        from .identify.experiment import read_data
+        data = read_data(args.data)
+        if "t" not in data.columns or not (data["t"] <= args.t_end).any():
+            raise OptionError(f"--t-end {args.t_end:g}: {args.data} has no samples at t <= {args.t_end:g}")
+        data = data[data["t"] <= args.t_end]
+    exp = Experiment(args.model, data, outputs=outputs, fixed=fixed, noise=noise)
     extra = {"step": args.step} if args.step is not None else {}
     if args.step is not None and args.method != "mpec":
         raise OptionError("--step is the time step of --method mpec")
@@ -331,6 +338,7 @@ def build_parser():
                           "Pyomo MPEC, first-order time stepping)")
     idf.add_argument("--step", type=float, default=None,
                      help="time step of --method mpec in seconds (default 0.02); the estimate is O(step) off")
+    idf.add_argument("--t-end", type=float, default=None, help="fit the data up to this time only (seconds)")
     idf.add_argument("--jac", choices=["fd", "sensitivity"], default="sensitivity",
                      help="Jacobian of the residuals: the simulator's forward sensitivities (default) or finite "
                           "differences of the simulator")

@@ -339,6 +339,20 @@ def test_cli_identify_bad_input_is_a_clear_error(tmp_path, capsys):
     assert main(["identify", str(OSC), str(ROOT / "examples" / "data" / "friction_oscillator.csv"), "--fit", "mu",
                  "--step", "0.01"]) == 2
     assert "--step is the time step of --method mpec" in capsys.readouterr().err
+    assert main(["identify", str(OSC), str(ROOT / "examples" / "data" / "friction_oscillator.csv"), "--fit", "mu",
+                 "--t-end", "-1"]) == 2
+    assert "no samples at t <= -1" in capsys.readouterr().err
+
+
+def test_cli_identify_t_end_fits_the_first_seconds(tmp_path, capsys):
+    from pympc.cli import main
+
+    code = main(["identify", str(OSC), str(ROOT / "examples" / "data" / "friction_oscillator.csv"), "--fit", "mu",
+                 "--t-end", "2", "--no-plots", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    t = pd.read_csv(ROOT / "examples" / "data" / "friction_oscillator.csv", comment="#")["t"]
+    assert f"{int((t <= 2).sum())} samples of mass.x" in out and (t > 2).any()
 
 
 def test_identification_notebook_executes():
@@ -352,3 +366,17 @@ def test_identification_notebook_executes():
                    for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "check converged    ok" in text and "one-sided" in text and "not sorted" in text
     assert sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs) >= 3
+
+
+def test_exact_data_give_the_true_values_and_pass_every_check():
+    """Noise-free data: the residuals are the simulator's own error, partly along J; the fit is still a
+    stationary point (its Gauss–Newton step is below least_squares' xtol) and says so. A fit stopped after
+    two evaluations far from the optimum is not."""
+    t = np.round(np.arange(0, 501) * 0.01, 10)
+    df, _ = synthetic_record(OSC, t, ["mass.x"], 0.0, 0)
+    specs = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))]
+    res = estimate(Experiment(OSC, df), specs)
+    np.testing.assert_allclose(res.optimum, [0.3, 0.4], rtol=1e-8)
+    assert res.ok and res.checks()["gradient"][0] and res.converged, res.summary()
+    early = estimate(Experiment(OSC, df), specs, max_nfev=2)
+    assert not early.checks()["gradient"][0] and not early.ok

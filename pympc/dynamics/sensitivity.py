@@ -131,14 +131,20 @@ class Sensitivities:
     # ------------------------------------------------------------------ smooth phases
     def rhs(self, t, y, mode):
         """The state's vector field and the variational equation, for ``solve_ivp``."""
-        x, S = self.split(y)
-        n = self.n
+        # _diff written out for the hot path: one state buffer, no per-column arrays
+        n, m = self.n, 2 * self.n + 2
+        x, S = y[:m], y[m:].reshape(2 * n, self.p)
         out = np.empty_like(y)
-        out[:x.size] = self.run.rhs(t, x, mode)
-        dS = np.empty_like(S)
+        out[:m] = self.run.rhs(t, x, mode)
+        dS = out[m:].reshape(2 * n, self.p)
         dS[:n] = S[n:]
-        dS[n:] = self._diff(lambda r, xx: r.rhs(t, xx, mode)[n:2 * n], x, S)
-        out[x.size:] = dS.ravel()
+        xs = x.copy()
+        for j in range(self.p):
+            step = S[:, j] * self.h[j]
+            np.add(x[:2 * n], step, out=xs[:2 * n])
+            a = self.plus[j].rhs(t, xs, mode)[n:2 * n]
+            np.subtract(x[:2 * n], step, out=xs[:2 * n])
+            dS[n:, j] = (a - self.minus[j].rhs(t, xs, mode)[n:2 * n]) * (0.5 / self.h[j])
         return out
 
     # ------------------------------------------------------------------ events

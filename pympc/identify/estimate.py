@@ -13,7 +13,7 @@ from ..errors import OptionError, PympcError
 from .experiment import Experiment
 from .parameters import Parametrization
 from .result import IdentificationResult
-from .shooting import ShootingProblem, fit_starts
+from .shooting import ShootingProblem, fit_starts, stationarity
 from .uncertainty import covariance, identifiability, profile_parameter, stick_information, wald
 
 __all__ = ["estimate", "METHODS"]
@@ -215,12 +215,7 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
                            "reason": f"MPEC route: its complementarity law lets a stuck slot break away before "
                                      f"μ_s|λ| is reached, so it proves only {name} ≥ {info['bound']:.4g} (the largest "
                                      f"stick ratio |F|/|λ| of the solution); use method='shooting' for a point estimate"}
-    g = J.T @ r
-    colmax = float(np.linalg.norm(J, axis=0).max(initial=0.0)) if np.all(np.isfinite(J)) else np.nan
-    free = np.array([not a for a in active])
-    # |Jᵀr| relative to |J||r| (the cosine between r and the columns); |r| floored at 1e-8 per √n, for exact data
-    rnorm = max(np.sqrt(sse), 1e-8 * np.sqrt(r.size))
-    gradient = float(np.abs(g[free]).max(initial=0.0) / max(colmax * rnorm, 1e-300)) if colmax == colmax else np.nan
+    gradient, newton_step = stationarity(J, r, theta, np.array([not a for a in active]))
 
     profiles = {}
     for name in profile:
@@ -242,7 +237,8 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         bounds=np.column_stack([par.theta_lo, par.theta_hi]), cost=0.5 * sse, n=r.size, sigma2=float(s2),
         known_noise=known_noise, converged=verdict == "converged", optimality=float(res.optimality),
         message=f"best start {best}: {verdict} ({res.message})", starts=table, identifiability=report, stick=stick, profiles=profiles, fits=fits,
-        method=method_info, confidence=confidence, gradient=gradient, simulations_ok=sims_ok)
+        method=method_info, confidence=confidence, gradient=gradient, newton_step=newton_step,
+        simulations_ok=sims_ok)
     if mpec_info is not None:
         out.model = model       # the solved Pyomo model (not saved with the result)
     return out

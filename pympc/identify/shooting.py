@@ -146,6 +146,35 @@ class ShootingProblem:
         return np.vstack(blocks) @ self.par.T
 
 
+GRADIENT_TOL = 1e-4
+"""Largest relative gradient |Jᵀr|/(|J||r|) of a stationary point."""
+STEP_TOL = 1e-8
+"""Or: largest Gauss–Newton step relative to the parameters (least_squares' default xtol)."""
+
+
+def stationarity(J, r, x, free):
+    """``(relative gradient, relative Gauss–Newton step)`` of residuals ``r`` with Jacobian ``J`` at ``x``.
+
+    The first is |Jᵀr| over |J||r| (|r| floored at 1e-8 √n); the second the largest
+    |δ_i| / max(|x_i|, 1e-3) of the step δ = −J⁺r over the free parameters.  A point
+    is stationary when either is small (:data:`GRADIENT_TOL`, :data:`STEP_TOL`): on
+    exact data the residuals are the simulator's own error, partly along J, and the
+    step that would remove them is below what the simulator resolves.
+    """
+    J, r = np.asarray(J, float), np.asarray(r, float)
+    if not np.all(np.isfinite(J)) or not np.any(free):
+        return np.nan, np.nan
+    colmax = float(np.linalg.norm(J, axis=0).max(initial=0.0))
+    rnorm = max(float(np.linalg.norm(r)), 1e-8 * np.sqrt(r.size))
+    gradient = float(np.abs(J.T @ r)[free].max(initial=0.0) / max(colmax * rnorm, 1e-300))
+    step = np.linalg.lstsq(J[:, free], -r, rcond=None)[0]
+    return gradient, float((np.abs(step) / np.maximum(np.abs(np.asarray(x, float)[free]), 1e-3)).max(initial=0.0))
+
+
+def is_stationary(gradient, step):
+    return bool(gradient <= GRADIENT_TOL or step <= STEP_TOL)
+
+
 def _verdict(res):
     """'converged' (a stationary point), 'flat' (zero Jacobian: a plateau) or 'stalled' (stopped elsewhere)."""
     if res.status <= 0 or not np.isfinite(res.cost):
@@ -153,11 +182,7 @@ def _verdict(res):
     J = np.asarray(res.jac)
     if not np.any(J):
         return "flat"
-    free = res.active_mask == 0
-    g = np.abs(J.T @ res.fun)[free]
-    rnorm = max(float(np.linalg.norm(res.fun)), 1e-8 * np.sqrt(res.fun.size))
-    rel = g.max(initial=0.0) / max(float(np.linalg.norm(J, axis=0).max()) * rnorm, 1e-300)
-    return "converged" if rel <= 1e-4 else "stalled"
+    return "converged" if is_stationary(*stationarity(J, res.fun, res.x, res.active_mask == 0)) else "stalled"
 
 
 def fit_starts(problem, starts, ls_options, plateau_moves=4):
