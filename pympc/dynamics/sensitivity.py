@@ -113,38 +113,32 @@ class Sensitivities:
         return y[:m], y[m:].reshape(2 * self.n, self.p)
 
     def _diff(self, fun, x, S):
-        """Central directional derivatives of ``fun(run, x)`` along the columns (S_j, e_j)."""
+        """Central directional derivatives of ``fun(run, x)`` along the columns (S_j, e_j), shape
+        ``fun's + (p,)``; one state buffer for all columns (this is the variational right-hand side's hot path)."""
         n2 = 2 * self.n
-        step = (S * self.h).T                       # row j: the x-part of the step along column j
-        xp, xm = np.empty((self.p, x.size)), np.empty((self.p, x.size))
-        xp[:], xm[:] = x, x
-        xp[:, :n2] += step
-        xm[:, :n2] -= step
+        xs = x.copy()
         cols = None
         for j in range(self.p):
-            d = np.asarray(fun(self.plus[j], xp[j])) - np.asarray(fun(self.minus[j], xm[j]))
+            step = S[:, j] * self.h[j]
+            np.add(x[:n2], step, out=xs[:n2])
+            a = np.array(fun(self.plus[j], xs), dtype=float)      # a copy: fun may return a view of a buffer
+            np.subtract(x[:n2], step, out=xs[:n2])
+            d = (a - np.asarray(fun(self.minus[j], xs))) * (0.5 / self.h[j])
             if cols is None:
-                cols = np.empty((d.size, self.p))
-            cols[:, j] = d
-        return (cols / (2 * self.h)).reshape(d.shape + (self.p,))
+                cols = np.empty(d.shape + (self.p,))
+            cols[..., j] = d
+        return cols
 
     # ------------------------------------------------------------------ smooth phases
     def rhs(self, t, y, mode):
         """The state's vector field and the variational equation, for ``solve_ivp``."""
-        # _diff written out for the hot path: one state buffer, no per-column arrays
         n, m = self.n, 2 * self.n + 2
         x, S = y[:m], y[m:].reshape(2 * n, self.p)
         out = np.empty_like(y)
         out[:m] = self.run.rhs(t, x, mode)
         dS = out[m:].reshape(2 * n, self.p)
         dS[:n] = S[n:]
-        xs = x.copy()
-        for j in range(self.p):
-            step = S[:, j] * self.h[j]
-            np.add(x[:2 * n], step, out=xs[:2 * n])
-            a = self.plus[j].rhs(t, xs, mode)[n:2 * n]
-            np.subtract(x[:2 * n], step, out=xs[:2 * n])
-            dS[n:, j] = (a - self.minus[j].rhs(t, xs, mode)[n:2 * n]) * (0.5 / self.h[j])
+        dS[n:] = self._diff(lambda r, xx: r.rhs(t, xx, mode)[n:2 * n], x, S)
         return out
 
     # ------------------------------------------------------------------ events

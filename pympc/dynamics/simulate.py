@@ -98,11 +98,14 @@ class _Run:
         return self._cache
 
     def _compute(self, t, x, mode):
-        """The compiled evaluation at (t, x, mode), unless it is the cached one."""
+        """The compiled evaluation at (t, x, mode), unless it is the cached one; True if it was evaluated
+        (``self._out`` is then a new array, never written again)."""
         key = self._stale(t, x, mode)
-        if key is not None:
-            self._out = self._fast.compute_state(t, x, mode, np.empty(2 * self.n + 2))
-            self._cache_key, self._cache = key, None
+        if key is None:
+            return False
+        self._out = self._fast.compute_state(t, x, mode, np.empty(2 * self.n + 2))
+        self._cache_key, self._cache = key, None
+        return True
 
     def slot_values(self, t, x, mode):
         """``(vT, λ, F)`` of the slots at (t, x) in ``mode`` (views of the compiled path's buffers when it applies)."""
@@ -115,12 +118,7 @@ class _Run:
     def rhs(self, t, x, mode):
         n = self.n
         if self._fast is not None and isinstance(mode, Mode):
-            key = self._stale(t, x, mode)
-            if key is None:
-                return self._out.copy()
-            self._out = out = self._fast.compute_state(t, x, mode, np.empty(2 * self.n + 2))
-            self._cache_key, self._cache = key, None
-            return out          # a new array each evaluation, never written again
+            return self._out if self._compute(t, x, mode) else self._out.copy()
         a, s = self.evaluate(t, x, mode)
         qd = x[n:2 * n]
         out = np.empty_like(x)
