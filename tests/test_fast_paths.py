@@ -314,21 +314,22 @@ def test_compiled_event_samples_report_a_singular_mode():
 
 
 def _solution_sets_agree(h):
-    from pympc.dynamics.events import _small_solution_set
-    small = _small_solution_set(h, 1e-9)
-    if small is None:
+    """The batched leaves of :func:`pympc.enumerate_solutions` give what its walk gives (False: not taken)."""
+    from pympc.complementarity.enumeration import _batched_leaves, _enumerate
+    if _batched_leaves(h.equilibrated()[0], 1e-9) is None:
         return False
-    ref = pympc.enumerate_solutions(h)
+    small = pympc.enumerate_solutions(h)
+    ref = _enumerate(h, lambda x, y: (x, y), 1e-9, batched=False)
     assert small.kind == ref.kind
-    key = lambda pts: sorted(np.concatenate(p).round(7).tolist() for p in pts)  # noqa: E731
-    assert key(small.points) == key(ref.points)
+    key = lambda pts: [np.concatenate(p).round(7).tolist() for p in pts]  # noqa: E731
+    assert key(small.points) == key(ref.points)            # the same points, in the same order
     for x, y in small.points:
         assert h.is_solution(x, y)
     return True
 
 
 def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
-    """The direct small-HLCP path = pympc.enumerate_solutions: random, integer (degenerate: ties, zero rows,
+    """The batched small-HLCP path = the enumeration's walk: random, integer (degenerate: ties, zero rows,
     several or no solutions, singular supports) and event HLCPs of the oscillator's stick candidate."""
     direct = degenerate = 0
     for trial in range(300):
@@ -358,8 +359,9 @@ def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
     assert "UNIQUE" in kinds
     # a continuum (a singular support holding a segment) goes to the enumeration, which reports it
     h = pympc.HLCP(np.eye(2), -np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([1.0, -1.0]))
-    from pympc.dynamics.events import solution_set
-    assert solution_set(h).kind.name == "CONTINUUM"
+    from pympc.complementarity.enumeration import _batched_leaves
+    assert _batched_leaves(h.equilibrated()[0], 1e-9) is None
+    assert pympc.enumerate_solutions(h).kind.name == "CONTINUUM"
 
 
 @pytest.mark.parametrize("model", ["friction_oscillator", "chain5", "cross_slide", "slider_crank"])

@@ -11,7 +11,10 @@ singular leaf is examined by LPs: empty, a single point, or a continuum (with
 a direction of the continuum).
 
 Cost grows like ``2^n`` in the worst case: sensible up to about 12-16 pairs
-(event HLCPs of mechanisms rarely exceed that).
+(event HLCPs of mechanisms rarely exceed that).  Up to :data:`BATCHED_PAIRS`
+pairs, when every support matrix is well conditioned, all the leaves are solved
+in one batched call instead (:func:`_batched_leaves`: the same points, with no
+LP; the simulator's event HLCPs are mostly of this kind).
 """
 
 from __future__ import annotations
@@ -22,11 +25,16 @@ import numpy as np
 from scipy.optimize import linprog
 
 from ..errors import ProblemError
+from ._kernel import relative_residual
 from .problems import HLCP, LCP
 from .results import _DocIntEnum
-from .support import lp_point, support_solution
+from .support import lp_point, lu_rcond, support_solution
 
 __all__ = ["SetKind", "SolutionSet", "enumerate_solutions"]
+
+BATCHED_PAIRS = 6
+"""Problems of at most this many pairs have their leaves solved in one batched call when every support
+matrix is well conditioned (:func:`_batched_leaves`)."""
 
 
 class SetKind(_DocIntEnum):
@@ -141,6 +149,11 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
             f"problem has {n} pairs; enumeration costs up to 2^{n} LPs. Raise max_pairs if you mean it, "
             "or use pympc.solve / the MILP cross-check."
         )
+    return _enumerate(hlcp, back, tol, batched=True)
+
+
+def _enumerate(hlcp, back, tol, batched):
+    n = hlcp.n
     orig = hlcp
     # work on the equilibrated problem (rows and columns scaled by powers of two), so that the
     # singularity, sign and distinctness tests follow the scales of the rows and columns
@@ -192,7 +205,12 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
         walk(prefix + [True])
         walk(prefix + [False])
 
-    walk([])
+    found = _batched_leaves(hlcp, tol) if batched and n <= BATCHED_PAIRS else None
+    if found is None:
+        walk([])
+    else:
+        for u in found:
+            add(u, points)
     # map back and verify every point in the original problem
     points = [u for u in points if orig.is_solution(u[:n] * dx, u[n:] * dy, 1e3 * tol)]
     # a point that lies in the polyhedron of a continuum is not a separate solution
@@ -212,3 +230,52 @@ def enumerate_solutions(problem, max_pairs=16, tol=1e-9):
     out.continuum_points = [back(u[:n], u[n:]) for u in cont_pts]
     out.directions = [back(d[:n], d[n:]) for d in dirs]
     return out
+
+
+def _batched_leaves(hlcp, tol):
+    """The points of every leaf of a small (equilibrated) HLCP in one batched solve, in the walk's order, or
+    None when some support matrix is singular or nearly so (its leaf may hold a continuum: the walk decides).
+
+    Every support ``C_α v = c`` then holds at most one point; all ``2^n`` are solved by one batched inverse
+    and the nonnegative ones (the walk's sign rule) that pass :func:`support_solution`'s verification are
+    the leaves' points: what the walk finds, without its LPs.
+    """
+    n = hlcp.n
+    As, Bs, cs = hlcp.A, hlcp.B, hlcp.c
+    # the walk's order: pair 0 decided first, x_i (column of A) before y_i
+    idx = np.arange(2 ** n)[:, None]
+    xs = ((idx >> (n - 1 - np.arange(n))[None, :]) & 1) == 0
+    C = np.where(xs[:, None, :], As[None, :, :], Bs[None, :, :])
+    # the exact reciprocal 1-norm condition number of every support matrix (0: singular)
+    rc = np.zeros(2 ** n)
+    good = np.abs(np.linalg.det(C)) > 0
+    Ci = np.linalg.inv(C[good])
+    rc[good] = 1.0 / (np.abs(C[good]).sum(axis=1).max(axis=1) * np.abs(Ci).sum(axis=1).max(axis=1))
+    V = np.zeros((2 ** n, n))
+    V[good] = Ci @ cs
+    empty = np.zeros(2 ** n, bool)
+    # rc > 1e-10: the walk's LAPACK estimate (never below the true value) calls it nonsingular too
+    # (> 1e-11) and the point is V.  The others: singular by that estimate too and c out of the range of
+    # C_α (the walk's first test of a singular support, lstsq with lp_tol = 1e3 tol): no point.
+    # Anything else (a singular support that may hold points, a continuum, or the estimate's grey zone):
+    # the walk itself.
+    for k in np.flatnonzero(~(rc > 1e-10) | ~np.isfinite(V).all(axis=1)):
+        if lu_rcond(C[k])[2] > 1e-11:
+            return None
+        v = np.linalg.lstsq(C[k], cs, rcond=None)[0]
+        if np.abs(C[k] @ v - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max())):
+            return None
+        empty[k] = True
+    U = np.zeros((2 ** n, 2 * n))
+    U[:, :n] = np.where(xs, V, 0.0)
+    U[:, n:] = np.where(xs, 0.0, V)
+    big = np.abs(U).max(axis=1)
+    points = []
+    for k in np.flatnonzero((U.min(axis=1) >= -tol * (1.0 + big)) & ~empty):    # negative beyond round-off: the wrong sign
+        u = np.maximum(U[k], 0.0)
+        for attempt in (u, np.where(u <= tol * big[k], 0.0, u)):     # support_solution's two tries
+            if max(relative_residual(As, Bs, cs, attempt[:n], attempt[n:])) <= tol or \
+                    hlcp.is_solution(attempt[:n], attempt[n:], tol):     # with the noise rule of is_solution
+                points.append(attempt)
+                break
+    return points

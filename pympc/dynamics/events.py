@@ -18,15 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..complementarity import HLCP, LCP, enumerate_solutions, solve
-from ..complementarity.enumeration import SetKind, SolutionSet
-from ..complementarity._kernel import equilibrate_hlcp, relative_residual
+from ..complementarity import HLCP, LCP, solve
 from ..complementarity.problems import within
-from ..complementarity.support import lu_rcond
 from ..complementarity.results import Result, Status
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
-__all__ = ["EventProblem", "event_problem", "read_mode", "solution_set"]
+__all__ = ["EventProblem", "event_problem", "read_mode"]
 
 
 @dataclass
@@ -261,79 +258,3 @@ def read_mode(ev, x, y, previous_walls, tol=None):
             if fp[j] <= tol or fm[j] <= tol:
                 degenerate.append(("stick", k))
     return Mode(tuple(walls), tuple(motions)), degenerate
-
-
-
-SMALL_PAIRS = 6
-"""Event HLCPs of at most this many pairs have their solution set found directly (:func:`solution_set`)."""
-
-
-def solution_set(hlcp, max_pairs=16, tol=1e-9):
-    """Every solution of an event HLCP (a :class:`~pympc.complementarity.SolutionSet`).
-
-    Up to :data:`SMALL_PAIRS` pairs, when every one of the ``2^n`` support
-    matrices ``C_α`` is well conditioned, directly: each support then holds at
-    most one point, ``C_α v = c``, all solved in one batched call, and the
-    nonnegative ones are the solutions — what :func:`pympc.enumerate_solutions`
-    finds on such a problem (its leaves, without its per-leaf bookkeeping), on
-    the same equilibrated problem, with the same sign rule and every point
-    verified in the original problem.  Otherwise (more pairs, or a support whose
-    matrix is singular or nearly so, where a leaf may hold a continuum):
-    :func:`pympc.enumerate_solutions` itself.
-    """
-    if hlcp.n <= SMALL_PAIRS:
-        found = _small_solution_set(hlcp, tol)
-        if found is not None:
-            return found
-    return enumerate_solutions(hlcp, max_pairs=max_pairs, tol=tol)
-
-
-def _small_solution_set(hlcp, tol):
-    """:func:`solution_set` of a small HLCP whose support matrices are all nonsingular, else None."""
-    As, Bs, cs, dx, dy = equilibrate_hlcp(hlcp.A, hlcp.B, hlcp.c, hlcp._a_diagonal, 20)   # HLCP.equilibrated's
-    n = cs.size
-    # support k: x_i may be positive where bit i of k is set (columns of A), else y_i (columns of B)
-    xs = ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
-    C = np.where(xs[:, None, :], As[None, :, :], Bs[None, :, :])
-    # the exact reciprocal 1-norm condition number of every support matrix (0: singular)
-    rc = np.zeros(2 ** n)
-    good = np.abs(np.linalg.det(C)) > 0
-    Ci = np.linalg.inv(C[good])
-    rc[good] = 1.0 / (np.abs(C[good]).sum(axis=1).max(axis=1) * np.abs(Ci).sum(axis=1).max(axis=1))
-    V = np.zeros((2 ** n, n))
-    V[good] = Ci @ cs
-    empty = np.zeros(2 ** n, bool)
-    # rc > 1e-10: the enumeration's LAPACK estimate (never below the true value) calls it nonsingular too
-    # (> 1e-11) and the point is V.  The others: singular by that estimate too and c out of the range of
-    # C_α (the enumeration's first test of a singular support, lstsq with lp_tol = 1e3 tol): no point.
-    # Anything else (a singular support that may hold points, a continuum, or the estimate's grey zone):
-    # the enumeration itself.
-    for k in np.flatnonzero(~(rc > 1e-10) | ~np.isfinite(V).all(axis=1)):
-        if lu_rcond(C[k])[2] > 1e-11:
-            return None
-        v = np.linalg.lstsq(C[k], cs, rcond=None)[0]
-        if np.abs(C[k] @ v - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max())):
-            return None
-        empty[k] = True
-    U = np.zeros((2 ** n, 2 * n))
-    U[:, :n] = np.where(xs, V, 0.0)
-    U[:, n:] = np.where(xs, 0.0, V)
-    big = np.abs(U).max(axis=1)
-    h = None
-    points = []
-    for k in np.flatnonzero((U.min(axis=1) >= -tol * (1.0 + big)) & ~empty):    # negative beyond round-off: the wrong sign
-        u = np.maximum(U[k], 0.0)
-        for attempt in (u, np.where(u <= tol * big[k], 0.0, u)):     # support_solution's two tries
-            if max(relative_residual(As, Bs, cs, attempt[:n], attempt[n:])) <= tol:
-                break
-            h = HLCP(As, Bs, cs) if h is None else h                    # with the noise rule of is_solution
-            if h.is_solution(attempt[:n], attempt[n:], tol):
-                break
-        else:
-            continue
-        u = attempt
-        if all(np.abs(p - u).max() > 1e3 * tol * (1.0 + np.abs(u).max()) for p in points):
-            points.append(u)
-    points = [u for u in points if hlcp.is_solution(u[:n] * dx, u[n:] * dy, 1e3 * tol)]
-    kind = SetKind.NONE if not points else SetKind.UNIQUE if len(points) == 1 else SetKind.FINITE
-    return SolutionSet(kind, [(u[:n] * dx, u[n:] * dy) for u in points])

@@ -21,12 +21,13 @@ from types import SimpleNamespace
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from ..complementarity import enumerate_solutions
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from ..mechanics._kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
 from .crossings import DenseStates, TimeScale, first_crossing
-from .events import event_problem, read_mode, solution_set
+from .events import event_problem, read_mode
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
@@ -297,7 +298,7 @@ class _Run:
         x = y = None
         status = message = None
         if ev.hlcp.n <= o["enumerate_pairs"]:
-            sset = solution_set(ev.hlcp, max_pairs=o["enumerate_pairs"])
+            sset = enumerate_solutions(ev.hlcp, max_pairs=o["enumerate_pairs"])
             classification, npoints = sset.kind.name, len(sset.points)
             if sset.kind.name == "NONE":
                 status, message = SimulationStatus.PARADOX, (
