@@ -71,9 +71,10 @@ def time_stepping(system, t_end, step, *, t0=None, big=1e4, iterations=5, tol=1e
     -------
     dict
         ``t`` (K+1,), ``q``, ``v`` (K+1, n), ``normal_force``, ``friction_force``, ``slip`` (K+1, slots)
-        (row 0: zeros for the forces), ``h``, and ``breakaway``: ``{k: {"stuck": slots stuck at step k − 1,
+        (row 0: zeros for the forces), ``nu`` (K+1, joint rows), ``h``, and ``breakaway``: ``{k: {"stuck": slots stuck at step k − 1,
         "slots": {j: (θ, σ)}, "virtual": the virtual stick step's arrays}}`` for every step k in which a
-        slot breaks away (σ the sign of the stick force, θ the stuck fraction of the step).
+        slot breaks away (σ the sign of the stick force, θ the stuck fraction of the step); ``stuck`` (K+1, slots):
+        the slot is stuck at that step (the breakaway law applies in the next one).
 
     Raises
     ------
@@ -97,13 +98,13 @@ def time_stepping(system, t_end, step, *, t0=None, big=1e4, iterations=5, tol=1e
     per = [7 if s else 5 for s in static]
     start = [n + nr + sum(per[:j]) for j in range(ns)]
     nx = n + nr + sum(per)
-    out_q, out_v = [q0], [v0]
+    out_q, out_v, nu_out = [q0], [v0], [np.zeros(nr)]
     lam_out, fr_out, slip_out = [np.zeros(ns)], [np.zeros(ns)], [np.zeros(ns)]
     q, v = q0, v0
     layout = (mass, mus, static, start, per, nx, nr, big)
     # slots stuck at the previous step (a slip of zero there, not a partial breakaway): the breakaway law
     stuck = [static[j] and breakaway and abs(_slip_of(eq, env, q0, v0, j)) <= STUCK_TOL for j in range(ns)]
-    events = {}
+    events, stuck_out = {}, [list(stuck)]
     for k in range(1, K + 1):
         tk, tp = t0 + k * h, t0 + (k - 1) * h
         Q = np.array([float(x) for x in eq.applied_forces(list(q), list(v), tp, env)])
@@ -147,15 +148,16 @@ def time_stepping(system, t_end, step, *, t0=None, big=1e4, iterations=5, tol=1e
         else:
             x, qn = solve({})
         v, q = x[:n], qn
-        out_q.append(q), out_v.append(v)
+        out_q.append(q), out_v.append(v), nu_out.append(x[n:n + nr])
         lam_out.append(np.array([x[s] - x[s + 1] for s in start]))
         fr_out.append(np.array([x[s + 2] for s in start]))
         slip_out.append(np.array([x[s + 3] - x[s + 4] for s in start]))
         stuck = [static[j] and breakaway and abs(slip_out[-1][j]) <= STUCK_TOL and (j not in broke or broke[j][0] >= 1)
                  for j in range(ns)]
+        stuck_out.append(list(stuck))
     return {"t": t0 + h * np.arange(K + 1), "q": np.array(out_q), "v": np.array(out_v), "h": h,
             "normal_force": np.array(lam_out), "friction_force": np.array(fr_out), "slip": np.array(slip_out),
-            "breakaway": events}
+            "nu": np.array(nu_out).reshape(K + 1, nr), "breakaway": events, "stuck": np.array(stuck_out, dtype=bool).reshape(K + 1, ns)}
 
 
 STUCK_TOL = 1e-9

@@ -111,25 +111,52 @@ def fix_modes(m, chosen):
     Returns ``{(experiment, key): the "other >= 0" row}``.
     """
     unfix_modes(m)
-    rows, lifted = {}, []
+    rows, lifted, fixed = {}, [], []
+
+    def is_var(x):
+        return getattr(x, "is_variable_type", lambda: False)()
+
+    def lift(v):
+        if is_var(v) and v.lb == 0:
+            lifted.append((v, v.domain))
+            v.domain = pyo.Reals
+
+    def zero(x, b):
+        # a variable side is fixed at zero (IPOPT drops it) rather than held by a row against its own bound
+        # (x ≥ 0 and x = 0 leave the interior point method no interior)
+        if is_var(x):
+            if not x.fixed:
+                x.fix(0.0)
+                fixed.append(x)
+        else:
+            b.mode.add(x == 0)
     for k, b in m.experiment.items():
         b.mode = pyo.ConstraintList()
         b.pairs.deactivate()
+        soft = getattr(b, "soft", {})
         for key, (a, c) in b.sides.items():
-            zero, other = (a, c) if chosen[k, key] else (c, a)
-            b.mode.add(zero == 0)
+            first, other = (a, c) if chosen[k, key] else (c, a)
+            if key in soft:           # a stuck slot's reserves: decided by the time stepping, not rows
+                for x in soft[key]:
+                    zero(x, b)
+                continue
+            zero(first, b)
             rows[k, key] = b.mode.add(other >= 0)
-            if getattr(other, "is_variable_type", lambda: False)() and other.lb == 0:
-                lifted.append((other, other.domain))
-                other.domain = pyo.Reals
-    m._lifted = lifted
+            lift(other)
+        for first, other, unused in getattr(b, "loose", []):     # a breakaway step's slip: its sign fixed, free
+            for x in [first] + unused:
+                zero(x, b)
+            lift(other)
+    m._lifted, m._fixed = lifted, fixed
     return rows
 
 
 def unfix_modes(m):
     for v, domain in getattr(m, "_lifted", []):
         v.domain = domain
-    m._lifted = []
+    for v in getattr(m, "_fixed", []):
+        v.unfix()
+    m._lifted, m._fixed = [], []
     for b in m.experiment.values():
         if b.component("mode") is not None:
             b.del_component("mode")
@@ -183,7 +210,7 @@ def walk_modes(m, trajectories, theta, max_walks=12, tol=1e-9, solver_options=No
             theta = {n: float(pyo.value(v)) for n, v in m.theta.items()}
             chosen = None
             continue
-        changed = len(now) if chosen is None else sum(now[key] != chosen[key] for key in now)
+        changed = len(now) if chosen is None else sum(now.get(key) != chosen.get(key) for key in set(now) | set(chosen))
         chosen = now
         ok, blocking = _solve_fixed(m, chosen, opts, tol)
         if ok:
