@@ -26,47 +26,47 @@ Per slot and step: the wall split Λ = Λ⁺ − Λ⁻, 0 ≤ Λ⁺ ⊥ Λ⁻ �
 0 ≤ s± ⊥ μ|Λ| ± P ≥ 0.  For μ_s > μ, with w± ≥ 0:
 0 ≤ s⁺ ⊥ (μ_s − μ)|Λ| − w⁺ ≥ 0 and 0 ≤ s⁺ ⊥ μ_s|Λ| + P − w⁺ ≥ 0
 (mirrored for s⁻): slipping forward (s⁺ > 0) forces w⁺ = (μ_s − μ)|Λ| and
-P = −μ|Λ|; sticking (s± = 0) leaves |P| ≤ μ_s|Λ|.
+P = −μ|Λ|; sticking (s± = 0) leaves |P| ≤ μ_s|Λ|.  That is the *closure* of
+Coulomb's law with μ_s > μ: it also lets a stuck slot break away when
+μ|Λ| < |P| < μ_s|Λ|.  The event-driven model's law — stuck until μ_s|Λ| is reached — is the
+*breakaway law* of the time stepping (:mod:`pympc.mpec.stepping`): in the
+step where a stuck slot breaks away, the virtual stick step's variables
+(q', v', ν', Λ'±, P', ...; block ``breakaway_<k>``, the same step rows with
+that slot held stuck) and, instead of the slot's friction pairs,
+P_k = θ P' + (1 − θ) σ μ|Λ_k| with θ = r_{k−1}/(r_{k−1} − r'),
+r = μ_s|Λ| − σP (σ the sign of the stick force, the slip's sign fixed).
+Which steps these are depends on the parameters: :func:`configure` sets
+them from a time stepping (a warm start from
+:func:`~pympc.mpec.stepping.time_stepping` does it), and
+:func:`~pympc.mpec.trajectory_fit.walk_modes` re-runs the time stepping
+when θ leaves [0, 1].  A model built without them has the closure law.
 
 What this does to accuracy (measured, ``tests/test_mpec_trajectory.py`` and
-``benchmarks/identification.py`` part 5, noise-free 2 s oscillator record):
+``benchmarks/identification.py`` part 5, noise-free 2 s oscillator record at
+20 Hz, ``mass.x``; shooting gives μ = 0.3, μ_s = 0.4):
 
 * The discretization is first order.  The time stepping run as a simulation
-  (:func:`pympc.mpec.stepping.time_stepping`: the same rows and pairs, every
-  parameter fixed, a stuck slot kept stuck while |P| ≤ μ_s|Λ|) is
-  off :func:`pympc.simulate` by max |Δv| = 7.9e-2, 3.9e-2, 1.9e-2, 8.7e-3 at
-  h = 0.04, 0.02, 0.01, 0.005 s (μ_s = 0.4; with μ_s = μ: 6.4e-2, 3.3e-2,
+  is off :func:`pympc.simulate` by max |Δv| = 8.2e-2, 4.1e-2, 2.1e-2, 1.0e-2
+  at h = 0.04, 0.02, 0.01, 0.005 s (μ_s = 0.4; with μ_s = μ: 6.4e-2, 3.3e-2,
   1.7e-2, 8.4e-3), and its trajectory satisfies this model's rows and pairs.
-* The minimum of the least squares over the time stepping (μ fitted) is off the
-  shooting estimate by 1.16e-3, 4.2e-4, 1.1e-4 at h = 0.04, 0.02, 0.01 s
-  (μ_s = 0.4 held) and 1.4e-4, 3.0e-5, 1.8e-5 (μ_s = μ): at least first order.
+* The MPEC estimate, by the walk (the minimum of the least squares over the
+  time stepping), is off the shooting estimate by, at h = 0.04, 0.02, 0.01 s:
+  μ alone, μ_s = 0.4 held: 1.3e-3, 5.7e-4, 2.6e-4; μ alone, μ_s = μ: 1.4e-4,
+  3.0e-5, 1.8e-5; μ and μ_s together: μ 1.7e-4, 4.9e-5, 5.5e-6 and μ_s 1.9e-2,
+  9.0e-3, 4.7e-3 (μ_s = 0.3806, 0.3910, 0.3953; at h = 0.005 s, a separate run:
+  μ 4.7e-6, μ_s 2.3e-3).  First order in every case (μ_s: order 1.11, 0.94, 1.00).
+  Before the breakaway law (stick-first, breakaway at a whole step) μ_s had
+  no gradient, and μ and μ_s together did not converge (μ off by 8e-4, 1.4e-3,
+  2.7e-2).
 * The relaxed MPEC (continuation + active-set polish, :mod:`pympc.mpec.ipopt`)
-  did not find that minimum: its polish fixes the branches of the pairs from a
+  does not find that minimum: its polish fixes the branches of the pairs from a
   relaxed point and stops where a pair with both sides zero blocks the descent
-  (μ = 0.30155 at h = 0.01 s with μ_s = μ, a point that is not a local minimum of
-  the least squares over the time stepping; with μ_s = 0.4 held, gaps 1.7e-3,
-  1.4e-3, 1.7e-2 even when warm-started at the true trajectory).  That was the
-  "no first-order convergence" of the first version: an optimization error,
-  not the discretization.
-  :func:`pympc.mpec.trajectory_fit.walk_modes` fits by a walk over the
-  branches instead (time stepping at θ → branches → NLP with the branches fixed
-  → repeat; a blocking pair, found by its multiplier, is tried on its other
-  branch) and ends at the minimum above; the route
-  (:func:`pympc.identify.mpec_route.fit_mpec`) uses it unless μ_s is fitted.
-* With μ_s fitted as well nothing converges: the breakaway step of the time
-  stepping jumps with μ_s (no gradient for the walk), and the relaxed MPEC may
-  break away early (below); μ is then 1e-3 to 1e-2 off, μ_s only bounded below.
-
-Static friction: the complementarity law is the *closure* of Coulomb's law
-with μ_s > μ; it also allows a stuck slot to break away when μ|Λ| < |P| <
-μ_s|Λ| (the exact model sticks until μ_s|Λ| is reached), and a slot with a
-large μ_s may stick whenever that helps the fit.  The data then bound μ_s
-only from below (the largest stick ratio |P|/|Λ| of the solution), and the
-objective is flat above.  ``static_penalty`` adds ``static_penalty ×
-Σ(y/σ)² × (μ_s − μ)`` to the objective to lean towards the smallest μ_s; it
-does not make μ_s identifiable (measured: the bound the solution proves was
-0.386 at h = 0.04 s and 0.615 at h = 0.02 s for a true 0.4).  Fit μ_s by
-shooting.
+  (μ = 0.30155 at h = 0.01 s with μ_s = μ, not a local minimum of the least
+  squares over the time stepping), and with the closure law it may break a
+  slot away early, so it bounds μ_s only from below (the largest stick ratio
+  |P|/|Λ| of its solution).  It is the fallback of a walk that does not verify.
+  ``static_penalty`` adds ``static_penalty × Σ(y/σ)² × (μ_s − μ)`` to its
+  objective to lean towards the smallest μ_s (0 in the walk, which needs none).
 
 Data times need not be on the grid: a prediction is the linear interpolation
 between the two steps around it (exact on the grid).  Outputs: coordinates and

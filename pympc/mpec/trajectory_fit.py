@@ -105,8 +105,12 @@ def modes(m, tol=1e-9):
 
 def fix_modes(m, chosen):
     """Replace every complementarity pair by its branch in ``chosen`` (see :func:`modes`): the zero side
-    ``== 0``, the other ``>= 0`` (a row of its own, the bound of a variable side lifted, so that its
-    multiplier tells whether it blocks); a plain NLP.  ``unfix_modes`` puts the pairs back.
+    ``== 0`` (a variable is fixed at 0), the other ``>= 0`` (a row of its own, the bound of a variable side
+    lifted, so that its multiplier tells whether it blocks); a plain NLP.  With the breakaway law configured
+    (:func:`pympc.mpec.trajectory.configure`) the reserves of a slot that stays stuck are no rows (its slip
+    and w± are zero; whether it stays stuck is the time stepping's decision, re-run by :func:`walk_modes`),
+    and a breakaway step's slip has its sign's other part at zero and is free.  ``unfix_modes`` puts the pairs
+    back.
 
     Returns ``{(experiment, key): the "other >= 0" row}``.
     """
@@ -177,6 +181,12 @@ def walk_modes(m, trajectories, theta, max_walks=12, tol=1e-9, solver_options=No
     There the point is exactly complementary and feasible, and a minimum of the least squares over every
     parameter value whose time stepping has these modes.  A pair left with both sides zero (the answer on
     the border of that set) is then tried on its other branch; the walk goes on if that fits better.
+
+    The time stepping's breakaway steps are part of the modes: each warm start configures them
+    (:func:`pympc.mpec.trajectory.configure`), the NLP moves θ (the stuck fraction of a breakaway step)
+    freely, and when θ leaves [0, 1] at its answer the time stepping there breaks away in another step and
+    the walk goes on with that pattern.  The trajectory is continuous across such a change, so μ_s is
+    fitted like any other parameter.
 
     Returns
     -------
