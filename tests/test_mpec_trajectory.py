@@ -303,3 +303,19 @@ def test_mpec_fits_mu_and_mu_s_at_first_order():
         best = _osc_cost(system, t, y, x["step"], mu=mu, mu_s=mu_s)
         for d_mu, d_mus in ((2e-4, 0), (-2e-4, 0), (0, 2e-4), (0, -2e-4)):
             assert best <= _osc_cost(system, t, y, x["step"], mu=mu + d_mu, mu_s=mu_s + d_mus), (x, d_mu, d_mus)
+
+
+def test_mpec_mu_s_without_breakaway_is_one_sided():
+    """Data that never break away (a weak drive) determine μ_s only from below: the MPEC route (walk with the
+    breakaway law) reports the one-sided bound max|F|/|λ| of the exact model, never a point estimate."""
+    import pandas as pd
+
+    t = np.arange(0.0, 1.0 + 1e-9, 0.05)
+    tr = pympc.simulate(load_model(OSC, F0=2.0), (0.0, 1.0), t_eval=t)
+    assert all(e.kind.name != "BREAKAWAY" for e in tr.events[1:])
+    exp = Experiment(OSC, pd.DataFrame({"t": t, "mass.x": tr.q[:, 0]}), fixed={"F0": 2.0})
+    r = estimate(exp, [Parameter("mu_s", 0.45, (0.05, 1.5))], method="mpec", step=0.05)
+    assert r.method["mpec"]["verified"]
+    ok, why = r.checks()["identifiable"]
+    assert not ok and "mu_s: one-sided" in why
+    assert r.stick["mu_s"]["kind"] == "lower bound" and 0.1 < r.stick["mu_s"]["bound"] < 0.4
