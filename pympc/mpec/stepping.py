@@ -93,7 +93,8 @@ def time_stepping(system, t_end, step, *, t0=None, big=1e4, iterations=5, tol=1e
     -------
     dict
         ``t`` (K+1,), ``q``, ``v`` (K+1, n), ``normal_force``, ``friction_force``, ``slip`` (K+1, slots)
-        (row 0: zeros for the forces), ``nu`` (K+1, joint rows), ``h``, and ``breakaway``: ``{k: {"stuck": slots stuck at step k − 1,
+        (row 0: zeros for the forces), ``nu`` (K+1, joint rows), ``h``, and ``breakaway``:
+        ``{k: {"stuck": slots stuck at step k − 1,
         "slots": {j: (θ, σ)}, "virtual": the virtual stick step's arrays}}`` for every step k in which a
         slot breaks away (σ the sign of the stick force, θ the stuck fraction of the step); ``stuck`` (K+1, slots):
         the slot is stuck at that step (the breakaway law applies in the next one).
@@ -179,7 +180,8 @@ def time_stepping(system, t_end, step, *, t0=None, big=1e4, iterations=5, tol=1e
         stuck_out.append(list(stuck))
     return {"t": t0 + h * np.arange(K + 1), "q": np.array(out_q), "v": np.array(out_v), "h": h,
             "normal_force": np.array(lam_out), "friction_force": np.array(fr_out), "slip": np.array(slip_out),
-            "nu": np.array(nu_out).reshape(K + 1, nr), "breakaway": events, "stuck": np.array(stuck_out, dtype=bool).reshape(K + 1, ns)}
+            "nu": np.array(nu_out).reshape(K + 1, nr), "breakaway": events,
+            "stuck": np.array(stuck_out, dtype=bool).reshape(K + 1, ns)}
 
 
 STUCK_TOL = 1e-9

@@ -242,10 +242,7 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
     b.pairs = Complementarity(pyo.Any)
     b.sides = {}                      # key -> (a, c) of the pair 0 <= a ⊥ c >= 0, for the checks
     b.slip_velocity = {}              # (k, j) -> WT(q_k) v_k
-
-    def pair(key, a, c):
-        b.sides[key] = (a, c)
-        b.pairs[key] = complements(a >= 0, c >= 0)
+    pair = lambda key, a, c: _add_pair(b, key, a, c)  # noqa: E731
     ctx = _Context(eq, env, mass, h, grid, mus, static)
     for k in steps:
         slips = ctx.step(b, k, [b.q[k - 1, i] for i in range(n)], [b.v[k - 1, i] for i in range(n)],
@@ -332,6 +329,12 @@ def configure(b, ws):
                                (k, j, "+"): [], (k, j, "-"): []})
 
 
+def _add_pair(b, key, a, c):
+    """The pair 0 ≤ a ⊥ c ≥ 0 on block b: a Pyomo Complementarity, and its sides for the checks."""
+    b.sides[key] = (a, c)
+    b.pairs[key] = complements(a >= 0, c >= 0)
+
+
 def _unconfigure(b):
     for k in b.pattern:
         b.del_component(f"breakaway_{k}")
@@ -339,7 +342,7 @@ def _unconfigure(b):
         del b.pairs[key]
     for key, (a, c) in b.law_sides.items():
         if key not in b.sides:
-            b.pairs[key] = complements(a >= 0, c >= 0)
+            _add_pair(b, key, a, c)
     b.sides, b.pattern, b.loose = dict(b.law_sides), {}, []
     b.row_parts = b.row_parts[:5]
 
@@ -359,12 +362,9 @@ def _add_breakaway(b, k, stuck, slots):
         if ctx.static[j]:
             vb.wp[j].fix(0.0), vb.wm[j].fix(0.0)
     vb.dynamics, vb.position, vb.joint, vb.gap, vb.slip, vb.law = (pyo.ConstraintList() for _ in range(6))
-
-    def pair(key, a, c):
-        b.sides[key] = (a, c)
-        b.pairs[key] = complements(a >= 0, c >= 0)
     ctx.step(vb, k, [b.q[k - 1, i] for i in range(n)], [b.v[k - 1, i] for i in range(n)], [vb.q[i] for i in range(n)],
-             [vb.v[i] for i in range(n)], lambda name, j: getattr(vb, name)[j], pair, ("virtual", k), stuck=stuck)
+             [vb.v[i] for i in range(n)], lambda name, j: getattr(vb, name)[j],
+             lambda key, a, c: _add_pair(b, key, a, c), ("virtual", k), stuck=stuck)
     for j, sg in slots.items():
         for key in [key for key in b.sides if key[:2] == (k, j) and key[2] != "wall"]:
             del b.sides[key]
