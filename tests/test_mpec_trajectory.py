@@ -319,3 +319,20 @@ def test_mpec_mu_s_without_breakaway_is_one_sided():
     ok, why = r.checks()["identifiable"]
     assert not ok and "mu_s: one-sided" in why
     assert r.stick["mu_s"]["kind"] == "lower bound" and 0.1 < r.stick["mu_s"]["bound"] < 0.4
+
+
+def test_breakaway_through_joints_satisfies_the_nlp_rows():
+    """Slider-crank (revolute joints, nonlinear position rows): the slider, at rest, breaks away in the first
+    step (θ = 0: no earlier stuck step, r_0 = 0); the time stepping's trajectory satisfies the configured NLP
+    (virtual stick step with its joint forces, interpolation row) up to the MILP's feasibility tolerance."""
+    from pympc.mpec.stepping import time_stepping
+
+    system = load_model(MODELS / "slider_crank.toml")
+    ts = time_stepping(system, 0.4, 0.02)
+    assert list(ts["breakaway"]) == [1] and ts["breakaway"][1]["slots"][0][0] == 0.0
+    assert np.abs(ts["breakaway"][1]["virtual"]["nu"]).max() > 1.0            # the joints carry the stick step
+    t = np.linspace(0.0, 0.4, 5)
+    m = trajectory_model(system, t, np.zeros((t.size, 1)), ["crank.phi"],
+                         fit={"mu": (0.05, 1.0), "mu_s": (0.05, 1.5)}, step=0.02, warm_start=ts)
+    r = residuals(m)
+    assert r["dynamics"] <= 1e-6 and r["complementarity"] <= 1e-6, r
