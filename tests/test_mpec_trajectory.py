@@ -223,3 +223,116 @@ def test_time_stepping_without_a_solution_is_a_simulation_error():
 
     with pytest.raises(SimulationError, match=r"step 1 \(t = 0.1\) has no solution"):
         time_stepping(load_model(OSC), 0.2, 0.1, big=1.0)     # the normal force 9.8 N exceeds the bound
+
+
+# ---------------------------------------------------------------- the breakaway inside the step: μ and μ_s together
+def _osc_cost(system, t, y, h, breakaway=True, **values):
+    from pympc.mpec.stepping import time_stepping
+
+    ts = time_stepping(system.bind(values), float(t[-1]), h, breakaway=breakaway)
+    return float(np.sum((np.interp(t, ts["t"], ts["q"][:, 0]) - y) ** 2))
+
+
+def test_time_stepping_is_continuous_in_mu_s():
+    """With the breakaway resolved inside the step the least squares of the time stepping against the exact
+    record is continuous in μ_s: on a grid of μ_s no plateau (the old stick-first law was piecewise constant:
+    the breakaway jumped by whole steps) and no jump (no difference above twice both neighbours')."""
+    system = load_model(OSC)
+    t = np.arange(0.0, 2.0 + 1e-9, 0.05)
+    df, _ = synthetic_record(OSC, t, ["mass.x"], 0.0, 0)
+    y = df["mass.x"].to_numpy()
+    grid = np.linspace(0.37, 0.43, 31)
+    cost = np.array([_osc_cost(system, t, y, 0.04, mu_s=v) for v in grid])
+    d = np.abs(np.diff(cost))
+    assert np.all(d > 1e-12 * cost.max()), d                         # no plateau
+    for i in range(1, d.size - 1):                                   # no isolated jump
+        assert d[i] <= 2.0 * max(d[i - 1], d[i + 1]) + 1e-12, (i, d[i - 1:i + 2])
+    old = np.array([_osc_cost(system, t, y, 0.04, breakaway=False, mu_s=v) for v in grid])
+    assert np.sum(np.abs(np.diff(old)) <= 1e-12 * old.max()) >= 20   # the same oracle sees the old law's plateaus
+
+
+def test_breakaway_step_satisfies_the_nlp_rows():
+    """A time-stepping trajectory with a breakaway inside a step satisfies the configured NLP exactly: the
+    virtual stick step's rows, the interpolation row of the breakaway step, every pair."""
+    from pympc.mpec.stepping import time_stepping
+
+    system = load_model(OSC)
+    ts = time_stepping(system, 1.0, 0.02)
+    (k, event), = ts["breakaway"].items()
+    theta, sigma = event["slots"][0]
+    assert 0.0 < theta < 1.0 and sigma == -1.0                      # the spring pulls back: slip forward
+    assert ts["stuck"][k - 1, 0] and not ts["stuck"][k, 0] and ts["slip"][k, 0] > 0
+    P_virtual, lam = event["virtual"]["friction_force"][0], abs(ts["normal_force"][k, 0])
+    assert ts["friction_force"][k, 0] == pytest.approx(theta * P_virtual + (1 - theta) * sigma * 0.3 * lam, abs=1e-9)
+    t = np.linspace(0.0, 1.0, 11)
+    m = trajectory_model(system, t, np.zeros((t.size, 1)), ["mass.x"], fit={"mu": (0.05, 1.0), "mu_s": (0.05, 1.5)},
+                         step=0.02, warm_start=ts)
+    b = m.experiment[0]
+    assert b.component(f"breakaway_{k}") is not None and b.pattern == {k: ((0,), ((0, -1.0),))}
+    r = residuals(m)
+    assert r["dynamics"] <= 1e-8 and r["complementarity"] <= 1e-9, r
+
+
+def test_mpec_fits_mu_and_mu_s_at_first_order():
+    """Noise-free 2 s oscillator record, μ and μ_s fitted together: the MPEC estimates at h = 0.04, 0.02, 0.01 s
+    (the ladder of one estimate, by the walk) approach the shooting estimate at first order in both
+    parameters, and each estimate is a local minimum of the least squares over the time stepping (run at
+    μ ± 2e-4 and μ_s ± 2e-4: an oracle independent of the MPEC solver)."""
+    t = np.arange(0.0, 2.0 + 1e-9, 0.05)
+    df, _ = synthetic_record(OSC, t, ["mass.x"], 0.0, 0)
+    exp = Experiment(OSC, df)
+    spec = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))]
+    shooting = estimate(exp, spec)
+    assert shooting.optimum == pytest.approx([0.3, 0.4], abs=1e-5)
+    r = estimate(exp, spec, method="mpec", step=0.01)
+    mp = r.method["mpec"]
+    assert r.ok and mp["verified"] and r.checks()["mpec"][0], r.summary()
+    assert "walk" in mp["solver"] and not mp["static"]                # a point estimate of μ_s, not a bound
+    assert r.checks()["identifiable"][0], r.checks()["identifiable"]
+    ladder = mp["ladder"]
+    assert [round(x["step"], 6) for x in ladder] == [0.04, 0.02, 0.01] and all(x["verified"] for x in ladder)
+    hs = [x["step"] for x in ladder]
+    system, y = load_model(OSC), df["mass.x"].to_numpy()
+    for p in range(2):
+        gaps = [abs(x["theta"][p] - shooting.optimum[p]) for x in ladder]
+        assert all(b < a for a, b in zip(gaps, gaps[1:])), (p, gaps)
+        assert _slope(hs, gaps) >= 0.8, (p, gaps)
+    assert abs(ladder[-1]["theta"][1] - 0.4) < 0.01
+    for x in ladder[1:]:
+        mu, mu_s = x["theta"]
+        best = _osc_cost(system, t, y, x["step"], mu=mu, mu_s=mu_s)
+        for d_mu, d_mus in ((2e-4, 0), (-2e-4, 0), (0, 2e-4), (0, -2e-4)):
+            assert best <= _osc_cost(system, t, y, x["step"], mu=mu + d_mu, mu_s=mu_s + d_mus), (x, d_mu, d_mus)
+
+
+def test_mpec_mu_s_without_breakaway_is_one_sided():
+    """Data that never break away (a weak drive) determine μ_s only from below: the MPEC route (walk with the
+    breakaway law) reports the one-sided bound max|F|/|λ| of the exact model, never a point estimate."""
+    import pandas as pd
+
+    t = np.arange(0.0, 1.0 + 1e-9, 0.05)
+    tr = pympc.simulate(load_model(OSC, F0=2.0), (0.0, 1.0), t_eval=t)
+    assert all(e.kind.name != "BREAKAWAY" for e in tr.events[1:])
+    exp = Experiment(OSC, pd.DataFrame({"t": t, "mass.x": tr.q[:, 0]}), fixed={"F0": 2.0})
+    r = estimate(exp, [Parameter("mu_s", 0.45, (0.05, 1.5))], method="mpec", step=0.05)
+    assert r.method["mpec"]["verified"]
+    ok, why = r.checks()["identifiable"]
+    assert not ok and "mu_s: one-sided" in why
+    assert r.stick["mu_s"]["kind"] == "lower bound" and 0.1 < r.stick["mu_s"]["bound"] < 0.4
+
+
+def test_breakaway_through_joints_satisfies_the_nlp_rows():
+    """Slider-crank (revolute joints, nonlinear position rows): the slider, at rest, breaks away in the first
+    step (θ = 0: no earlier stuck step, r_0 = 0); the time stepping's trajectory satisfies the configured NLP
+    (virtual stick step with its joint forces, interpolation row) up to the MILP's feasibility tolerance."""
+    from pympc.mpec.stepping import time_stepping
+
+    system = load_model(MODELS / "slider_crank.toml")
+    ts = time_stepping(system, 0.4, 0.02)
+    assert list(ts["breakaway"]) == [1] and ts["breakaway"][1]["slots"][0][0] == 0.0
+    assert np.abs(ts["breakaway"][1]["virtual"]["nu"]).max() > 1.0            # the joints carry the stick step
+    t = np.linspace(0.0, 0.4, 5)
+    m = trajectory_model(system, t, np.zeros((t.size, 1)), ["crank.phi"],
+                         fit={"mu": (0.05, 1.0), "mu_s": (0.05, 1.5)}, step=0.02, warm_start=ts)
+    r = residuals(m)
+    assert r["dynamics"] <= 1e-6 and r["complementarity"] <= 1e-6, r

@@ -40,10 +40,10 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
     method : {"shooting", "mpec"}
         ``"mpec"``: the whole trajectory as one Pyomo MPEC (:mod:`pympc.mpec.trajectory`,
         first-order time stepping of step ``step``: the estimate is O(h) off the exact
-        model's, measured with μ fitted; not with μ and μ_s together, see that module), fitted
-        once from the initial values (a walk over the pairs' branches,
-        :func:`pympc.mpec.trajectory_fit.walk_modes`, or with μ_s fitted the relaxed MPEC
-        solved by ``pympc.ipopt``) and checked
+        model's, measured with μ fitted and with μ and μ_s together, see that module), fitted
+        once from the initial values (a walk over the pairs' branches and breakaway steps,
+        :func:`pympc.mpec.trajectory_fit.walk_modes`; the relaxed MPEC solved by
+        ``pympc.ipopt`` if the walk does not verify) and checked
         (dynamics and complementarity residuals, in ``result.method["mpec"]``); the
         Pyomo model is ``result.model``.  Its covariance and identifiability come from the
         exact model's sensitivity Jacobian at the MPEC estimate (as in the shooting route);

@@ -26,47 +26,47 @@ Per slot and step: the wall split Λ = Λ⁺ − Λ⁻, 0 ≤ Λ⁺ ⊥ Λ⁻ �
 0 ≤ s± ⊥ μ|Λ| ± P ≥ 0.  For μ_s > μ, with w± ≥ 0:
 0 ≤ s⁺ ⊥ (μ_s − μ)|Λ| − w⁺ ≥ 0 and 0 ≤ s⁺ ⊥ μ_s|Λ| + P − w⁺ ≥ 0
 (mirrored for s⁻): slipping forward (s⁺ > 0) forces w⁺ = (μ_s − μ)|Λ| and
-P = −μ|Λ|; sticking (s± = 0) leaves |P| ≤ μ_s|Λ|.
+P = −μ|Λ|; sticking (s± = 0) leaves |P| ≤ μ_s|Λ|.  That is the *closure* of
+Coulomb's law with μ_s > μ: it also lets a stuck slot break away when
+μ|Λ| < |P| < μ_s|Λ|.  The event-driven model's law — stuck until μ_s|Λ| is reached — is the
+*breakaway law* of the time stepping (:mod:`pympc.mpec.stepping`): in the
+step where a stuck slot breaks away, the virtual stick step's variables
+(q', v', ν', Λ'±, P', ...; block ``breakaway_<k>``, the same step rows with
+that slot held stuck) and, instead of the slot's friction pairs,
+P_k = θ P' + (1 − θ) σ μ|Λ_k| with θ = r_{k−1}/(r_{k−1} − r'),
+r = μ_s|Λ| − σP (σ the sign of the stick force, the slip's sign fixed).
+Which steps these are depends on the parameters: :func:`configure` sets
+them from a time stepping (a warm start from
+:func:`~pympc.mpec.stepping.time_stepping` does it), and
+:func:`~pympc.mpec.trajectory_fit.walk_modes` re-runs the time stepping
+when θ leaves [0, 1].  A model built without them has the closure law.
 
 What this does to accuracy (measured, ``tests/test_mpec_trajectory.py`` and
-``benchmarks/identification.py`` part 5, noise-free 2 s oscillator record):
+``benchmarks/identification.py`` part 5, noise-free 2 s oscillator record at
+20 Hz, ``mass.x``; shooting gives μ = 0.3, μ_s = 0.4):
 
 * The discretization is first order.  The time stepping run as a simulation
-  (:func:`pympc.mpec.stepping.time_stepping`: the same rows and pairs, every
-  parameter fixed, a stuck slot kept stuck while |P| ≤ μ_s|Λ|) is
-  off :func:`pympc.simulate` by max |Δv| = 7.9e-2, 3.9e-2, 1.9e-2, 8.7e-3 at
-  h = 0.04, 0.02, 0.01, 0.005 s (μ_s = 0.4; with μ_s = μ: 6.4e-2, 3.3e-2,
+  is off :func:`pympc.simulate` by max |Δv| = 8.2e-2, 4.1e-2, 2.1e-2, 1.0e-2
+  at h = 0.04, 0.02, 0.01, 0.005 s (μ_s = 0.4; with μ_s = μ: 6.4e-2, 3.3e-2,
   1.7e-2, 8.4e-3), and its trajectory satisfies this model's rows and pairs.
-* The minimum of the least squares over the time stepping (μ fitted) is off the
-  shooting estimate by 1.16e-3, 4.2e-4, 1.1e-4 at h = 0.04, 0.02, 0.01 s
-  (μ_s = 0.4 held) and 1.4e-4, 3.0e-5, 1.8e-5 (μ_s = μ): at least first order.
+* The MPEC estimate, by the walk (the minimum of the least squares over the
+  time stepping), is off the shooting estimate by, at h = 0.04, 0.02, 0.01 s:
+  μ alone, μ_s = 0.4 held: 1.3e-3, 5.7e-4, 2.6e-4; μ alone, μ_s = μ: 1.4e-4,
+  3.0e-5, 1.8e-5; μ and μ_s together: μ 1.7e-4, 4.9e-5, 5.5e-6 and μ_s 1.9e-2,
+  9.0e-3, 4.7e-3 (μ_s = 0.3806, 0.3910, 0.3953; at h = 0.005 s, a separate run:
+  μ 4.7e-6, μ_s 2.3e-3).  First order in every case (μ_s: order 1.11, 0.94, 1.00).
+  Before the breakaway law (stick-first, breakaway at a whole step) μ_s had
+  no gradient, and μ and μ_s together did not converge (μ off by 8e-4, 1.4e-3,
+  2.7e-2).
 * The relaxed MPEC (continuation + active-set polish, :mod:`pympc.mpec.ipopt`)
-  did not find that minimum: its polish fixes the branches of the pairs from a
+  does not find that minimum: its polish fixes the branches of the pairs from a
   relaxed point and stops where a pair with both sides zero blocks the descent
-  (μ = 0.30155 at h = 0.01 s with μ_s = μ, a point that is not a local minimum of
-  the least squares over the time stepping; with μ_s = 0.4 held, gaps 1.7e-3,
-  1.4e-3, 1.7e-2 even when warm-started at the true trajectory).  That was the
-  "no first-order convergence" of the first version: an optimization error,
-  not the discretization.
-  :func:`pympc.mpec.trajectory_fit.walk_modes` fits by a walk over the
-  branches instead (time stepping at θ → branches → NLP with the branches fixed
-  → repeat; a blocking pair, found by its multiplier, is tried on its other
-  branch) and ends at the minimum above; the route
-  (:func:`pympc.identify.mpec_route.fit_mpec`) uses it unless μ_s is fitted.
-* With μ_s fitted as well nothing converges: the breakaway step of the time
-  stepping jumps with μ_s (no gradient for the walk), and the relaxed MPEC may
-  break away early (below); μ is then 1e-3 to 1e-2 off, μ_s only bounded below.
-
-Static friction: the complementarity law is the *closure* of Coulomb's law
-with μ_s > μ; it also allows a stuck slot to break away when μ|Λ| < |P| <
-μ_s|Λ| (the exact model sticks until μ_s|Λ| is reached), and a slot with a
-large μ_s may stick whenever that helps the fit.  The data then bound μ_s
-only from below (the largest stick ratio |P|/|Λ| of the solution), and the
-objective is flat above.  ``static_penalty`` adds ``static_penalty ×
-Σ(y/σ)² × (μ_s − μ)`` to the objective to lean towards the smallest μ_s; it
-does not make μ_s identifiable (measured: the bound the solution proves was
-0.386 at h = 0.04 s and 0.615 at h = 0.02 s for a true 0.4).  Fit μ_s by
-shooting.
+  (μ = 0.30155 at h = 0.01 s with μ_s = μ, not a local minimum of the least
+  squares over the time stepping), and with the closure law it may break a
+  slot away early, so it bounds μ_s only from below (the largest stick ratio
+  |P|/|Λ| of its solution).  It is the fallback of a walk that does not verify.
+  ``static_penalty`` adds ``static_penalty × Σ(y/σ)² × (μ_s − μ)`` to its
+  objective to lean towards the smallest μ_s (0 in the walk, which needs none).
 
 Data times need not be on the grid: a prediction is the linear interpolation
 between the two steps around it (exact on the grid).  Outputs: coordinates and
@@ -89,7 +89,8 @@ from ..errors import OptionError
 from ..mechanics.equations import Equations
 from ..mechanics.system import RigidBody
 
-__all__ = ["trajectory_model", "add_parameters", "add_experiment", "finish", "slot_law", "residuals", "STATIC_PENALTY"]
+__all__ = ["trajectory_model", "add_parameters", "add_experiment", "finish", "slot_law", "residuals", "configure",
+           "STATIC_PENALTY"]
 
 STATIC_PENALTY = 1e-4
 """Default weight of μ_s − μ in the objective, relative to Σ (y/σ)² (see the module notes)."""
@@ -241,43 +242,141 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
     b.pairs = Complementarity(pyo.Any)
     b.sides = {}                      # key -> (a, c) of the pair 0 <= a ⊥ c >= 0, for the checks
     b.slip_velocity = {}              # (k, j) -> WT(q_k) v_k
-
-    def pair(key, a, c):
-        b.sides[key] = (a, c)
-        b.pairs[key] = complements(a >= 0, c >= 0)
+    pair = lambda key, a, c: _add_pair(b, key, a, c)  # noqa: E731
+    ctx = _Context(eq, env, mass, h, grid, mus, static)
     for k in steps:
-        qk, vk = [b.q[k, i] for i in range(n)], [b.v[k, i] for i in range(n)]
-        qp, vp = [b.q[k - 1, i] for i in range(n)], [b.v[k - 1, i] for i in range(n)]
-        Q = eq.applied_forces(qp, vp, float(grid[k - 1]), env, pyo)
-        rhs = list(Q)
-        for r, g in enumerate(eq.joint_residuals(qk, float(grid[k]), env, pyo)):
-            b.joint.add(g == 0)
-            for i, d in enumerate(_grad(g, qk)):
-                rhs[i] = rhs[i] + d * b.nu[k, r] if not _zero(d) else rhs[i]
-        for j, (gN, s) in enumerate(eq.slot_coordinates(qk, env, pyo)):
-            b.gap.add(gN == 0)
-            WN, WT = _grad(gN, qk), _grad(s, qk)
-            lam = b.lp[k, j] - b.lm[k, j]
-            for i in range(n):
-                if not _zero(WN[i]):
-                    rhs[i] = rhs[i] + WN[i] * lam
-                if not _zero(WT[i]):
-                    rhs[i] = rhs[i] + WT[i] * b.P[k, j]
-            slip = sum(WT[i] * vk[i] for i in range(n) if not _zero(WT[i]))
+        slips = ctx.step(b, k, [b.q[k - 1, i] for i in range(n)], [b.v[k - 1, i] for i in range(n)],
+                         [b.q[k, i] for i in range(n)], [b.v[k, i] for i in range(n)],
+                         lambda name, j, k=k: getattr(b, name)[k, j], pair, (k,))
+        for j, slip in slips.items():
             b.slip_velocity[k, j] = slip
-            b.slip.add(slip == b.sp[k, j] - b.sm[k, j])
-            mu, mu_s = mus[j]
-            wp, wm = (b.wp[k, j], b.wm[k, j]) if static[j] else (None, None)
-            for key, x, c in slot_law(b.lp[k, j], b.lm[k, j], b.P[k, j], b.sp[k, j], b.sm[k, j], mu, mu_s, wp, wm):
-                pair((k, j, key), x, c)
-        for i in range(n):
-            b.dynamics.add(mass[i] * (vk[i] - vp[i]) / h == rhs[i])
-            b.position.add((qk[i] - qp[i]) / h == vk[i])
+    b.law_sides = dict(b.sides)       # the closure law's pairs, before any breakaway is configured
+    b.ctx, b.pattern, b.soft, b.loose = ctx, {}, {}, []
+    b.row_parts = [b.dynamics, b.position, b.joint, b.gap, b.slip]
     _residuals(b, eq, t, data, list(outputs), sigma, grid)
     b.warm = lambda ws: _warm(b, eq, ws, mus, static)   # noqa: E731  (re-start from a simulation on the grid)
     if warm_start is not None:
         b.warm(warm_start)
     return b
+
+
+class _Context:
+    """What the rows of every step need: the equations, the (Pyomo) parameters, masses, step, grid, coefficients."""
+
+    def __init__(self, eq, env, mass, h, grid, mus, static):
+        self.eq, self.env, self.mass, self.h, self.grid, self.mus, self.static = eq, env, mass, h, grid, mus, static
+
+    def step(self, rows, k, qp, vp, qk, vk, var, pair, prefix, stuck=()):
+        """The rows of step k, from (qp, vp) at t_{k−1} to (qk, vk), on ``rows`` (its ``dynamics``, ``position``,
+        ``joint``, ``gap``, ``slip`` ConstraintLists); ``var(name, j)`` gives the step's slot variables and
+        ``var("nu", r)`` its joint forces; the pairs go to ``pair(prefix + (j, key), a, c)`` (slots in ``stuck``:
+        the wall pair only, their slip held at zero by the caller).  Returns ``{slot: slip expression}``."""
+        eq, env, n = self.eq, self.env, self.eq.n
+        rhs = list(eq.applied_forces(qp, vp, float(self.grid[k - 1]), env, pyo))
+        for r, g in enumerate(eq.joint_residuals(qk, float(self.grid[k]), env, pyo)):
+            rows.joint.add(g == 0)
+            for i, d in enumerate(_grad(g, qk)):
+                rhs[i] = rhs[i] + d * var("nu", r) if not _zero(d) else rhs[i]
+        slips = {}
+        for j, (gN, s) in enumerate(eq.slot_coordinates(qk, env, pyo)):
+            rows.gap.add(gN == 0)
+            WN, WT = _grad(gN, qk), _grad(s, qk)
+            lam = var("lp", j) - var("lm", j)
+            for i in range(n):
+                if not _zero(WN[i]):
+                    rhs[i] = rhs[i] + WN[i] * lam
+                if not _zero(WT[i]):
+                    rhs[i] = rhs[i] + WT[i] * var("P", j)
+            slips[j] = sum(WT[i] * vk[i] for i in range(n) if not _zero(WT[i]))
+            rows.slip.add(slips[j] == var("sp", j) - var("sm", j))
+            mu, mu_s = self.mus[j]
+            wp, wm = (var("wp", j), var("wm", j)) if self.static[j] else (None, None)
+            for key, x, c in slot_law(var("lp", j), var("lm", j), var("P", j), var("sp", j), var("sm", j), mu, mu_s,
+                                      wp, wm):
+                if key == "wall" or j not in stuck:
+                    pair(prefix + (j, key), x, c)
+        for i in range(n):
+            rows.dynamics.add(self.mass[i] * (vk[i] - vp[i]) / self.h == rhs[i])
+            rows.position.add((qk[i] - qp[i]) / self.h == vk[i])
+        return slips
+
+
+def configure(b, ws):
+    """Give experiment block ``b`` the breakaway law of the time stepping ``ws``
+    (:func:`pympc.mpec.stepping.time_stepping`): every step in which a stuck slot breaks away gets the
+    virtual stick step's variables and rows (block ``breakaway_<k>``) and, instead of that slot's friction
+    pairs, ``P = θ P' + (1 − θ) σ μ |Λ|`` with θ = r_{k−1} / (r_{k−1} − r'), r = μ_s|Λ| − σP (σ and the
+    step fixed, θ an expression); the friction reserves of a slot that stays stuck (stuck at k − 1 and k)
+    become "soft" for :func:`pympc.mpec.trajectory_fit.fix_modes` (the time stepping decides them).
+    Unchanged pattern: only the soft set is renewed."""
+    pattern = {int(k): (tuple(int(j) for j in d["stuck"]), tuple(sorted((int(j), float(sg))
+                                                                       for j, (_, sg) in d["slots"].items())))
+               for k, d in ws.get("breakaway", {}).items()}
+    if pattern != b.pattern:
+        _unconfigure(b)
+        for k, (stuck, slots) in sorted(pattern.items()):
+            _add_breakaway(b, k, stuck, dict(slots))
+        b.pattern = pattern
+    b.soft = {}
+    stuck = ws.get("stuck")
+    if stuck is None:
+        return
+    for k in range(1, b.steps + 1):
+        for j in range(len(b.ctx.mus)):
+            broke = k in pattern and j in dict(pattern[k][1])
+            if b.ctx.static[j] and stuck[k - 1, j] and stuck[k, j] and not broke:
+                b.soft.update({(k, j, "+excess"): [b.sp[k, j], b.wp[k, j]], (k, j, "-excess"): [b.sm[k, j], b.wm[k, j]],
+                               (k, j, "+"): [], (k, j, "-"): []})
+
+
+def _add_pair(b, key, a, c):
+    """The pair 0 ≤ a ⊥ c ≥ 0 on block b: a Pyomo Complementarity, and its sides for the checks."""
+    b.sides[key] = (a, c)
+    b.pairs[key] = complements(a >= 0, c >= 0)
+
+
+def _unconfigure(b):
+    for k in b.pattern:
+        b.del_component(f"breakaway_{k}")
+    for key in [key for key in b.sides if key not in b.law_sides]:
+        del b.pairs[key]
+    for key, (a, c) in b.law_sides.items():
+        if key not in b.sides:
+            _add_pair(b, key, a, c)
+    b.sides, b.pattern, b.loose = dict(b.law_sides), {}, []
+    b.row_parts = b.row_parts[:5]
+
+
+def _add_breakaway(b, k, stuck, slots):
+    ctx = b.ctx
+    n, ns, nrow = ctx.eq.n, len(ctx.mus), len([r for r in b.nu if r[0] == k])
+    vb = pyo.Block()
+    b.add_component(f"breakaway_{k}", vb)
+    S, St = range(ns), [j for j in range(ns) if ctx.static[j]]
+    vb.q, vb.v = pyo.Var(range(n), initialize=0.0), pyo.Var(range(n), initialize=0.0)
+    vb.nu, vb.P = pyo.Var(range(nrow), initialize=0.0), pyo.Var(S, initialize=0.0)
+    vb.lp, vb.lm, vb.sp, vb.sm = (pyo.Var(S, within=pyo.NonNegativeReals, initialize=0.0) for _ in range(4))
+    vb.wp, vb.wm = (pyo.Var(St, within=pyo.NonNegativeReals, initialize=0.0) for _ in range(2))
+    for j in stuck:
+        vb.sp[j].fix(0.0), vb.sm[j].fix(0.0)
+        if ctx.static[j]:
+            vb.wp[j].fix(0.0), vb.wm[j].fix(0.0)
+    vb.dynamics, vb.position, vb.joint, vb.gap, vb.slip, vb.law = (pyo.ConstraintList() for _ in range(6))
+    ctx.step(vb, k, [b.q[k - 1, i] for i in range(n)], [b.v[k - 1, i] for i in range(n)], [vb.q[i] for i in range(n)],
+             [vb.v[i] for i in range(n)], lambda name, j: getattr(vb, name)[j],
+             lambda key, a, c: _add_pair(b, key, a, c), ("virtual", k), stuck=stuck)
+    for j, sg in slots.items():
+        for key in [key for key in b.sides if key[:2] == (k, j) and key[2] != "wall"]:
+            del b.sides[key]
+            del b.pairs[key]
+        mu, mu_s = ctx.mus[j]
+        r1 = mu_s * (vb.lp[j] + vb.lm[j]) - sg * vb.P[j]
+        r0 = mu_s * (b.lp[k - 1, j] + b.lm[k - 1, j]) - sg * b.P[k - 1, j] if k > 1 else 0.0
+        theta = r0 / (r0 - r1)
+        vb.law.add(b.P[k, j] == theta * vb.P[j] + (1 - theta) * sg * mu * (b.lp[k, j] + b.lm[k, j]))
+        zero, other = (b.sp[k, j], b.sm[k, j]) if sg > 0 else (b.sm[k, j], b.sp[k, j])
+        b.loose.append((zero, other, [b.wp[k, j], b.wm[k, j]] if ctx.static[j] else []))
+    b.row_parts = b.row_parts + [vb.dynamics, vb.position, vb.joint, vb.gap, vb.slip, vb.law]
 
 
 def slot_law(lp, lm, P, sp, sm, mu, mu_s, wp=None, wm=None):
@@ -353,26 +452,51 @@ def _residuals(b, eq, t, data, outputs, sigma, grid):
 
 
 def _warm(b, eq, ws, mus, static):
-    """Set the variables from a simulation sampled on the grid (the forces at the step's end)."""
+    """Set the variables from a simulation or time stepping sampled on the grid (the forces at the step's end);
+    a time stepping's breakaway law is configured first (:func:`configure`)."""
+    if "breakaway" in ws:
+        configure(b, ws)
     q, v = np.asarray(ws["q"], float), np.asarray(ws["v"], float)
     lam = np.asarray(ws.get("normal_force", np.zeros((q.shape[0], len(eq.slots)))), float).reshape(q.shape[0], -1)
     fr = np.asarray(ws.get("friction_force", np.zeros_like(lam)), float).reshape(q.shape[0], -1)
+    nu = ws.get("nu")
+    broke = {(k, j) for k, (_, slots) in b.pattern.items() for j, _ in slots}
     for k in range(1, b.steps + 1):
         for i in range(eq.n):
             b.q[k, i].set_value(float(q[k, i]))
             b.v[k, i].set_value(float(v[k, i]))
-        for j in range(len(eq.slots)):
-            L, P = lam[k, j], fr[k, j]
-            b.lp[k, j].set_value(max(L, 0.0))
-            b.lm[k, j].set_value(max(-L, 0.0))
-            b.P[k, j].set_value(P)
-            vt = pyo.value(b.slip_velocity[k, j])
-            b.sp[k, j].set_value(max(vt, 0.0))
-            b.sm[k, j].set_value(max(-vt, 0.0))
-            if static[j]:
-                mu, mu_s = (pyo.value(x) for x in mus[j])
-                b.wp[k, j].set_value((mu_s - mu) * abs(L) if vt > 0 else 0.0)
-                b.wm[k, j].set_value((mu_s - mu) * abs(L) if vt < 0 else 0.0)
+        if nu is not None:
+            for r in range(np.shape(nu)[1]):
+                b.nu[k, r].set_value(float(nu[k][r]))
+        _warm_slots(b, eq, mus, static, lam[k], fr[k], lambda name, j, k=k: getattr(b, name)[k, j],
+                    [pyo.value(b.slip_velocity[k, j]) for j in range(len(eq.slots))], [(k, j) in broke for j in
+                                                                                     range(len(eq.slots))])
+    for k, d in ws.get("breakaway", {}).items():
+        vb, vw = b.component(f"breakaway_{k}"), d["virtual"]
+        for i in range(eq.n):
+            vb.q[i].set_value(float(vw["q"][i]))
+            vb.v[i].set_value(float(vw["v"][i]))
+        for r in range(len(vw["nu"])):
+            vb.nu[r].set_value(float(vw["nu"][r]))
+        stuck = [j in d["stuck"] for j in range(len(eq.slots))]
+        _warm_slots(b, eq, mus, static, vw["normal_force"], vw["friction_force"], lambda name, j: getattr(vb, name)[j],
+                    vw["slip"], stuck)
+
+
+def _warm_slots(b, eq, mus, static, lam, fr, var, slip, unused_w):
+    for j in range(len(eq.slots)):
+        L, P, vt = float(lam[j]), float(fr[j]), float(slip[j])
+        var("lp", j).set_value(max(L, 0.0))
+        var("lm", j).set_value(max(-L, 0.0))
+        var("P", j).set_value(P)
+        for name, x in (("sp", max(vt, 0.0)), ("sm", max(-vt, 0.0))):
+            if not var(name, j).fixed:
+                var(name, j).set_value(x)
+        if static[j] and not var("wp", j).fixed:
+            mu, mu_s = (pyo.value(x) for x in mus[j])
+            w = 0.0 if unused_w[j] else (mu_s - mu) * abs(L)
+            var("wp", j).set_value(w if vt > 0 else 0.0)
+            var("wm", j).set_value(w if vt < 0 else 0.0)
 
 
 def residuals(m):
@@ -380,7 +504,7 @@ def residuals(m):
     max |min(a, b)| over the pairs (negative sides included), "objective": value}``."""
     dyn = 0.0
     for b in m.experiment.values():
-        for part in (b.dynamics, b.position, b.joint, b.gap, b.slip):
+        for part in b.row_parts:
             for c in part.values():
                 dyn = max(dyn, abs(pyo.value(c.body) - pyo.value(c.upper)))
     comp = 0.0

@@ -105,31 +105,62 @@ def modes(m, tol=1e-9):
 
 def fix_modes(m, chosen):
     """Replace every complementarity pair by its branch in ``chosen`` (see :func:`modes`): the zero side
-    ``== 0``, the other ``>= 0`` (a row of its own, the bound of a variable side lifted, so that its
-    multiplier tells whether it blocks); a plain NLP.  ``unfix_modes`` puts the pairs back.
+    ``== 0`` (a variable is fixed at 0), the other ``>= 0`` (a row of its own, the bound of a variable side
+    lifted, so that its multiplier tells whether it blocks); a plain NLP.  With the breakaway law configured
+    (:func:`pympc.mpec.trajectory.configure`) the reserves of a slot that stays stuck are no rows (its slip
+    and w± are zero; whether it stays stuck is the time stepping's decision, re-run by :func:`walk_modes`),
+    and a breakaway step's slip has its sign's other part at zero and is free.  ``unfix_modes`` puts the pairs
+    back.
 
     Returns ``{(experiment, key): the "other >= 0" row}``.
     """
     unfix_modes(m)
-    rows, lifted = {}, []
+    rows, lifted, fixed = {}, [], []
+
+    def is_var(x):
+        return getattr(x, "is_variable_type", lambda: False)()
+
+    def lift(v):
+        if is_var(v) and v.lb == 0:
+            lifted.append((v, v.domain))
+            v.domain = pyo.Reals
+
+    def zero(x, b):
+        # a variable side is fixed at zero (IPOPT drops it) rather than held by a row against its own bound
+        # (x ≥ 0 and x = 0 leave the interior point method no interior)
+        if is_var(x):
+            if not x.fixed:
+                x.fix(0.0)
+                fixed.append(x)
+        else:
+            b.mode.add(x == 0)
     for k, b in m.experiment.items():
         b.mode = pyo.ConstraintList()
         b.pairs.deactivate()
+        soft = getattr(b, "soft", {})
         for key, (a, c) in b.sides.items():
-            zero, other = (a, c) if chosen[k, key] else (c, a)
-            b.mode.add(zero == 0)
+            first, other = (a, c) if chosen[k, key] else (c, a)
+            if key in soft:           # a stuck slot's reserves: decided by the time stepping, not rows
+                for x in soft[key]:
+                    zero(x, b)
+                continue
+            zero(first, b)
             rows[k, key] = b.mode.add(other >= 0)
-            if getattr(other, "is_variable_type", lambda: False)() and other.lb == 0:
-                lifted.append((other, other.domain))
-                other.domain = pyo.Reals
-    m._lifted = lifted
+            lift(other)
+        for first, other, unused in getattr(b, "loose", []):     # a breakaway step's slip: its sign fixed, free
+            for x in [first] + unused:
+                zero(x, b)
+            lift(other)
+    m._lifted, m._fixed = lifted, fixed
     return rows
 
 
 def unfix_modes(m):
     for v, domain in getattr(m, "_lifted", []):
         v.domain = domain
-    m._lifted = []
+    for v in getattr(m, "_fixed", []):
+        v.unfix()
+    m._lifted, m._fixed = [], []
     for b in m.experiment.values():
         if b.component("mode") is not None:
             b.del_component("mode")
@@ -150,6 +181,12 @@ def walk_modes(m, trajectories, theta, max_walks=12, tol=1e-9, solver_options=No
     There the point is exactly complementary and feasible, and a minimum of the least squares over every
     parameter value whose time stepping has these modes.  A pair left with both sides zero (the answer on
     the border of that set) is then tried on its other branch; the walk goes on if that fits better.
+
+    The time stepping's breakaway steps are part of the modes: each warm start configures them
+    (:func:`pympc.mpec.trajectory.configure`), the NLP moves θ (the stuck fraction of a breakaway step)
+    freely, and when θ leaves [0, 1] at its answer the time stepping there breaks away in another step and
+    the walk goes on with that pattern.  The trajectory is continuous across such a change, so μ_s is
+    fitted like any other parameter.
 
     Returns
     -------
@@ -183,7 +220,7 @@ def walk_modes(m, trajectories, theta, max_walks=12, tol=1e-9, solver_options=No
             theta = {n: float(pyo.value(v)) for n, v in m.theta.items()}
             chosen = None
             continue
-        changed = len(now) if chosen is None else sum(now[key] != chosen[key] for key in now)
+        changed = len(now) if chosen is None else sum(now.get(key) != chosen.get(key) for key in set(now) | set(chosen))
         chosen = now
         ok, blocking = _solve_fixed(m, chosen, opts, tol)
         if ok:
