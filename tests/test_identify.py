@@ -321,7 +321,7 @@ def test_cli_identify_prints_the_table_and_writes_result_and_plots(tmp_path, cap
                  "--fit", "mu,mu_s", "--noise", "0.00706212", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "mu_s" in out and "identified" in out and "check converged    ok" in out
+    assert "mu_s" in out and "identified" in out and "check converged      ok" in out
     d = json.loads((tmp_path / "result.json").read_text())
     est = dict(zip(d["names"], d["optimum"]))
     lo, hi = dict(zip(d["names"], d["wald_low"])), dict(zip(d["names"], d["wald_high"]))
@@ -364,7 +364,7 @@ def test_identification_notebook_executes():
                             resources={"metadata": {"path": str(path.parent)}}).execute()
     text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
                    for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    assert "check converged    ok" in text and "one-sided" in text and "not sorted" in text
+    assert "check converged      ok" in text and "one-sided" in text and "not sorted" in text
     assert sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs) >= 3
 
 

@@ -216,6 +216,12 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
                                      f"μ_s|λ| is reached, so it proves only {name} ≥ {info['bound']:.4g} (the largest "
                                      f"stick ratio |F|/|λ| of the solution); use method='shooting' for a point estimate"}
     gradient, newton_step = stationarity(J, r, theta, np.array([not a for a in active]))
+    if mpec_info is not None and np.all(np.isfinite(J)):
+        # the exact model's Gauss–Newton step from the MPEC estimate: the estimate's discretization bias
+        free = np.array([not a for a in active])
+        step = np.zeros(p)
+        step[free] = np.linalg.lstsq(J[:, free], -r, rcond=None)[0]
+        mpec_info["exact_step"] = step.tolist()
 
     profiles = {}
     for name in profile:
