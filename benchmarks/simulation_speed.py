@@ -4,8 +4,9 @@ Every case is run by a worker process per code tree (``PYTHONPATH`` = that
 tree), one after the other in the same run, so the before/after ratios share
 the machine's load.
 
-1. ``friction_oscillator.toml`` for 30 s at the default rtol: wall time, right-hand
-   side calls and µs per call (timed inside the real run), event-time error
+1. ``friction_oscillator.toml`` for 30 s at the default rtol: wall time, the integrator
+   that ran (compiled DOP853 or solve_ivp), right-hand side calls and µs per call
+   (timed inside the real run; for the compiled loop, its time per call), event-time error
    against a semi-analytic reference (every smooth phase of this model is a
    linear ODE with a closed-form solution; only the phase ends are found by root
    finding), next to the same model with regularized friction
@@ -154,6 +155,18 @@ def _rhs_timer():
         return out
 
     driver._Run.rhs = timed
+    try:                                # the compiled DOP853 loop (this tree): its right-hand side calls are
+        stepper = importlib.import_module("pympc.dynamics._dop853")       # inside it; time the loop per call
+    except ImportError:
+        return stats
+    loop = stepper.dop853_run
+
+    def timed_loop(*args):
+        t0 = time.perf_counter()
+        loop(*args)
+        stats[1] += time.perf_counter() - t0
+        stats[0] += int(args[-1][5])    # state[5]: the loop's right-hand side calls
+    stepper.dop853_run = timed_loop
     return stats
 
 
@@ -170,7 +183,8 @@ def worker(case):
         got = [(e.kind.name, e.time) for e in tr.events[1:]]
         assert [k for k, _ in got] == [k for k, _ in ref], "event sequence differs from the reference"
         out.update(calls=stats[0], us_rhs=stats[1] / stats[0] * 1e6, events=len(got),
-                   err=max(abs(a[1] - b[1]) for a, b in zip(got, ref)))
+                   err=max(abs(a[1] - b[1]) for a, b in zip(got, ref)),
+                   integrator=tr.info.get("integrator", "solve_ivp (DOP853)"))
     elif case.startswith("chain"):
         n = int(case[5:])
         t0 = time.perf_counter()
@@ -244,16 +258,18 @@ def oscillator_table(base):
     us_hand = median_time(lambda: [hand(0.1, np.array([0.01, 0.2])) for _ in range(1000)], 5) * 1e3
     print(f"\nfriction_oscillator.toml, 30 s, {len(ref)} reference events; pympc at its default rtol (DOP853 1e-10)")
     print(f"{'run':58s} {'wall':>9s} {'RHS calls':>9s} {'µs/RHS':>8s} {'events':>6s} {'event err':>9s} "
-          f"{'vs regularized':>14s}")
+          f"{'vs regularized':>14s}  integrator")
     base_w = reg[0][1]
     rows = ([("pympc event-driven, base " + str(base), before)] if before else []) + \
         [("pympc event-driven, this tree", after)]
     for name, r in rows:
         print(f"{name[:58]:58s} {r['wall'] * 1e3:7.1f}ms {r['calls']:9d} {r['us_rhs']:8.1f} {r['events']:6d} "
-              f"{r['err']:9.1e} {base_w / r['wall']:13.0f}x")
+              f"{r['err']:9.1e} {base_w / r['wall']:13.0f}x  {r['integrator']}")
     for name, w, ne, err in reg:
         print(f"{name:58s} {w * 1e3:7.1f}ms {'':9s} {'':8s} {ne:6d} {err:9.1e} {base_w / w:13.1f}x")
     print(f"{'hand-written scalar NumPy RHS of the oscillator (one call)':58s} {'':9s} {'':9s} {us_hand:8.1f}")
+    print("µs/RHS: time in the right-hand side per call as the driver calls it (solve_ivp: the Python call; "
+          "compiled DOP853: the loop's whole time per right-hand side call, its own arithmetic included)")
     if before:
         print(f"speed-up over the base: wall {before['wall'] / after['wall']:.1f}x, "
               f"per RHS call {before['us_rhs'] / after['us_rhs']:.1f}x; this tree's RHS / hand NumPy RHS: "

@@ -231,7 +231,8 @@ much per sample as single calls (then it is halved, one evaluation per half)."""
 
 
 class DenseStates:
-    """The states of a ``solve_ivp`` dense output at many times, as rows: ``DenseStates(sol.sol)(ts)``.
+    """The states of a ``solve_ivp`` dense output at many times, as rows: ``DenseStates(sol.sol)(ts)`` (or of
+    the compiled DOP853's :class:`~pympc.dynamics._dop853.Dop853Solution`, which holds the stack already).
 
     For DOP853 (the driver's default) all the steps' interpolants are stacked once and evaluated in a few
     array operations for all the times together: the very operations of scipy's ``Dop853DenseOutput``, on
@@ -247,9 +248,9 @@ class DenseStates:
     def __init__(self, sol):
         self.sol = sol
         ips = getattr(sol, "interpolants", None)
-        self.stack = None
-        if (ips and all(type(ip).__name__ == "Dop853DenseOutput" for ip in ips) and getattr(sol, "ascending", False)
-                and getattr(sol, "side", None) == "left"):
+        self.stack = getattr(sol, "stack", None)         # the compiled DOP853's solution holds its stack
+        if self.stack is None and (ips and all(type(ip).__name__ == "Dop853DenseOutput" for ip in ips)
+                                   and getattr(sol, "ascending", False) and getattr(sol, "side", None) == "left"):
             self.stack = (np.asarray(sol.ts_sorted, float), np.array([ip.t_old for ip in ips]),
                            np.array([ip.h for ip in ips]), np.array([ip.y_old for ip in ips]),
                            np.array([ip.F for ip in ips]))

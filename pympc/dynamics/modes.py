@@ -399,6 +399,16 @@ class CompiledModes:
         self._last = (t, p, self._none[0], T, V, P)
         return out
 
+    def flat(self, mode):
+        """``(fl, il, (ovT, olam, oF))``: the arrays of :func:`pympc.mechanics._kernels.general_mode_flat` for
+        ``mode`` and the offsets of the slots' ``vT``, ``λ``, ``F`` in its buffer; None for a model with Python
+        parts (joints, forces of the state)."""
+        p = self._recent[1] if mode is self._recent[0] else self.plan(mode)
+        self._recent = (mode, p)
+        if p.fl is None:
+            return None
+        return p.fl, p.il, (p.offs[10].start, p.offs[2].start, p.offs[3].start)
+
     def event_samples(self, ts, X, mode, table, dense=None):
         """The event functions of a phase at many samples in one compiled call, or None where it does not apply.
 

@@ -25,6 +25,7 @@ from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from ..mechanics._kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
+from . import _dop853 as dop853
 from .crossings import DenseStates, TimeScale, first_crossing
 from .events import event_problem, read_mode, solution_set
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
@@ -70,6 +71,7 @@ class _Run:
         self.mu_s = np.array([float(s.static_mu) for s in form.slots])
         self.md = form.mass_diagonal
         self._cache_key, self._cache = None, None
+        self.integrators = set()       # which integrators ran (Trajectory.info["integrator"])
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     # ----------------------------------------------------------------- smooth phase
@@ -130,6 +132,33 @@ class _Run:
         out[2 * n + 1] = work
         return out
 
+    def integrate(self, sens, mode, funcs, ta, tb, xa, t_eval, max_step, watched):
+        """One piece of a smooth phase: ``solve_ivp`` from (ta, xa) to tb with dense output, stopping at the
+        first step end where the lowest of the ``watched`` event functions has crossed zero downwards.
+
+        With DOP853 (the default), no sensitivities and a mode whose right-hand side is compiled end to end
+        (:meth:`CompiledModes.flat`), the same steps are taken by the compiled loop of
+        :func:`pympc.dynamics._dop853.integrate`, which also watches the event functions there."""
+        o = self.opts
+        lowest = _lowest(funcs.vector, watched) if watched.size else None
+        flat = self._fast.flat(mode) if (self._fast is not None and sens is None and isinstance(o["method"], str)
+                                         and o["method"] == "DOP853" and isinstance(mode, Mode)) else None
+        if flat is None:
+            self.integrators.add(f"solve_ivp ({getattr(o['method'], '__name__', o['method'])})")
+            return solve_ivp(self.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
+                             atol=o["atol"] if sens is None else sens.atol(o["atol"]), t_eval=t_eval, args=(mode,),
+                             max_step=max_step, dense_output=True, events=lowest)
+        fl, il, offsets = flat
+        event = None
+        if watched.size:
+            slot, cv, cl, cf, band = funcs.vector.table
+            event = (np.ascontiguousarray(np.vstack([cv, cl, cf, band])[:, watched], dtype=float),
+                     np.concatenate([offsets, slot[watched]]).astype(np.int64))
+        self._cache_key = None             # the compiled buffers will hold other points
+        self.integrators.add("compiled DOP853")
+        return dop853.integrate(lambda t, x: self.rhs(t, x, mode), ta, tb, xa, fl, il, o["rtol"], o["atol"],
+                                max_step, t_eval, event, lowest)
+
     def event_functions(self, mode, force_scale):
         # a dead band above the integration noise, so that a force that is zero (λ ≡ 0) does not chatter
         band = max(1e-12, 10 * self.opts["rtol"]) * force_scale
@@ -155,6 +184,7 @@ class _Run:
             return event_values(vT, lam, F, slot, cv, cl, cf, bands, np.empty(slot.size))
 
         table = (slot, cv, cl, cf, bands)
+        vector.table = table
 
         def many(ts, X):
             """The functions at the states ``X[i]`` (rows) at times ``ts[i]``: one compiled call when it applies."""
@@ -691,11 +721,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
                     # one hint function, the lowest of the event functions watched (one evaluation per step)
                     g0 = funcs.vector(ta, xa)
                     for watched in (np.flatnonzero(g0 >= 0), np.flatnonzero(g0 > 0)):
-                        lowest = _lowest(funcs.vector, watched)
-                        sol = solve_ivp(run.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
-                                        atol=o["atol"] if sens is None else sens.atol(o["atol"]),
-                                        t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
-                                        dense_output=True, events=lowest if watched.size else None)
+                        sol = run.integrate(sens, mode, funcs, ta, tb, xa, np.append(ins, tb) if tb >= t1 else ins,
+                                            step, watched)
                         tend, hint = tb, None
                         if sol.status == 1:
                             th, xh = sol.t_events[0][0], sol.y_events[0][0]
@@ -802,7 +829,8 @@ def _trajectory(run, phases, events, status, message, sens=None):
                          a.kinetic, a.potential, xj[2 * n], xj[2 * n + 1], drift))
     cols = list(zip(*rows))
     arr = lambda i, shape=None: np.array(cols[i], dtype=float).reshape(len(rows), *(shape or ()))  # noqa: E731
-    info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1}
+    info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1,
+            "integrator": " + ".join(sorted(run.integrators)) or "none (no integrated phase)"}
     system = form.system
     checked = [e for e in events if e.crosscheck]
     if checked:

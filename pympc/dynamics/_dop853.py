@@ -1,0 +1,314 @@
+"""scipy's DOP853 as one compiled loop, for mode right-hand sides that are compiled end to end.
+
+``solve_ivp(method="DOP853")`` spends about 40 µs of Python per step (stage
+bookkeeping, error norm, dense output, event bookkeeping) around a right-hand
+side that costs a few µs when it is :func:`pympc.mechanics._kernels.general_mode_flat`.
+:func:`integrate` runs the same algorithm — scipy's coefficient table
+(``scipy.integrate._ivp.dop853_coefficients``, imported, not retyped), its
+initial step (``select_initial_step``), its error norm and step-size control
+(SAFETY, MIN_FACTOR, MAX_FACTOR, ``max_step``, the too-small-step failure) and
+its dense output — in numba, calling the compiled right-hand side directly.
+It takes the same steps as ``solve_ivp`` to round-off, and returns them as a
+:class:`Dop853Solution` whose ``stack`` is the form
+:class:`~pympc.dynamics.crossings.DenseStates` and
+:func:`~pympc.mechanics._kernels.dop853_states` consume.
+
+Events: the lowest of the watched event functions is evaluated at every step
+end from the buffers the step's last stage left (no extra evaluation), and the
+loop stops at the first downward sign change — solve_ivp's terminal,
+direction −1 event; its root on that step's interpolant is found by brentq as
+solve_ivp does (``xtol = rtol = 4 eps``).  The exact event location stays with
+the caller's scan of the dense output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+from scipy.integrate._ivp import dop853_coefficients as _co
+from scipy.integrate._ivp.rk import MAX_FACTOR, MIN_FACTOR, SAFETY
+from scipy.optimize import brentq
+
+from ..mechanics._kernels import dop853_states, event_values, general_mode_flat
+
+__all__ = ["integrate", "Dop853Solution", "Dop853Result"]
+
+_NS = _co.N_STAGES                       # 12 stages of the step, 16 with the dense output's extra ones
+_A = np.ascontiguousarray(_co.A, dtype=float)
+_B = np.ascontiguousarray(_co.B, dtype=float)
+_C = np.ascontiguousarray(_co.C, dtype=float)
+_E3 = np.ascontiguousarray(_co.E3, dtype=float)
+_E5 = np.ascontiguousarray(_co.E5, dtype=float)
+_D = np.ascontiguousarray(_co.D, dtype=float)
+_ORDER = 7                               # DOP853's error estimator order
+_EPS = np.finfo(float).eps
+
+# status codes of the compiled loop
+FINISHED, EVENT, FULL, TOO_SMALL, RHS_FAILED = 0, 1, 2, -1, -2
+
+
+@njit(cache=True)
+def _fun(t, y, fl, il, out):
+    ok, bad, T, V, P = general_mode_flat(t, y, fl, il, out)
+    return ok and bad == -1
+
+
+@njit(cache=True)
+def _lowest(fl, il, ev, evi, vals):
+    """The lowest watched event function at the point of the last evaluation (read from the mode's buffer):
+    ``ev`` = (cv, cl, cf, band) rows, ``evi`` = (ovT, olam, oF, slot…)."""
+    o = il[6]
+    ns = evi[2] - evi[1]
+    slot = evi[3:]
+    event_values(fl[o + evi[0]:o + evi[0] + ns], fl[o + evi[1]:o + evi[1] + ns], fl[o + evi[2]:o + evi[2] + ns],
+                 slot, ev[0], ev[1], ev[2], ev[3], vals)
+    g = np.inf
+    for i in range(vals.size):
+        if vals[i] < g:
+            g = vals[i]
+    return g
+
+
+@njit(cache=True)
+def _rms(x):
+    """scipy's ``norm``: ``np.linalg.norm(x) / x.size ** 0.5`` (the same BLAS dot)."""
+    return math.sqrt(np.dot(x, x)) / x.size ** 0.5
+
+
+@njit(cache=True)
+def _stages(t, y, h, first, last, K, fl, il):
+    """Stages ``first`` … ``last − 1``: ``K[s] = fun(t + C[s] h, y + (K[:s]ᵀ A[s, :s]) h)`` (scipy's
+    expressions).  Returns −1, or the stage whose evaluation failed (``y`` then holds its point)."""
+    for s in range(first, last):
+        yst = y + np.dot(K[:s].T, _A[s, :s]) * h
+        if not _fun(t + _C[s] * h, yst, fl, il, K[s]):
+            y[:] = yst
+            return s
+    return -1
+
+
+@njit(cache=True)
+def _put(state, t, h_abs, g, status, steps, nfev, t_fail):
+    state[0], state[1], state[2], state[3], state[4], state[5], state[6] = t, h_abs, g, status, steps, nfev, t_fail
+
+
+@njit(cache=True)
+def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F, state):
+    """Steps of scipy's DOP853 from (t, y) with ``f = fun(t, y)`` towards ``t_bound`` (ascending), at most
+    ``told.size`` of them, each stored as its dense output (``told``, ``hs``, ``yold``, ``F``).
+
+    The arithmetic is scipy's, expression by expression, with the same BLAS calls (numba's ``np.dot``
+    calls the BLAS numpy calls): the steps are scipy's to the bit where the two libraries agree.
+    ``h_abs`` ≤ 0: scipy's initial step is selected first.  ``g_old``: the lowest watched event function
+    at t (NaN: none watched).  On return ``y``, ``f`` hold the last state and derivative and ``state`` =
+    (t, h_abs, g, status, steps, nfev, t_fail); status FINISHED, EVENT (downward sign change of the
+    lowest event function in the last step), FULL (call again to go on), TOO_SMALL, RHS_FAILED (``y``
+    holds the point where the right-hand side failed, at ``t_fail``).
+    """
+    ny = y.size
+    nfev = 0
+    watch = not math.isnan(g_old)
+    vals = np.empty(evi.size - 3)
+    if h_abs <= 0.0:                                     # scipy's select_initial_step
+        interval = abs(t_bound - t)
+        scale = atol + np.abs(y) * rtol
+        d0, d1 = _rms(y / scale), _rms(f / scale)
+        h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+        h0 = min(h0, interval)
+        y1 = y + h0 * f
+        nfev += 1
+        if not _fun(t + h0, y1, fl, il, K[1]):
+            y[:] = y1
+            _put(state, t, h_abs, g_old, RHS_FAILED, 0, nfev, t + h0)
+            return
+        d2 = _rms((K[1] - f) / scale) / h0
+        h1 = max(1e-6, h0 * 1e-3) if d1 <= 1e-15 and d2 <= 1e-15 else (0.01 / max(d1, d2)) ** (1 / (_ORDER + 1))
+        h_abs = min(100 * h0, h1, interval, max_step)
+    exponent = -1 / (_ORDER + 1)
+    Ks = K[:_NS + 1]
+    steps = 0
+    status = FULL
+    while steps < told.size:
+        min_step = 10 * abs(np.nextafter(t, np.inf) - t)
+        if h_abs > max_step:
+            h_abs = max_step
+        elif h_abs < min_step:
+            h_abs = min_step
+        rejected = False
+        while True:                                      # scipy's RungeKutta._step_impl
+            if h_abs < min_step:
+                _put(state, t, h_abs, g_old, TOO_SMALL, steps, nfev, t)
+                return
+            h = h_abs
+            t_new = t + h
+            if t_new - t_bound > 0:
+                t_new = t_bound
+            h = t_new - t
+            h_abs = abs(h)
+            K[0] = f
+            s = _stages(t, y, h, 1, _NS, K, fl, il)       # rk_step
+            nfev += _NS - 1 if s < 0 else s
+            if s >= 0:
+                _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + _C[s] * h)
+                return
+            ynew = y + h * np.dot(K[:_NS].T, _B)
+            nfev += 1
+            if not _fun(t + h, ynew, fl, il, K[_NS]):
+                y[:] = ynew
+                _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + h)
+                return
+            scale = atol + np.maximum(np.abs(y), np.abs(ynew)) * rtol
+            err5 = np.dot(Ks.T, _E5) / scale             # DOP853._estimate_error_norm
+            err3 = np.dot(Ks.T, _E3) / scale
+            r5, r3 = math.sqrt(np.dot(err5, err5)), math.sqrt(np.dot(err3, err3))
+            e5, e3 = r5 * r5, r3 * r3
+            if e5 == 0 and e3 == 0:
+                error_norm = 0.0
+            else:
+                error_norm = abs(h) * e5 / math.sqrt((e5 + 0.01 * e3) * ny)
+            if error_norm < 1:
+                factor = MAX_FACTOR if error_norm == 0 else min(MAX_FACTOR, SAFETY * error_norm ** exponent)
+                if rejected:
+                    factor = min(1.0, factor)
+                h_abs *= factor
+                break
+            shrink = SAFETY * error_norm ** exponent
+            h_abs *= shrink if shrink > MIN_FACTOR else MIN_FACTOR     # max(MIN_FACTOR, nan) is MIN_FACTOR
+            rejected = True
+        g_new = _lowest(fl, il, ev, evi, vals) if watch else g_old   # the buffers hold (t_new, y_new) now
+        s = _stages(t, y, h, _NS + 1, K.shape[0], K, fl, il)   # DOP853._dense_output_impl
+        nfev += K.shape[0] - _NS - 1 if s < 0 else s - _NS
+        if s >= 0:
+            _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + _C[s] * h)
+            return
+        Fk = F[steps]
+        delta_y = ynew - y
+        Fk[0] = delta_y
+        Fk[1] = h * K[0] - delta_y
+        Fk[2] = 2 * delta_y - h * (K[_NS] + K[0])
+        Fk[3:] = h * np.dot(_D, K)
+        told[steps] = t
+        hs[steps] = t_new - t
+        yold[steps] = y
+        steps += 1
+        t = t_new
+        y[:] = ynew
+        f[:] = K[_NS]
+        if watch and g_old >= 0 and g_new <= 0:
+            status = EVENT
+            g_old = g_new
+            break
+        g_old = g_new
+        if t - t_bound >= 0:
+            status = FINISHED
+            break
+    _put(state, t, h_abs, g_old, status, steps, nfev, t)
+
+
+class Dop853Solution:
+    """The dense output of the steps of :func:`integrate`, as scipy's ``OdeSolution`` of DOP853 steps:
+    ``sol(t)`` → state (n,), ``sol(ts)`` → (n, len(ts)); the segment of a time is the one scipy picks
+    (a breakpoint belongs to the step before it).
+
+    Attributes
+    ----------
+    ts : ndarray
+        Breakpoints (the start, the step ends; the last one is the event root when the run stopped at one).
+    stack : tuple
+        ``(ts, t_old, h, y_old, F)`` as :class:`~pympc.dynamics.crossings.DenseStates` holds them.
+    """
+
+    def __init__(self, ts, t_old, h, y_old, F):
+        self.ts = self.ts_sorted = ts
+        self.stack = (ts, t_old, h, y_old, F)
+
+    def __call__(self, t):
+        ts = np.atleast_1d(np.asarray(t, dtype=float))
+        X = np.empty((ts.size, self.stack[3].shape[1]))
+        dop853_states(np.ascontiguousarray(ts), *self.stack, X)
+        return X[0] if np.ndim(t) == 0 else X.T
+
+
+class Dop853Result:
+    """What the driver reads of a ``solve_ivp`` result: ``t``, ``y`` (at ``t_eval``), ``sol``, ``status``
+    (0 end reached, 1 stopped at the event, −1 failed), ``message``, ``t_events``, ``y_events``, ``nfev``."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+_CHUNK = 64
+
+
+def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, event=None, lowest=None):
+    """DOP853 from ``y0`` at ``t0`` to ``t_bound`` (ascending) on the compiled right-hand side (``fl``, ``il``
+    of :func:`~pympc.mechanics._kernels.pack_flat`): ``solve_ivp(fun, (t0, t_bound), y0, method="DOP853",
+    rtol=rtol, atol=atol, max_step=max_step, t_eval=t_eval, dense_output=True, events=lowest)`` with
+    ``lowest`` terminal and downward.
+
+    Parameters
+    ----------
+    fun_fail : callable
+        ``fun_fail(t, y)``: the right-hand side in Python, called where the compiled one failed
+        (it raises, saying why).
+    event : tuple, optional
+        ``(ev, evi)``: the watched event functions as :func:`dop853_run` reads them.
+    lowest : callable, optional
+        ``lowest(t, y)``: the same function in Python (the root on the last step is found with it).
+
+    Returns
+    -------
+    Dop853Result
+    """
+    y = np.array(y0, dtype=float)
+    ny = y.size
+    if ny != 2 * il[0] + 2:      # the compiled right-hand side writes 2n + 2 entries (unchecked: numba)
+        raise ValueError(f"the state has {ny} entries, the compiled right-hand side {2 * il[0] + 2}")
+    rtol = max(float(rtol), 100 * _EPS)          # scipy's validate_tol
+    atol = np.broadcast_to(np.asarray(atol, dtype=float), (ny,)).copy()
+    f = np.empty(ny)
+    K = np.empty((_co.N_STAGES_EXTENDED, ny))
+    if not _fun(t0, y, fl, il, f):
+        fun_fail(t0, y)
+    if event is not None:
+        ev, evi = event
+        g = _lowest(fl, il, ev, evi, np.empty(evi.size - 3))
+    else:
+        ev, evi, g = np.zeros((4, 0)), np.zeros(3, np.int64), math.nan
+    state = np.empty(7)
+    h_abs, chunks, nfev = 0.0, [], 1
+    t = t0
+    while True:
+        told, hs = np.empty(_CHUNK), np.empty(_CHUNK)
+        yold, F = np.empty((_CHUNK, ny)), np.empty((_CHUNK, _co.INTERPOLATOR_POWER, ny))
+        dop853_run(t, y, f, h_abs, g, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F, state)
+        t, h_abs, g, status, k, dn = state[0], state[1], state[2], int(state[3]), int(state[4]), int(state[5])
+        nfev += dn
+        chunks.append((told[:k], hs[:k], yold[:k], F[:k]))
+        if status == RHS_FAILED:
+            fun_fail(state[6], y)                # raises
+            raise AssertionError("the compiled right-hand side failed where the Python one did not")  # pragma: no cover
+        if status != FULL:
+            break
+    told, hs, yold, F = (np.concatenate(c) if len(chunks) > 1 else c[0] for c in zip(*chunks))
+    ts = np.append(told, t)
+    t_events, y_events, end = None, None, t
+    if status == TOO_SMALL:
+        message, code = "Required step size is less than spacing between numbers.", -1
+    elif status == EVENT:
+        # solve_ivp's handle_events: the root of the event function on the last step's interpolant
+        last = (np.array([told[-1], t]), told[-1:], hs[-1:], yold[-1:], F[-1:])
+        step = Dop853Solution(*last)
+        root = brentq(lambda s: lowest(s, step(s)), told[-1], t, xtol=4 * _EPS, rtol=4 * _EPS)
+        t_events, y_events = [np.array([root])], [step(root)[None, :]]
+        ts[-1] = end = root
+        message, code = "A termination event occurred.", 1
+    else:
+        message, code = "The solver successfully reached the end of the integration interval.", 0
+    sol = Dop853Solution(ts, told, hs, yold, F)
+    te = np.asarray(t_eval, dtype=float)
+    te = te[te <= end] if te.size else te
+    return Dop853Result(t=te, y=sol(te) if te.size else np.empty((ny, 0)), sol=sol, status=code, message=message,
+                        t_events=t_events, y_events=y_events, nfev=nfev, success=code >= 0)

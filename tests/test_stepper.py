@@ -1,0 +1,165 @@
+"""The compiled DOP853 loop (pympc.dynamics._dop853) against scipy's ``solve_ivp(method="DOP853")``.
+
+Oracle: scipy itself, on the same compiled right-hand side: the same step times, the same dense output, the
+same event stop, the same failures.  And the driver: a simulation through the compiled loop equals one
+through solve_ivp (the loop switched off), event for event.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import pympc
+from pympc.dynamics import Baumgarte, Mode, Motion
+from pympc.dynamics import _dop853
+from pympc.dynamics.crossings import DenseStates
+from pympc.dynamics.modes import CompiledModes
+from pympc.dynamics.simulate import _lowest, _Run, _options, make_formulation
+from pympc.mechanics import Particle, PointForce, Slot, System, slider_chain
+
+MODELS = Path(__file__).parents[1] / "models"
+
+
+def _run(system, t_end):
+    o = _options(system, (0.0, t_end), {})
+    return _Run(make_formulation(system), Baumgarte(), o)
+
+
+def _cases():
+    osc = pympc.load_model(MODELS / "friction_oscillator.toml")
+    return {"oscillator": (osc, Mode((1,), (Motion.FORWARD,))),
+            "chain6": (slider_chain(6), Mode((1,) * 6, (Motion.FORWARD, Motion.STICK, Motion.BACKWARD) * 2))}
+
+
+def _state(run, rng):
+    q, qd = run.form.initial_state()
+    return np.concatenate([q, qd + 0.3 * rng.standard_normal(qd.size), [0.0, 0.0]])
+
+
+@pytest.mark.parametrize("case", ["oscillator", "chain6"])
+@pytest.mark.parametrize("max_step", [np.inf, 0.05])
+def test_the_compiled_loop_takes_scipys_steps(case, max_step, rng):
+    system, mode = _cases()[case]
+    run = _run(system, 3.0)
+    fl, il, _ = run._fast.flat(mode)
+    x0 = _state(run, rng)
+    t_eval = np.sort(rng.uniform(0.0, 2.0, 9))
+    ref = solve_ivp(run.rhs, (0.0, 2.0), x0, method="DOP853", rtol=1e-10, atol=1e-12, max_step=max_step,
+                    t_eval=t_eval, args=(mode,), dense_output=True)
+    got = _dop853.integrate(None, 0.0, 2.0, x0, fl, il, 1e-10, 1e-12, max_step, t_eval)
+    assert ref.status == got.status == 0
+    assert got.nfev == ref.nfev
+    assert len(got.sol.ts) == len(ref.sol.ts) > 10
+    np.testing.assert_allclose(got.sol.ts, ref.sol.ts, rtol=1e-12, atol=0)
+    scale = np.abs(ref.y).max()
+    np.testing.assert_allclose(got.y, ref.y, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_array_equal(got.t, ref.t)
+    ts = np.linspace(0.0, 2.0, 333)
+    np.testing.assert_allclose(got.sol(ts), ref.sol(ts), rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(got.sol(0.7), ref.sol(0.7), rtol=0, atol=1e-12 * scale)
+    # the stack is what DenseStates builds from scipy's interpolants
+    mine, theirs = DenseStates(got.sol), DenseStates(ref.sol)
+    for a, b in zip(mine.stack, theirs.stack):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * max(1.0, np.abs(b).max()))
+
+
+def test_a_loop_that_runs_out_of_room_goes_on_where_it_stopped(rng, monkeypatch):
+    system, mode = _cases()["oscillator"]
+    run = _run(system, 30.0)
+    fl, il, _ = run._fast.flat(mode)
+    x0 = _state(run, rng)
+    whole = _dop853.integrate(None, 0.0, 20.0, x0, fl, il, 1e-10, 1e-12, np.inf, ())
+    monkeypatch.setattr(_dop853, "_CHUNK", 3)
+    pieces = _dop853.integrate(None, 0.0, 20.0, x0, fl, il, 1e-10, 1e-12, np.inf, ())
+    assert len(whole.sol.ts) > 20
+    np.testing.assert_array_equal(pieces.sol.ts, whole.sol.ts)
+    for a, b in zip(pieces.sol.stack, whole.sol.stack):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_event_stop_is_solve_ivps(rng):
+    """The slip velocity of the oscillator reaching zero: solve_ivp's terminal event on the lowest function."""
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    run = _run(system, 30.0)
+    mode = Mode((1,), (Motion.FORWARD,))
+    funcs = run.event_functions(mode, 10.0)
+    x0 = _state(run, rng)
+    x0[run.n] = 1.0                                  # slipping forward at 1 m/s: it stops within a second
+    g0 = funcs.vector(0.0, x0)
+    watched = np.flatnonzero(g0 > 0)
+    lowest = _lowest(funcs.vector, watched)
+    ref = solve_ivp(run.rhs, (0.0, 5.0), x0, method="DOP853", rtol=1e-10, atol=1e-12, args=(mode,),
+                    dense_output=True, events=lowest, t_eval=np.linspace(0.1, 4.9, 25))
+    got = run.integrate(None, mode, funcs, 0.0, 5.0, x0, np.linspace(0.1, 4.9, 25), np.inf, watched)
+    assert isinstance(got, _dop853.Dop853Result)
+    assert ref.status == got.status == 1
+    assert 0 < got.t_events[0][0] < 5.0
+    assert got.t_events[0][0] == pytest.approx(ref.t_events[0][0], rel=1e-13, abs=1e-13)
+    np.testing.assert_allclose(got.y_events[0][0], ref.y_events[0][0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got.sol.ts, ref.sol.ts, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(got.t, ref.t)
+    assert abs(lowest(got.t_events[0][0], got.y_events[0][0])) < 1e-9
+    # without watched functions it runs to the end
+    free = run.integrate(None, mode, funcs, 0.0, 5.0, x0, (), np.inf, np.array([], int))
+    assert free.status == 0 and free.t_events is None and free.sol.ts[-1] == 5.0
+
+
+def test_a_failing_right_hand_side_stops_the_run_as_solve_ivp_does(monkeypatch):
+    """A pushing force sqrt(0.5 − t) is NaN after 0.5 s: the compiled loop hands the failing point to the
+    Python right-hand side, which raises the driver's error, as inside solve_ivp."""
+    def build():
+        s = System("push until 0.5 s")
+        s.add(Particle("p", mass=1.0))
+        s.add(Slot("slot", "p", "ground", mu=0.2))
+        s.add(PointForce("push", "p", value=("5*sqrt(0.5 - t)", -10.0)))
+        return s
+
+    run = _run(build(), 1.0)
+    fl, il, _ = run._fast.flat(Mode((1,), (Motion.FORWARD,)))
+    with pytest.raises(ValueError, match="entries"):       # a state of the wrong size is refused, not written past
+        _dop853.integrate(None, 0.0, 0.4, np.zeros(2 * run.n + 1), fl, il, 1e-10, 1e-12, np.inf, ())
+    fast = pympc.simulate(build(), (0.0, 1.0))
+    monkeypatch.setattr(CompiledModes, "flat", lambda self, mode: None)
+    plain = pympc.simulate(build(), (0.0, 1.0))
+    assert fast.info["integrator"] == "compiled DOP853"
+    assert fast.status.name == plain.status.name == "ERROR"
+    assert "cannot be evaluated" in fast.message
+    assert fast.message.split(": ", 1)[1] == plain.message.split(": ", 1)[1]
+
+
+@pytest.mark.parametrize("model", ["friction_oscillator", "chain8"])
+def test_simulations_through_the_loop_equal_those_through_solve_ivp(model, monkeypatch):
+    system = slider_chain(8) if model == "chain8" else pympc.load_model(MODELS / f"{model}.toml")
+    span = (0.0, 1.0) if model == "chain8" else (0.0, 12.0)
+    used = []
+    original = _dop853.integrate
+
+    def counted(*args, **kw):
+        used.append(1)
+        return original(*args, **kw)
+
+    monkeypatch.setattr(_dop853, "integrate", counted)
+    fast = pympc.simulate(system, span)
+    assert used, "the compiled loop did not run"
+    monkeypatch.setattr(CompiledModes, "flat", lambda self, mode: None)
+    used.clear()
+    plain = pympc.simulate(system, span)
+    assert not used
+    assert fast.success and plain.success
+    assert [(e.kind, e.slot) for e in fast.events] == [(e.kind, e.slot) for e in plain.events]
+    np.testing.assert_allclose([e.time for e in fast.events], [e.time for e in plain.events], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.t, plain.t, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.q, plain.q, rtol=0, atol=1e-10 * max(1.0, np.abs(plain.q).max()))
+    np.testing.assert_allclose(fast.dissipated, plain.dissipated, rtol=1e-10, atol=1e-12)
+    assert fast.info["integrator"] == "compiled DOP853" and plain.info["integrator"] == "solve_ivp (DOP853)"
+
+
+def test_other_methods_and_sensitivities_keep_solve_ivp(monkeypatch):
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    monkeypatch.setattr(_dop853, "integrate", lambda *a, **k: pytest.fail("the compiled loop ran"))
+    tr = pympc.simulate(system, (0.0, 3.0), method="RK45", samples=5)
+    assert tr.success and tr.info["integrator"] == "solve_ivp (RK45)"
+    tr = pympc.simulate(system, (0.0, 2.0), sensitivities=["K"], samples=5)
+    assert tr.success
