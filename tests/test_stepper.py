@@ -79,14 +79,18 @@ def test_a_loop_that_runs_out_of_room_goes_on_where_it_stopped(rng, monkeypatch)
         np.testing.assert_array_equal(a, b)
 
 
+def _forward_slip(rng, v):
+    """The oscillator's run, forward-slip mode, its event functions and a state slipping at ``v``."""
+    run = _run(pympc.load_model(MODELS / "friction_oscillator.toml"), 30.0)
+    mode = Mode((1,), (Motion.FORWARD,))
+    x0 = _state(run, rng)
+    x0[run.n] = v
+    return run, mode, run.event_functions(mode, 10.0), x0
+
+
 def test_the_event_stop_is_solve_ivps(rng):
     """The slip velocity of the oscillator reaching zero: solve_ivp's terminal event on the lowest function."""
-    system = pympc.load_model(MODELS / "friction_oscillator.toml")
-    run = _run(system, 30.0)
-    mode = Mode((1,), (Motion.FORWARD,))
-    funcs = run.event_functions(mode, 10.0)
-    x0 = _state(run, rng)
-    x0[run.n] = 1.0                                  # slipping forward at 1 m/s: it stops within a second
+    run, mode, funcs, x0 = _forward_slip(rng, 1.0)    # slipping forward at 1 m/s: it stops within a second
     g0 = funcs.vector(0.0, x0)
     watched = np.flatnonzero(g0 > 0)
     lowest = _lowest(funcs.vector, watched)
@@ -163,3 +167,60 @@ def test_other_methods_and_sensitivities_keep_solve_ivp(monkeypatch):
     assert tr.success and tr.info["integrator"] == "solve_ivp (RK45)"
     tr = pympc.simulate(system, (0.0, 2.0), sensitivities=["K"], samples=5)
     assert tr.success
+
+
+def _slipping_piece(rng):
+    """A piece of a forward slip of the oscillator that ends with the slip velocity crossing zero."""
+    run, mode, funcs, x0 = _forward_slip(rng, 1.0 + rng.uniform(0, 0.5))
+    sol = run.integrate(None, mode, funcs, 0.0, 5.0, x0, (), np.inf, np.array([], int))
+    return run, mode, funcs, sol
+
+
+def test_the_compiled_brentq_is_scipys(rng):
+    from scipy.optimize import brentq
+    run, mode, funcs, sol = _slipping_piece(rng)
+    fl, il, offs = run._fast.flat(mode)
+    slot, cv, cl, cf, band = funcs.vector.table
+    tab = (*offs, slot, cv, cl, cf, band)
+    G = lambda s: funcs.vector(s, sol.sol(s))  # noqa: E731
+    ts = sol.sol.ts
+    g = np.array([G(s)[0] for s in ts])
+    k = int(np.flatnonzero(g < 0)[0])          # the step in which the slip velocity changes sign
+    assert g[k - 1] > 0
+    for a in (ts[k - 1], 0.5 * (ts[k - 2] + ts[k - 1]), ts[0]):
+        for xtol in (1e-15, 1e-9, 1e-3):
+            ref = brentq(lambda s: G(s)[0], a, ts[k], xtol=xtol, rtol=4 * np.finfo(float).eps)
+            got, ok = _dop853.brentq_dense(0, a, ts[k], xtol, 4 * np.finfo(float).eps, *sol.sol.stack, fl, il, tab,
+                                           np.empty((1, slot.size)))
+            assert ok and got == ref
+    _, ok = _dop853.brentq_dense(0, ts[0], ts[1], 1e-15, 1e-15, *sol.sol.stack, fl, il, tab, np.empty((1, slot.size)))
+    assert not ok                              # no sign change: scipy raises, the compiled one says so
+
+
+def test_the_compiled_scan_is_the_python_one(rng, monkeypatch):
+    """first_crossing over a piece with and without G.scan: the same crossing, to the bit."""
+    from pympc.dynamics import crossings
+    run, mode, funcs, sol = _slipping_piece(rng)
+    calls = []
+    original = _dop853.scan_dense
+
+    def counted(*args):
+        out = original(*args)
+        calls.append(out)
+        return out
+
+    monkeypatch.setattr(_dop853, "scan_dense", counted)
+    got = run.scan_phase(sol, 0.0, 5.0, funcs)
+    assert calls and calls[-1][2] == _dop853.SCAN_OK
+    # a direct comparison on one interval the curvature bound leaves open
+    G = lambda s: funcs.vector(s, sol.sol(s))  # noqa: E731
+    G.many = lambda ts: funcs.vector.dense(ts, DenseStates(sol.sol))
+    a, b = got[0] - 0.3, got[0] + 0.2
+    ga, gb = G(a), G(b)
+    bound = np.full(ga.size, 50.0)
+    direct = funcs.vector.scanner(sol.sol.stack)(a, ga, b, gb, bound, 1e-11)
+    assert direct[0] is not None and direct == crossings._scan(G, a, ga, b, gb, bound, 1e-11)
+    monkeypatch.setattr(funcs.vector, "scanner", lambda stack: None)
+    ref = run.scan_phase(sol, 0.0, 5.0, funcs)
+    assert got[0] is not None and got[0] == ref[0] and got[1] == ref[1]
+    np.testing.assert_array_equal(got[2], ref[2])

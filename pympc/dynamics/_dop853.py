@@ -31,7 +31,7 @@ from scipy.integrate._ivp import dop853_coefficients as _co
 from scipy.integrate._ivp.rk import MAX_FACTOR, MIN_FACTOR, SAFETY
 from scipy.optimize import brentq
 
-from ..mechanics._kernels import dop853_states, event_values, general_mode_flat
+from ..mechanics._kernels import dop853_states, event_values, flat_event_samples, general_mode_flat
 
 __all__ = ["integrate", "Dop853Solution", "Dop853Result"]
 
@@ -301,7 +301,10 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
         # solve_ivp's handle_events: the root of the event function on the last step's interpolant
         last = (np.array([told[-1], t]), told[-1:], hs[-1:], yold[-1:], F[-1:])
         step = Dop853Solution(*last)
-        root = brentq(lambda s: lowest(s, step(s)), told[-1], t, xtol=4 * _EPS, rtol=4 * _EPS)
+        tab = (int(evi[0]), int(evi[1]), int(evi[2]), evi[3:], ev[0], ev[1], ev[2], ev[3])
+        root, ok = brentq_dense(-1, told[-1], t, 4 * _EPS, 4 * _EPS, *last, fl, il, tab, np.empty((1, ev.shape[1])))
+        if not ok:                 # scipy's brentq says why
+            root = brentq(lambda s: lowest(s, step(s)), told[-1], t, xtol=4 * _EPS, rtol=4 * _EPS)
         t_events, y_events = [np.array([root])], [step(root)[None, :]]
         ts[-1] = end = root
         message, code = "A termination event occurred.", 1
@@ -312,3 +315,147 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
     te = te[te <= end] if te.size else te
     return Dop853Result(t=te, y=sol(te) if te.size else np.empty((ny, 0)), sol=sol, status=code, message=message,
                         t_events=t_events, y_events=y_events, nfev=nfev, success=code >= 0)
+
+
+# ---------------------------------------------------------------- the event search on a stack of steps
+# crossings._scan and scipy's brentq (on G(s)[i], the event functions at the dense state) in one compiled call
+# when the functions are those of a compiled mode and the states a stack of DOP853 steps: the same samples,
+# the same arithmetic, scipy's brentq.c iteration for the roots.
+
+SCAN_OK, SCAN_PYTHON = 0, 1          # found or not found / something the Python search must redo (it raises)
+
+
+@njit(cache=True)
+def _dense_values(ts, stack_ts, t_old, h, y_old, F, fl, il, tab, G):
+    """The event functions (table ``tab`` = (ovT, olam, oF, slot, cv, cl, cf, band)) at the dense states
+    at ``ts`` into the rows of ``G``; −1, or the first sample whose mode solve failed."""
+    X = np.empty((ts.size, y_old.shape[1]))
+    dop853_states(ts, stack_ts, t_old, h, y_old, F, X)
+    ovT, olam, oF, slot, cv, cl, cf, band = tab
+    return flat_event_samples(ts, X, fl, il, ovT, olam, oF, slot, cv, cl, cf, band, G)
+
+
+@njit(cache=True)
+def _dense_value(s, k, stack_ts, t_old, h, y_old, F, fl, il, tab, buf):
+    """Function ``k`` at time ``s`` (k < 0: the lowest of them); NaN if the solve failed."""
+    ts = np.empty(1)
+    ts[0] = s
+    if _dense_values(ts, stack_ts, t_old, h, y_old, F, fl, il, tab, buf) >= 0:
+        return np.nan
+    if k >= 0:
+        return buf[0, k]
+    return buf[0].min()
+
+
+@njit(cache=True)
+def brentq_dense(k, xa, xb, xtol, rtol, stack_ts, t_old, h, y_old, F, fl, il, tab, buf):
+    """scipy's ``brentq`` (its C iteration, ``maxiter`` = 100) on :func:`_dense_value`; returns
+    (root, ok): not ok where scipy would raise (a NaN value, no sign change, no convergence)."""
+    xpre, xcur = xa, xb
+    xblk = fblk = spre = scur = 0.0
+    fpre = _dense_value(xpre, k, stack_ts, t_old, h, y_old, F, fl, il, tab, buf)
+    fcur = _dense_value(xcur, k, stack_ts, t_old, h, y_old, F, fl, il, tab, buf)
+    if math.isnan(fpre) or math.isnan(fcur):
+        return 0.0, False
+    if fpre == 0:
+        return xpre, True
+    if fcur == 0:
+        return xcur, True
+    if (math.copysign(1.0, fpre) < 0) == (math.copysign(1.0, fcur) < 0):     # signbit(fpre) == signbit(fcur)
+        return 0.0, False
+    for _ in range(100):
+        if fpre != 0 and fcur != 0 and (math.copysign(1.0, fpre) < 0) != (math.copysign(1.0, fcur) < 0):
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + rtol * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        if fcur == 0 or abs(sbis) < delta:
+            return xcur, True
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:                         # interpolate
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:                                    # extrapolate
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            if 2 * abs(stry) < min(abs(spre), 3 * abs(sbis) - delta):
+                spre, scur = scur, stry
+            else:
+                spre = scur = sbis
+        else:
+            spre = scur = sbis
+        xpre, fpre = xcur, fcur
+        if abs(scur) > delta:
+            xcur += scur
+        else:
+            xcur += delta if sbis > 0 else -delta
+        fcur = _dense_value(xcur, k, stack_ts, t_old, h, y_old, F, fl, il, tab, buf)
+        if math.isnan(fcur):
+            return 0.0, False
+    return xcur, False
+
+
+@njit(cache=True)
+def scan_dense(a, ga, b, gb, bound, dt_min, split, stack_ts, t_old, h, y_old, F, fl, il, tab):
+    """:func:`pympc.dynamics.crossings._scan` compiled: the first crossing in [a, b], bisected in ``split``
+    parts where the curvature bound allows a zero, the roots by :func:`brentq_dense` (xtol 1e-15,
+    rtol 4 eps).  Returns (t, index, status): index −1 when there is none; status SCAN_PYTHON when the
+    Python search must redo it (a failed solve, a root scipy's brentq would not return, a deep stack)."""
+    m = ga.size
+    cap = 64 * split
+    SA, SB = np.empty(cap), np.empty(cap)
+    GA, GB = np.empty((cap, m)), np.empty((cap, m))
+    SA[0], SB[0], GA[0], GB[0] = a, b, ga, gb
+    top = 1
+    buf = np.empty((1, m))
+    ts = np.empty(split + 1)
+    vals = np.empty((split + 1, m))
+    rtol = 4 * np.finfo(np.float64).eps
+    while top > 0:
+        top -= 1
+        a, b = SA[top], SB[top]
+        ga, gb = GA[top].copy(), GB[top].copy()
+        w = b - a
+        anyp = False
+        same = True
+        for k in range(m):
+            p = (min(ga[k], gb[k]) - bound[k] * w * w / 8 <= 0) and ga[k] >= 0
+            single = p and gb[k] < 0 and abs(gb[k] - ga[k]) > bound[k] * w * w
+            anyp = anyp or p
+            same = same and single == p
+        if not anyp:
+            continue
+        if w <= dt_min or same:
+            best, bi = np.inf, -1
+            for k in range(m):
+                if (min(ga[k], gb[k]) - bound[k] * w * w / 8 <= 0) and ga[k] >= 0 and gb[k] < 0:
+                    r, ok = brentq_dense(k, a, b, 1e-15, rtol, stack_ts, t_old, h, y_old, F, fl, il, tab, buf)
+                    if not ok:
+                        return 0.0, -1, SCAN_PYTHON
+                    if r < best:
+                        best, bi = r, k
+            if bi >= 0:
+                return best, bi, SCAN_OK
+            continue
+        step = (b - a) / split                       # np.linspace(a, b, split + 1), b at the end
+        for j in range(split + 1):
+            ts[j] = j * step + a
+        ts[split] = b
+        vals[0], vals[split] = ga, gb
+        if _dense_values(ts[1:split], stack_ts, t_old, h, y_old, F, fl, il, tab, vals[1:split]) >= 0:
+            return 0.0, -1, SCAN_PYTHON
+        if top + split > cap:
+            return 0.0, -1, SCAN_PYTHON
+        for j in range(split - 1, -1, -1):
+            ww = ts[j + 1] - ts[j]
+            keep = False
+            for k in range(m):
+                if (min(vals[j, k], vals[j + 1, k]) - bound[k] * ww * ww / 8 <= 0) and vals[j, k] >= 0:
+                    keep = True
+            if keep:
+                SA[top], SB[top], GA[top], GB[top] = ts[j], ts[j + 1], vals[j], vals[j + 1]
+                top += 1
+    return 0.0, -1, SCAN_OK

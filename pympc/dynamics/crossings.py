@@ -131,7 +131,9 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
     ----------
     G : callable
         ``G(t)`` → 1-D array of event-function values (each ≥ 0 at ``ta``); if it has
-        an attribute ``many``, ``G.many(ts)`` → the values at all the times ``ts`` (rows).
+        an attribute ``many``, ``G.many(ts)`` → the values at all the times ``ts`` (rows); if it has
+        an attribute ``scan``, ``G.scan(a, ga, b, gb, bound, dt_min)`` does the search of one interval
+        as :func:`_scan` does (compiled), returning (t, i), (None, None), or None to leave it to :func:`_scan`.
     ta, tb : float
     h : float or callable
         Largest sampling interval (must resolve the time functions of ``G``), or
@@ -172,8 +174,11 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         # samples i−1 … i+2; only intervals where it does not exclude a zero are searched (one compiled pass)
         bounds = np.empty((len(ts) - 1, vals.shape[1]))
         open_ = curvature_bounds(np.ascontiguousarray(ts), np.ascontiguousarray(vals), bounds)
+        scan = getattr(G, "scan", None)     # the same search compiled, when G offers it (None: not here)
         for i in np.flatnonzero(open_):
-            hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min)
+            hit = scan(ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min) if scan is not None else None
+            if hit is None:
+                hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min)
             if hit[0] is not None:
                 return hit
         t0 = end

@@ -26,7 +26,7 @@ from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from ..mechanics._kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
 from . import _dop853 as dop853
-from .crossings import DenseStates, TimeScale, first_crossing
+from .crossings import SPLIT, DenseStates, TimeScale, first_crossing
 from .events import event_problem, read_mode, solution_set
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
@@ -203,6 +203,24 @@ class _Run:
                 self._cache_key = None
             return many(ts, states(ts)) if G is None else G
         vector.dense = dense
+
+        def scanner(stack):
+            """:func:`pympc.dynamics._dop853.scan_dense` on a stack of DOP853 steps as ``G.scan`` of
+            :func:`first_crossing` (None where it does not apply: Python parts, or not a DOP853 stack)."""
+            flat = self._fast.flat(mode) if self._fast is not None and isinstance(mode, Mode) else None
+            if flat is None or stack is None or vector.split != SPLIT:
+                return None
+            fl, il, (ovT, olam, oF) = flat
+            tab = (ovT, olam, oF, slot, cv, cl, cf, bands)
+
+            def scan(a, ga, b, gb, bound, dt_min):
+                t, i, status = dop853.scan_dense(a, ga, b, gb, bound, dt_min, SPLIT, *stack, fl, il, tab)
+                self._cache_key = None            # the compiled buffers hold the last sample
+                if status != dop853.SCAN_OK:
+                    return None
+                return (t, i) if i >= 0 else (None, None)
+            return scan
+        vector.scanner = scanner
         # batches are compiled (cut an interval into many parts at once) only without Python parts
         vector.split = 16 if self._fast is not None and self._fast.batched and isinstance(mode, Mode) else 2
         return vector
@@ -233,6 +251,9 @@ class _Run:
             return funcs.vector(s, x)
         G.many = lambda ts: funcs.vector.many(ts, np.broadcast_to(x, (len(ts), x.size)))
         G.split = funcs.vector.split
+        # the constant state as one dense-output step whose polynomial is zero: y = 0 + x, exactly
+        G.scan = funcs.vector.scanner((np.array([t, t1]), np.array([t]), np.array([1.0]), x[None, :].copy(),
+                                       np.zeros((1, 7, x.size))))
         return first_crossing(G, t, t1, self.window)
 
     def scan_phase(self, sol, t, tb, funcs):
@@ -246,6 +267,7 @@ class _Run:
         states = DenseStates(sol.sol)
         G.many = lambda ts: funcs.vector.dense(ts, states)
         G.split = funcs.vector.split
+        G.scan = funcs.vector.scanner(states.stack)
         te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 
