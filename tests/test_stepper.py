@@ -224,3 +224,15 @@ def test_the_compiled_scan_is_the_python_one(rng, monkeypatch):
     ref = run.scan_phase(sol, 0.0, 5.0, funcs)
     assert got[0] is not None and got[0] == ref[0] and got[1] == ref[1]
     np.testing.assert_array_equal(got[2], ref[2])
+
+
+@pytest.mark.parametrize("model", ["friction_oscillator", "chain5"])
+def test_the_trajectory_rows_of_a_phase_in_one_call_are_the_per_sample_ones(model, monkeypatch):
+    system = slider_chain(5) if model == "chain5" else pympc.load_model(MODELS / f"{model}.toml")
+    fast = pympc.simulate(system, (0.0, 2.0), samples=101)
+    monkeypatch.setattr(CompiledModes, "rows", lambda self, ts, X, mode: None)
+    plain = pympc.simulate(system, (0.0, 2.0), samples=101)
+    assert fast.success and plain.success and len(fast.t) > 100
+    for key in ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions", "kinetic",
+                "potential", "dissipated", "work", "drift"):
+        np.testing.assert_array_equal(getattr(fast, key), getattr(plain, key), err_msg=key)

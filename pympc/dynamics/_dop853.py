@@ -45,17 +45,20 @@ _D = np.ascontiguousarray(_co.D, dtype=float)
 _ORDER = 7                               # DOP853's error estimator order
 _EPS = np.finfo(float).eps
 
+# The helpers are inlined into the two compiled entry points (numba IR inlining): every compiled function that
+# calls the mode solve links and generates its machine code again (about 2 s each on a first run).
+
 # status codes of the compiled loop
 FINISHED, EVENT, FULL, TOO_SMALL, RHS_FAILED = 0, 1, 2, -1, -2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fun(t, y, fl, il, out):
     ok, bad, T, V, P = general_mode_flat(t, y, fl, il, out)
     return ok and bad == -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lowest(fl, il, ev, evi, vals):
     """The lowest watched event function at the point of the last evaluation (read from the mode's buffer):
     ``ev`` = (cv, cl, cf, band) rows, ``evi`` = (ovT, olam, oF, slot…)."""
@@ -71,13 +74,13 @@ def _lowest(fl, il, ev, evi, vals):
     return g
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _rms(x):
     """scipy's ``norm``: ``np.linalg.norm(x) / x.size ** 0.5`` (the same BLAS dot)."""
     return math.sqrt(np.dot(x, x)) / x.size ** 0.5
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _stages(t, y, h, first, last, K, fl, il):
     """Stages ``first`` … ``last − 1``: ``K[s] = fun(t + C[s] h, y + (K[:s]ᵀ A[s, :s]) h)`` (scipy's
     expressions).  Returns −1, or the stage whose evaluation failed (``y`` then holds its point)."""
@@ -89,28 +92,35 @@ def _stages(t, y, h, first, last, K, fl, il):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _put(state, t, h_abs, g, status, steps, nfev, t_fail):
     state[0], state[1], state[2], state[3], state[4], state[5], state[6] = t, h_abs, g, status, steps, nfev, t_fail
 
 
 @njit(cache=True)
 def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F, state):
-    """Steps of scipy's DOP853 from (t, y) with ``f = fun(t, y)`` towards ``t_bound`` (ascending), at most
+    """Steps of scipy's DOP853 from (t, y) (``f = fun(t, y)`` unless at the start) towards ``t_bound`` (ascending), at most
     ``told.size`` of them, each stored as its dense output (``told``, ``hs``, ``yold``, ``F``).
 
     The arithmetic is scipy's, expression by expression, with the same BLAS calls (numba's ``np.dot``
     calls the BLAS numpy calls): the steps are scipy's to the bit where the two libraries agree.
-    ``h_abs`` ≤ 0: scipy's initial step is selected first.  ``g_old``: the lowest watched event function
-    at t (NaN: none watched).  On return ``y``, ``f`` hold the last state and derivative and ``state`` =
+    ``h_abs`` ≤ 0 (the start): ``f`` and the lowest watched event function at t are evaluated, then
+    scipy's initial step is selected.  ``g_old``: the lowest watched event function at t (NaN: none
+    watched; ignored at the start).  On return ``y``, ``f`` hold the last state and derivative and ``state`` =
     (t, h_abs, g, status, steps, nfev, t_fail); status FINISHED, EVENT (downward sign change of the
     lowest event function in the last step), FULL (call again to go on), TOO_SMALL, RHS_FAILED (``y``
     holds the point where the right-hand side failed, at ``t_fail``).
     """
     ny = y.size
     nfev = 0
-    watch = not math.isnan(g_old)
     vals = np.empty(evi.size - 3)
+    if h_abs <= 0.0:                                     # the start: f = fun(t, y), the events there
+        nfev += 1
+        if not _fun(t, y, fl, il, f):
+            _put(state, t, h_abs, g_old, RHS_FAILED, 0, nfev, t)
+            return
+        g_old = _lowest(fl, il, ev, evi, vals) if vals.size else np.nan
+    watch = not math.isnan(g_old)
     if h_abs <= 0.0:                                     # scipy's select_initial_step
         interval = abs(t_bound - t)
         scale = atol + np.abs(y) * rtol
@@ -270,15 +280,10 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
     atol = np.broadcast_to(np.asarray(atol, dtype=float), (ny,)).copy()
     f = np.empty(ny)
     K = np.empty((_co.N_STAGES_EXTENDED, ny))
-    if not _fun(t0, y, fl, il, f):
-        fun_fail(t0, y)
-    if event is not None:
-        ev, evi = event
-        g = _lowest(fl, il, ev, evi, np.empty(evi.size - 3))
-    else:
-        ev, evi, g = np.zeros((4, 0)), np.zeros(3, np.int64), math.nan
+    ev, evi = event if event is not None else (np.zeros((4, 0)), np.zeros(3, np.int64))
+    g = math.nan
     state = np.empty(7)
-    h_abs, chunks, nfev = 0.0, [], 1
+    h_abs, chunks, nfev = 0.0, [], 0
     t = t0
     while True:
         told, hs = np.empty(_CHUNK), np.empty(_CHUNK)
@@ -325,7 +330,7 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
 SCAN_OK, SCAN_PYTHON = 0, 1          # found or not found / something the Python search must redo (it raises)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dense_values(ts, stack_ts, t_old, h, y_old, F, fl, il, tab, G):
     """The event functions (table ``tab`` = (ovT, olam, oF, slot, cv, cl, cf, band)) at the dense states
     at ``ts`` into the rows of ``G``; −1, or the first sample whose mode solve failed."""
@@ -335,7 +340,7 @@ def _dense_values(ts, stack_ts, t_old, h, y_old, F, fl, il, tab, G):
     return flat_event_samples(ts, X, fl, il, ovT, olam, oF, slot, cv, cl, cf, band, G)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dense_value(s, k, stack_ts, t_old, h, y_old, F, fl, il, tab, buf):
     """Function ``k`` at time ``s`` (k < 0: the lowest of them); NaN if the solve failed."""
     ts = np.empty(1)
@@ -347,7 +352,7 @@ def _dense_value(s, k, stack_ts, t_old, h, y_old, F, fl, il, tab, buf):
     return buf[0].min()
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def brentq_dense(k, xa, xb, xtol, rtol, stack_ts, t_old, h, y_old, F, fl, il, tab, buf):
     """scipy's ``brentq`` (its C iteration, ``maxiter`` = 100) on :func:`_dense_value`; returns
     (root, ok): not ok where scipy would raise (a NaN value, no sign change, no convergence)."""

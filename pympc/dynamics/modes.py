@@ -28,6 +28,7 @@ from ..complementarity.support import lu_rcond
 from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
 from ..mechanics.assembly import _Z0, SparseAssembly, time_program
+from ._flat import flat_rows
 
 __all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm",
            "csr"]
@@ -408,6 +409,23 @@ class CompiledModes:
         if p.fl is None:
             return None
         return p.fl, p.il, (p.offs[10].start, p.offs[2].start, p.offs[3].start)
+
+    def rows(self, ts, X, mode):
+        """``(λ, F, vT, T, V, drift)`` at the samples ``(ts[i], X[i])`` in ``mode`` (rows; drift = max |gN|)
+        in one compiled call (:func:`pympc.dynamics._flat.flat_rows`); None for a model with Python parts,
+        or where a sample's solve fails (the caller evaluates sample by sample and says why)."""
+        flat = self.flat(mode)
+        if flat is None:
+            return None
+        fl, il, (ovT, olam, oF) = flat
+        k, ns = len(ts), self.ns
+        lam, F, vT = np.empty((k, ns)), np.empty((k, ns)), np.empty((k, ns))
+        T, V, drift = np.empty(k), np.empty(k), np.empty(k)
+        ogN = self._recent[1].offs[6].start
+        bad = flat_rows(np.ascontiguousarray(ts, dtype=float), np.ascontiguousarray(X, dtype=float), fl, il,
+                        ovT, olam, oF, ogN, lam, F, vT, T, V, drift)
+        self._last = None
+        return None if bad >= 0 else (lam, F, vT, T, V, drift)
 
     def event_samples(self, ts, X, mode, table, dense=None):
         """The event functions of a phase at many samples in one compiled call, or None where it does not apply.
