@@ -33,6 +33,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -220,6 +221,12 @@ def worker(case):
             out["quantecon"] = statistics.median(median_time(lambda L=L: lcp_lemke(L.M, L.q), 3) for L in lcps)
             # what the base's dense path costs on the same problems, in this process
             out["dense_hlcp"] = statistics.median(median_time(lambda h=h: pympc.solve(h), 3) for h in pick)
+    elif case == "compile":           # a fresh numba cache (run_case sets NUMBA_CACHE_DIR): first runs
+        here = Path(__file__).parents[1] / "models"
+        for model in ("friction_oscillator", "slider_crank"):
+            t0 = time.perf_counter()
+            pympc.simulate(here / f"{model}.toml", samples=2)
+            out[model] = time.perf_counter() - t0
     else:
         path = Path(__file__).parents[1] / "models" / f"{case}.toml"
         out["wall"] = median_time(lambda: pympc.simulate(path, samples=2), 3)
@@ -230,10 +237,14 @@ def worker(case):
 
 
 def run_case(tree, case):
-    """Run ``worker(case)`` in a process that imports pympc from ``tree``."""
+    """Run ``worker(case)`` in a process that imports pympc from ``tree`` (case "compile": with an empty
+    numba cache of its own)."""
     env = dict(os.environ, PYTHONPATH=str(tree))
-    res = subprocess.run([sys.executable, __file__, "--worker", case], env=env, capture_output=True, text=True,
-                         cwd=Path(__file__).parent)
+    with tempfile.TemporaryDirectory() as cache:
+        if case == "compile":
+            env["NUMBA_CACHE_DIR"] = cache
+        res = subprocess.run([sys.executable, __file__, "--worker", case], env=env, capture_output=True, text=True,
+                             cwd=Path(__file__).parent)
     if res.returncode:
         raise RuntimeError(f"{case} on {tree} failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -302,6 +313,17 @@ def chain_table(base, sizes):
           "the same reduced LCP")
 
 
+def compile_table(base):
+    here = Path(__file__).parents[1]
+    print("\nfirst runs on an empty numba cache (compilation included), one process per tree, one after the other")
+    print(f"{'model':20s} {'base':>8s} {'this':>8s}")
+    a = run_case(here, "compile")
+    b = run_case(base, "compile") if base else {}
+    for model in ("friction_oscillator", "slider_crank"):
+        print(f"{model:20s} {b.get(model, float('nan')):7.1f}s {a[model]:7.1f}s")
+    print(f"{'both':20s} {sum(b.values()) if b else float('nan'):7.1f}s {sum(a.values()):7.1f}s")
+
+
 def mechanism_table(base):
     here = Path(__file__).parents[1]
     print("\nmechanisms (model files' time spans)")
@@ -318,15 +340,17 @@ if __name__ == "__main__":
     ap.add_argument("--base", type=Path, help="a checkout of the code to compare with (e.g. git archive bdd374b)")
     ap.add_argument("--chains", default="10,50,100,200", help="chain sizes (default 10,50,100,200)")
     ap.add_argument("--parts", default="oscillator,mechanisms,chains",
-                    help="which tables, comma-separated (default oscillator,mechanisms,chains)")
+                    help="which tables, comma-separated (default oscillator,mechanisms,chains; also: compile, "
+                         "the first-run compile times on an empty numba cache, a few minutes)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args.worker)
     else:
         parts = set(args.parts.split(","))
-        if parts - {"oscillator", "mechanisms", "chains"}:
-            ap.error(f"--parts: unknown {sorted(parts - {'oscillator', 'mechanisms', 'chains'})}")
+        known = {"oscillator", "mechanisms", "chains", "compile"}
+        if parts - known:
+            ap.error(f"--parts: unknown {sorted(parts - known)}")
         print("load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         if "oscillator" in parts:
             oscillator_table(args.base)
@@ -334,4 +358,6 @@ if __name__ == "__main__":
             mechanism_table(args.base)
         if "chains" in parts:
             chain_table(args.base, [int(v) for v in args.chains.split(",")])
+        if "compile" in parts:
+            compile_table(args.base)
         print("load average (1, 5, 15 min) at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

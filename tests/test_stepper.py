@@ -236,3 +236,16 @@ def test_the_trajectory_rows_of_a_phase_in_one_call_are_the_per_sample_ones(mode
     for key in ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions", "kinetic",
                 "potential", "dissipated", "work", "drift"):
         np.testing.assert_array_equal(getattr(fast, key), getattr(plain, key), err_msg=key)
+
+
+def test_the_mode_solve_is_compiled_for_one_array_type():
+    """Every caller passes C-contiguous writable arrays: one compiled copy of the solve (a read-only or
+    strided argument would compile it again, ~10 s on a fresh install)."""
+    from pympc.mechanics import _kernels
+    for model in ("friction_oscillator", "slider_crank", "cross_slide"):
+        assert pympc.simulate(MODELS / f"{model}.toml", (0.0, 0.5), samples=11).success
+    sigs = _kernels.general_mode_timed.signatures
+    assert sigs
+    for sig in sigs:
+        text = " ".join(map(str, sig))
+        assert "readonly" not in text and ", A)" not in text, text

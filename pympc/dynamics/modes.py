@@ -251,6 +251,14 @@ def _singular(mode, t):
         "whose mass matrix is singular on its free motions (zero inertia with a free rotation?)")
 
 
+def _kernel_array(a):
+    """``a`` as the compiled mode solve takes every array: C-contiguous and writable.  The solve is compiled
+    once per array type; :func:`pympc.mechanics._kernels.general_mode_flat` passes such arrays, so the
+    evaluations from Python share its compiled code (a read-only or strided argument would compile the
+    whole solve again, about 10 s on a first run)."""
+    return a if a.flags.c_contiguous and a.flags.writeable else np.array(a, dtype=float)
+
+
 class _Plan:
     """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
 
@@ -281,7 +289,8 @@ class CompiledModes:
         self.minv = 1.0 / ab.mass
         self.n, self.m, self.ns = ab.n, ab.m, len(mu)
         self._work = np.zeros(ab.n)
-        self._none = ((_Z0, ab._J0, _Z0, _Z0), _Z0, _Z0, 0.0)
+        empty = np.zeros(0)      # writable: the kernels get one array type everywhere (see _kernel_array)
+        self._none = ((_Z0, ab._J0, _Z0, _Z0), empty, empty, 0.0)
         sl = ab._slot_table
         self._slot_bodies = [tuple(int(b) for b in (sl[0][k], sl[1][k]) if b >= 0) for k in range(self.ns)]
         self._joint_bodies = ab.joint_bodies()
@@ -369,6 +378,7 @@ class CompiledModes:
             joints, bI, Qx, Px = self._none
         if out is None:
             out = np.empty(2 * self.n + 2)
+        q, qd, tF, Qx, bI = (_kernel_array(v) for v in (q, qd, tF, Qx, bI))
         ok, bad, T, V, P = _kernels.general_mode_timed(t, q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
                                                        self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out,
                                                        self._tprog, self._tconst)
