@@ -163,7 +163,9 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         intervals = min(2 * intervals, 64)
         n = max(4, int(math.ceil((end - t0) / step)))
         ts = np.linspace(t0, end, n + 1)
-        ts = np.unique(np.concatenate([ts, extra[(extra > t0) & (extra < end)]]))
+        inner = extra[(extra > t0) & (extra < end)]
+        if inner.size:                      # (a linspace alone is sorted and without repeats already)
+            ts = np.unique(np.concatenate([ts, inner]))
         ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
         ts[-1] = end
         many = getattr(G, "many", None)     # all samples at once, when G offers it

@@ -72,6 +72,7 @@ class _Run:
         self.md = form.mass_diagonal
         self._cache_key, self._cache = None, None
         self.integrators = set()       # which integrators ran (Trajectory.info["integrator"])
+        self._tables = {}              # mode → the event functions' coefficients (_vector)
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     # ----------------------------------------------------------------- smooth phase
@@ -171,13 +172,17 @@ class _Run:
 
     def _vector(self, kinds, slots, mode, band):
         """All event functions at once (in the order of ``kinds``, ``slots``): ``vector(t, x)`` → array."""
-        kind = np.array([int(k) for k in kinds], dtype=int)
-        slot = np.array(slots, dtype=int)
-        m, w = np.asarray(mode.motions, float)[slot], np.asarray(mode.walls, float)[slot]
-        sl, br = (kind == EventKind.SLIP_STOP), (kind == EventKind.BREAKAWAY)
-        # g = cv vT + cl λ + cf |F| + band: m vT (slip stop), w λ + band (wall), μs w λ − |F| + band (breakaway)
-        cv, cl = np.where(sl, m, 0.0), np.where(sl, 0.0, np.where(br, self.mu_s[slot], 1.0) * w)
-        cf, bands = np.where(br, -1.0, 0.0), np.where(sl, 0.0, band)
+        fixed = self._tables.get(mode)          # what depends on the mode alone, made once per mode
+        if fixed is None:
+            kind = np.array([int(k) for k in kinds], dtype=int)
+            slot = np.array(slots, dtype=int)
+            m, w = np.asarray(mode.motions, float)[slot], np.asarray(mode.walls, float)[slot]
+            sl, br = (kind == EventKind.SLIP_STOP), (kind == EventKind.BREAKAWAY)
+            # g = cv vT + cl λ + cf |F| + band: m vT (slip stop), w λ + band (wall), μs w λ − |F| + band (breakaway)
+            cv, cl = np.where(sl, m, 0.0), np.where(sl, 0.0, np.where(br, self.mu_s[slot], 1.0) * w)
+            fixed = self._tables[mode] = (slot, cv, cl, np.where(br, -1.0, 0.0), sl)
+        slot, cv, cl, cf, sl = fixed
+        bands = np.where(sl, 0.0, band)
 
         def vector(t, x):
             vT, lam, F = self.slot_values(t, x, mode)
@@ -436,19 +441,26 @@ class _Run:
     def verify(self, t, q, qd, mode, candidates):
         """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips accelerating)."""
         try:
-            a, s = self.evaluate(t, np.concatenate([q, qd]), mode)     # the compiled mode solve when it applies
+            if self._fast is not None and isinstance(mode, Mode):    # the compiled solve, read in its buffers
+                self._cache_key = None
+                self._fast.compute(t, q, qd, mode)
+                v = self._fast.plan(mode).view
+                lam, h, qdd, F, aT = v["lam"], v["Q"], v["qdd"], v["F"], v["aT"]
+            else:
+                a, s = self.evaluate(t, np.concatenate([q, qd]), mode)
+                lam, h, qdd, F, aT = s.lam, a.h, s.qdd, s.F, s.aT
         except SimulationError as exc:
             return False, str(exc)
-        fs = 1e-7 * max(1.0, float(np.abs(s.lam).max(initial=0)), float(np.abs(a.h).max(initial=0)))
-        acc = 1e-7 * max(1.0, float(np.abs(s.qdd).max(initial=0)))
+        fs = 1e-7 * max(1.0, float(np.abs(lam).max(initial=0)), float(np.abs(h).max(initial=0)))
+        acc = 1e-7 * max(1.0, float(np.abs(qdd).max(initial=0)))
         w, m = np.asarray(mode.walls), np.asarray(mode.motions)
-        if np.any(w * s.lam < -fs):
-            return False, f"puts a normal force on the wrong wall (σλ = {w * s.lam})"
+        if np.any(w * lam < -fs):
+            return False, f"puts a normal force on the wrong wall (σλ = {w * lam})"
         st = m == 0
-        if np.any((self.mu_s * np.abs(s.lam) - np.abs(s.F))[st] < -fs):
+        if np.any((self.mu_s * np.abs(lam) - np.abs(F))[st] < -fs):
             return False, "needs more static friction than μ_s|λ|"
         for k in candidates:
-            if m[k] != 0 and m[k] * s.aT[k] < -acc:
+            if m[k] != 0 and m[k] * aT[k] < -acc:
                 return False, f"starts slot {k} slipping against its acceleration"
         return True, ""
 
