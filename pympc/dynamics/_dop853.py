@@ -46,19 +46,20 @@ _ORDER = 7                               # DOP853's error estimator order
 _EPS = np.finfo(float).eps
 
 # The helpers are inlined into the two compiled entry points (numba IR inlining): every compiled function that
-# calls the mode solve links and generates its machine code again (about 2 s each on a first run).
+# calls the mode solve links and generates its machine code again (about 2 s each on a first run).  Division
+# by zero gives inf/NaN as in scipy's C and NumPy code (error_model="numpy"), not an exception.
 
 # status codes of the compiled loop
 FINISHED, EVENT, FULL, TOO_SMALL, RHS_FAILED = 0, 1, 2, -1, -2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _fun(t, y, fl, il, out):
     ok, bad, T, V, P = general_mode_flat(t, y, fl, il, out)
     return ok and bad == -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _lowest(fl, il, ev, evi, vals):
     """The lowest watched event function at the point of the last evaluation (read from the mode's buffer):
     ``ev`` = (cv, cl, cf, band) rows, ``evi`` = (ovT, olam, oF, slot…)."""
@@ -74,13 +75,13 @@ def _lowest(fl, il, ev, evi, vals):
     return g
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _rms(x):
     """scipy's ``norm``: ``np.linalg.norm(x) / x.size ** 0.5`` (the same BLAS dot)."""
     return math.sqrt(np.dot(x, x)) / x.size ** 0.5
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _stages(t, y, h, first, last, K, fl, il):
     """Stages ``first`` … ``last − 1``: ``K[s] = fun(t + C[s] h, y + (K[:s]ᵀ A[s, :s]) h)`` (scipy's
     expressions).  Returns −1, or the stage whose evaluation failed (``y`` then holds its point)."""
@@ -92,12 +93,12 @@ def _stages(t, y, h, first, last, K, fl, il):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _put(state, t, h_abs, g, status, steps, nfev, t_fail):
     state[0], state[1], state[2], state[3], state[4], state[5], state[6] = t, h_abs, g, status, steps, nfev, t_fail
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F, state):
     """Steps of scipy's DOP853 from (t, y) (``f = fun(t, y)`` unless at the start) towards ``t_bound`` (ascending), at most
     ``told.size`` of them, each stored as its dense output (``told``, ``hs``, ``yold``, ``F``).
@@ -276,6 +277,8 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
     ny = y.size
     if ny != 2 * il[0] + 2:      # the compiled right-hand side writes 2n + 2 entries (unchecked: numba)
         raise ValueError(f"the state has {ny} entries, the compiled right-hand side {2 * il[0] + 2}")
+    if not t_bound > t0:
+        raise ValueError(f"the compiled DOP853 integrates forward only: t_bound = {t_bound} <= t0 = {t0}")
     rtol = max(float(rtol), 100 * _EPS)          # scipy's validate_tol
     atol = np.broadcast_to(np.asarray(atol, dtype=float), (ny,)).copy()
     f = np.empty(ny)
@@ -330,7 +333,7 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
 SCAN_OK, SCAN_PYTHON = 0, 1          # found or not found / something the Python search must redo (it raises)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _dense_values(ts, stack_ts, t_old, h, y_old, F, fl, il, tab, G):
     """The event functions (table ``tab`` = (ovT, olam, oF, slot, cv, cl, cf, band)) at the dense states
     at ``ts`` into the rows of ``G``; −1, or the first sample whose mode solve failed."""
@@ -340,7 +343,7 @@ def _dense_values(ts, stack_ts, t_old, h, y_old, F, fl, il, tab, G):
     return flat_event_samples(ts, X, fl, il, ovT, olam, oF, slot, cv, cl, cf, band, G)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _dense_value(s, k, stack_ts, t_old, h, y_old, F, fl, il, tab, buf):
     """Function ``k`` at time ``s`` (k < 0: the lowest of them); NaN if the solve failed."""
     ts = np.empty(1)
@@ -352,7 +355,7 @@ def _dense_value(s, k, stack_ts, t_old, h, y_old, F, fl, il, tab, buf):
     return buf[0].min()
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def brentq_dense(k, xa, xb, xtol, rtol, stack_ts, t_old, h, y_old, F, fl, il, tab, buf):
     """scipy's ``brentq`` (its C iteration, ``maxiter`` = 100) on :func:`_dense_value`; returns
     (root, ok): not ok where scipy would raise (a NaN value, no sign change, no convergence)."""
@@ -403,7 +406,7 @@ def brentq_dense(k, xa, xb, xtol, rtol, stack_ts, t_old, h, y_old, F, fl, il, ta
     return xcur, False
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def scan_dense(a, ga, b, gb, bound, dt_min, split, stack_ts, t_old, h, y_old, F, fl, il, tab):
     """:func:`pympc.dynamics.crossings._scan` compiled: the first crossing in [a, b], bisected in ``split``
     parts where the curvature bound allows a zero, the roots by :func:`brentq_dense` (xtol 1e-15,

@@ -143,7 +143,7 @@ class _Run:
         o = self.opts
         lowest = _lowest(funcs.vector, watched) if watched.size else None
         flat = self._fast.flat(mode) if (self._fast is not None and sens is None and isinstance(o["method"], str)
-                                         and o["method"] == "DOP853" and isinstance(mode, Mode)) else None
+                                         and o["method"] == "DOP853" and isinstance(mode, Mode) and tb > ta) else None
         if flat is None:
             self.integrators.add(f"solve_ivp ({getattr(o['method'], '__name__', o['method'])})")
             return solve_ivp(self.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
@@ -309,12 +309,13 @@ class _Run:
         return {"position": pos, "velocity": vel, "tolerance": tol, "over": over, "projected": False}
 
     # ----------------------------------------------------------------- events
-    def project(self, t, q, qd, stick=()):
-        """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones."""
+    def project(self, t, q, qd, stick=(), assembly=None):
+        """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones
+        (``assembly``: the assembly at (q, q̇, t) when the caller has it)."""
         form = self.form
         last = np.inf
-        for _ in range(20):
-            a = form.assemble(q, qd, t)
+        for i in range(20):
+            a = assembly if i == 0 and assembly is not None else form.assemble(q, qd, t)
             g = np.concatenate([a.g[a.holonomic], a.gN])
             err = np.abs(g).max(initial=0)
             if err <= 1e-13 * (1 + np.abs(q).max(initial=0)) or err > 0.5 * last:   # converged, or at round-off
@@ -402,7 +403,7 @@ class _Run:
         probe = None
         if degenerate:
             mode, probe = self._probe(t, q, qd, a, ev, x, y, dirs, before, mode, degenerate, kind, slot)
-        q, qd = self.project(t, q, qd, stick=mode.sticking)
+        q, qd = self.project(t, q, qd, stick=mode.sticking, assembly=a)     # a: the assembly at this (q, q̇)
         verified, why = self.verify(t, q, qd, mode, ev.candidates)
         event = Event(t, kind, slot, before, mode, ev.hlcp, ev.candidates, np.asarray(x), np.asarray(y),
                       classification, npoints, solver, probe, verified)
