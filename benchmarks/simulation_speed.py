@@ -4,8 +4,9 @@ Every case is run by a worker process per code tree (``PYTHONPATH`` = that
 tree), one after the other in the same run, so the before/after ratios share
 the machine's load.
 
-1. ``friction_oscillator.toml`` for 30 s at the default rtol: wall time, right-hand
-   side calls and µs per call (timed inside the real run), event-time error
+1. ``friction_oscillator.toml`` for 30 s at the default rtol: wall time, the integrator
+   that ran (compiled DOP853 or solve_ivp), right-hand side calls and µs per call
+   (timed inside the real run; for the compiled loop, its time per call), event-time error
    against a semi-analytic reference (every smooth phase of this model is a
    linear ODE with a closed-form solution; only the phase ends are found by root
    finding), next to the same model with regularized friction
@@ -32,6 +33,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -154,6 +156,18 @@ def _rhs_timer():
         return out
 
     driver._Run.rhs = timed
+    try:                                # the compiled DOP853 loop (this tree): its right-hand side calls are
+        stepper = importlib.import_module("pympc.dynamics._dop853")       # inside it; time the loop per call
+    except ImportError:
+        return stats
+    loop = stepper.dop853_run
+
+    def timed_loop(*args):
+        t0 = time.perf_counter()
+        loop(*args)
+        stats[1] += time.perf_counter() - t0
+        stats[0] += int(args[-1][5])    # state[5]: the loop's right-hand side calls
+    stepper.dop853_run = timed_loop
     return stats
 
 
@@ -170,7 +184,8 @@ def worker(case):
         got = [(e.kind.name, e.time) for e in tr.events[1:]]
         assert [k for k, _ in got] == [k for k, _ in ref], "event sequence differs from the reference"
         out.update(calls=stats[0], us_rhs=stats[1] / stats[0] * 1e6, events=len(got),
-                   err=max(abs(a[1] - b[1]) for a, b in zip(got, ref)))
+                   err=max(abs(a[1] - b[1]) for a, b in zip(got, ref)),
+                   integrator=tr.info.get("integrator", "solve_ivp (DOP853)"))
     elif case.startswith("chain"):
         n = int(case[5:])
         t0 = time.perf_counter()
@@ -206,6 +221,12 @@ def worker(case):
             out["quantecon"] = statistics.median(median_time(lambda L=L: lcp_lemke(L.M, L.q), 3) for L in lcps)
             # what the base's dense path costs on the same problems, in this process
             out["dense_hlcp"] = statistics.median(median_time(lambda h=h: pympc.solve(h), 3) for h in pick)
+    elif case == "compile":           # a fresh numba cache (run_case sets NUMBA_CACHE_DIR): first runs
+        here = Path(__file__).parents[1] / "models"
+        for model in ("friction_oscillator", "slider_crank"):
+            t0 = time.perf_counter()
+            pympc.simulate(here / f"{model}.toml", samples=2)
+            out[model] = time.perf_counter() - t0
     else:
         path = Path(__file__).parents[1] / "models" / f"{case}.toml"
         out["wall"] = median_time(lambda: pympc.simulate(path, samples=2), 3)
@@ -216,10 +237,14 @@ def worker(case):
 
 
 def run_case(tree, case):
-    """Run ``worker(case)`` in a process that imports pympc from ``tree``."""
+    """Run ``worker(case)`` in a process that imports pympc from ``tree`` (case "compile": with an empty
+    numba cache of its own)."""
     env = dict(os.environ, PYTHONPATH=str(tree))
-    res = subprocess.run([sys.executable, __file__, "--worker", case], env=env, capture_output=True, text=True,
-                         cwd=Path(__file__).parent)
+    with tempfile.TemporaryDirectory() as cache:
+        if case == "compile":
+            env["NUMBA_CACHE_DIR"] = cache
+        res = subprocess.run([sys.executable, __file__, "--worker", case], env=env, capture_output=True, text=True,
+                             cwd=Path(__file__).parent)
     if res.returncode:
         raise RuntimeError(f"{case} on {tree} failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -244,16 +269,18 @@ def oscillator_table(base):
     us_hand = median_time(lambda: [hand(0.1, np.array([0.01, 0.2])) for _ in range(1000)], 5) * 1e3
     print(f"\nfriction_oscillator.toml, 30 s, {len(ref)} reference events; pympc at its default rtol (DOP853 1e-10)")
     print(f"{'run':58s} {'wall':>9s} {'RHS calls':>9s} {'µs/RHS':>8s} {'events':>6s} {'event err':>9s} "
-          f"{'vs regularized':>14s}")
+          f"{'vs regularized':>14s}  integrator")
     base_w = reg[0][1]
     rows = ([("pympc event-driven, base " + str(base), before)] if before else []) + \
         [("pympc event-driven, this tree", after)]
     for name, r in rows:
         print(f"{name[:58]:58s} {r['wall'] * 1e3:7.1f}ms {r['calls']:9d} {r['us_rhs']:8.1f} {r['events']:6d} "
-              f"{r['err']:9.1e} {base_w / r['wall']:13.0f}x")
+              f"{r['err']:9.1e} {base_w / r['wall']:13.0f}x  {r['integrator']}")
     for name, w, ne, err in reg:
         print(f"{name:58s} {w * 1e3:7.1f}ms {'':9s} {'':8s} {ne:6d} {err:9.1e} {base_w / w:13.1f}x")
     print(f"{'hand-written scalar NumPy RHS of the oscillator (one call)':58s} {'':9s} {'':9s} {us_hand:8.1f}")
+    print("µs/RHS: time in the right-hand side per call as the driver calls it (solve_ivp: the Python call; "
+          "compiled DOP853: the loop's whole time per right-hand side call, its own arithmetic included)")
     if before:
         print(f"speed-up over the base: wall {before['wall'] / after['wall']:.1f}x, "
               f"per RHS call {before['us_rhs'] / after['us_rhs']:.1f}x; this tree's RHS / hand NumPy RHS: "
@@ -286,6 +313,17 @@ def chain_table(base, sizes):
           "the same reduced LCP")
 
 
+def compile_table(base):
+    here = Path(__file__).parents[1]
+    print("\nfirst runs on an empty numba cache (compilation included), one process per tree, one after the other")
+    print(f"{'model':20s} {'base':>8s} {'this':>8s}")
+    a = run_case(here, "compile")
+    b = run_case(base, "compile") if base else {}
+    for model in ("friction_oscillator", "slider_crank"):
+        print(f"{model:20s} {b.get(model, float('nan')):7.1f}s {a[model]:7.1f}s")
+    print(f"{'both':20s} {sum(b.values()) if b else float('nan'):7.1f}s {sum(a.values()):7.1f}s")
+
+
 def mechanism_table(base):
     here = Path(__file__).parents[1]
     print("\nmechanisms (model files' time spans)")
@@ -302,15 +340,17 @@ if __name__ == "__main__":
     ap.add_argument("--base", type=Path, help="a checkout of the code to compare with (e.g. git archive bdd374b)")
     ap.add_argument("--chains", default="10,50,100,200", help="chain sizes (default 10,50,100,200)")
     ap.add_argument("--parts", default="oscillator,mechanisms,chains",
-                    help="which tables, comma-separated (default oscillator,mechanisms,chains)")
+                    help="which tables, comma-separated (default oscillator,mechanisms,chains; also: compile, "
+                         "the first-run compile times on an empty numba cache, a few minutes)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args.worker)
     else:
         parts = set(args.parts.split(","))
-        if parts - {"oscillator", "mechanisms", "chains"}:
-            ap.error(f"--parts: unknown {sorted(parts - {'oscillator', 'mechanisms', 'chains'})}")
+        known = {"oscillator", "mechanisms", "chains", "compile"}
+        if parts - known:
+            ap.error(f"--parts: unknown {sorted(parts - known)}")
         print("load average (1, 5, 15 min) at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         if "oscillator" in parts:
             oscillator_table(args.base)
@@ -318,4 +358,6 @@ if __name__ == "__main__":
             mechanism_table(args.base)
         if "chains" in parts:
             chain_table(args.base, [int(v) for v in args.chains.split(",")])
+        if "compile" in parts:
+            compile_table(args.base)
         print("load average (1, 5, 15 min) at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

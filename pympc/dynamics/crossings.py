@@ -131,7 +131,9 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
     ----------
     G : callable
         ``G(t)`` → 1-D array of event-function values (each ≥ 0 at ``ta``); if it has
-        an attribute ``many``, ``G.many(ts)`` → the values at all the times ``ts`` (rows).
+        an attribute ``many``, ``G.many(ts)`` → the values at all the times ``ts`` (rows); if it has
+        an attribute ``scan``, ``G.scan(a, ga, b, gb, bound, dt_min)`` does the search of one interval
+        as :func:`_scan` does (compiled), returning (t, i), (None, None), or None to leave it to :func:`_scan`.
     ta, tb : float
     h : float or callable
         Largest sampling interval (must resolve the time functions of ``G``), or
@@ -161,7 +163,9 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         intervals = min(2 * intervals, 64)
         n = max(4, int(math.ceil((end - t0) / step)))
         ts = np.linspace(t0, end, n + 1)
-        ts = np.unique(np.concatenate([ts, extra[(extra > t0) & (extra < end)]]))
+        inner = extra[(extra > t0) & (extra < end)]
+        if inner.size:                      # (a linspace alone is sorted and without repeats already)
+            ts = np.unique(np.concatenate([ts, inner]))
         ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
         ts[-1] = end
         many = getattr(G, "many", None)     # all samples at once, when G offers it
@@ -172,8 +176,11 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         # samples i−1 … i+2; only intervals where it does not exclude a zero are searched (one compiled pass)
         bounds = np.empty((len(ts) - 1, vals.shape[1]))
         open_ = curvature_bounds(np.ascontiguousarray(ts), np.ascontiguousarray(vals), bounds)
+        scan = getattr(G, "scan", None)     # the same search compiled, when G offers it (None: not here)
         for i in np.flatnonzero(open_):
-            hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min)
+            hit = scan(ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min) if scan is not None else None
+            if hit is None:
+                hit = _scan(G, ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min)
             if hit[0] is not None:
                 return hit
         t0 = end
@@ -231,7 +238,8 @@ much per sample as single calls (then it is halved, one evaluation per half)."""
 
 
 class DenseStates:
-    """The states of a ``solve_ivp`` dense output at many times, as rows: ``DenseStates(sol.sol)(ts)``.
+    """The states of a ``solve_ivp`` dense output at many times, as rows: ``DenseStates(sol.sol)(ts)`` (or of
+    the compiled DOP853's :class:`~pympc.dynamics._dop853.Dop853Solution`, which holds the stack already).
 
     For DOP853 (the driver's default) all the steps' interpolants are stacked once and evaluated in a few
     array operations for all the times together: the very operations of scipy's ``Dop853DenseOutput``, on
@@ -247,9 +255,9 @@ class DenseStates:
     def __init__(self, sol):
         self.sol = sol
         ips = getattr(sol, "interpolants", None)
-        self.stack = None
-        if (ips and all(type(ip).__name__ == "Dop853DenseOutput" for ip in ips) and getattr(sol, "ascending", False)
-                and getattr(sol, "side", None) == "left"):
+        self.stack = getattr(sol, "stack", None)         # the compiled DOP853's solution holds its stack
+        if self.stack is None and (ips and all(type(ip).__name__ == "Dop853DenseOutput" for ip in ips)
+                                   and getattr(sol, "ascending", False) and getattr(sol, "side", None) == "left"):
             self.stack = (np.asarray(sol.ts_sorted, float), np.array([ip.t_old for ip in ips]),
                            np.array([ip.h for ip in ips]), np.array([ip.y_old for ip in ips]),
                            np.array([ip.F for ip in ips]))

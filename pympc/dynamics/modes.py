@@ -28,6 +28,7 @@ from ..complementarity.support import lu_rcond
 from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
 from ..mechanics.assembly import _Z0, SparseAssembly, time_program
+from ._flat import flat_rows
 
 __all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm",
            "csr"]
@@ -250,6 +251,14 @@ def _singular(mode, t):
         "whose mass matrix is singular on its free motions (zero inertia with a free rotation?)")
 
 
+def _kernel_array(a):
+    """``a`` as the compiled mode solve takes every array: C-contiguous and writable.  The solve is compiled
+    once per array type; :func:`pympc.mechanics._kernels.general_mode_flat` passes such arrays, so the
+    evaluations from Python share its compiled code (a read-only or strided argument would compile the
+    whole solve again, about 10 s on a first run)."""
+    return a if a.flags.c_contiguous and a.flags.writeable else np.array(a, dtype=float)
+
+
 class _Plan:
     """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
 
@@ -280,7 +289,8 @@ class CompiledModes:
         self.minv = 1.0 / ab.mass
         self.n, self.m, self.ns = ab.n, ab.m, len(mu)
         self._work = np.zeros(ab.n)
-        self._none = ((_Z0, ab._J0, _Z0, _Z0), _Z0, _Z0, 0.0)
+        empty = np.zeros(0)      # writable: the kernels get one array type everywhere (see _kernel_array)
+        self._none = ((_Z0, ab._J0, _Z0, _Z0), empty, empty, 0.0)
         sl = ab._slot_table
         self._slot_bodies = [tuple(int(b) for b in (sl[0][k], sl[1][k]) if b >= 0) for k in range(self.ns)]
         self._joint_bodies = ab.joint_bodies()
@@ -368,6 +378,7 @@ class CompiledModes:
             joints, bI, Qx, Px = self._none
         if out is None:
             out = np.empty(2 * self.n + 2)
+        q, qd, tF, Qx, bI = (_kernel_array(v) for v in (q, qd, tF, Qx, bI))
         ok, bad, T, V, P = _kernels.general_mode_timed(t, q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
                                                        self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out,
                                                        self._tprog, self._tconst)
@@ -398,6 +409,33 @@ class CompiledModes:
             raise _singular(mode, t)        # pragma: no cover  (compute raises)
         self._last = (t, p, self._none[0], T, V, P)
         return out
+
+    def flat(self, mode):
+        """``(fl, il, (ovT, olam, oF))``: the arrays of :func:`pympc.mechanics._kernels.general_mode_flat` for
+        ``mode`` and the offsets of the slots' ``vT``, ``λ``, ``F`` in its buffer; None for a model with Python
+        parts (joints, forces of the state)."""
+        p = self._recent[1] if mode is self._recent[0] else self.plan(mode)
+        self._recent = (mode, p)
+        if p.fl is None:
+            return None
+        return p.fl, p.il, (p.offs[10].start, p.offs[2].start, p.offs[3].start)
+
+    def rows(self, ts, X, mode):
+        """``(λ, F, vT, T, V, drift)`` at the samples ``(ts[i], X[i])`` in ``mode`` (rows; drift = max |gN|)
+        in one compiled call (:func:`pympc.dynamics._flat.flat_rows`); None for a model with Python parts,
+        or where a sample's solve fails (the caller evaluates sample by sample and says why)."""
+        flat = self.flat(mode)
+        if flat is None:
+            return None
+        fl, il, (ovT, olam, oF) = flat
+        k, ns = len(ts), self.ns
+        lam, F, vT = np.empty((k, ns)), np.empty((k, ns)), np.empty((k, ns))
+        T, V, drift = np.empty(k), np.empty(k), np.empty(k)
+        ogN = self._recent[1].offs[6].start
+        bad = flat_rows(np.ascontiguousarray(ts, dtype=float), np.ascontiguousarray(X, dtype=float), fl, il,
+                        ovT, olam, oF, ogN, lam, F, vT, T, V, drift)
+        self._last = None
+        return None if bad >= 0 else (lam, F, vT, T, V, drift)
 
     def event_samples(self, ts, X, mode, table, dense=None):
         """The event functions of a phase at many samples in one compiled call, or None where it does not apply.

@@ -26,7 +26,8 @@ from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from ..mechanics._kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
-from .crossings import DenseStates, TimeScale, first_crossing
+from . import _dop853 as dop853
+from .crossings import SPLIT, DenseStates, TimeScale, first_crossing
 from .events import event_problem, read_mode
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
@@ -71,6 +72,8 @@ class _Run:
         self.mu_s = np.array([float(s.static_mu) for s in form.slots])
         self.md = form.mass_diagonal
         self._cache_key, self._cache = None, None
+        self.integrators = set()       # which integrators ran (Trajectory.info["integrator"])
+        self._tables = {}              # mode → the event functions' coefficients (_vector)
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     # ----------------------------------------------------------------- smooth phase
@@ -131,6 +134,33 @@ class _Run:
         out[2 * n + 1] = work
         return out
 
+    def integrate(self, sens, mode, funcs, ta, tb, xa, t_eval, max_step, watched):
+        """One piece of a smooth phase: ``solve_ivp`` from (ta, xa) to tb with dense output, stopping at the
+        first step end where the lowest of the ``watched`` event functions has crossed zero downwards.
+
+        With DOP853 (the default), no sensitivities and a mode whose right-hand side is compiled end to end
+        (:meth:`CompiledModes.flat`), the same steps are taken by the compiled loop of
+        :func:`pympc.dynamics._dop853.integrate`, which also watches the event functions there."""
+        o = self.opts
+        lowest = _lowest(funcs.vector, watched) if watched.size else None
+        flat = self._fast.flat(mode) if (self._fast is not None and sens is None and isinstance(o["method"], str)
+                                         and o["method"] == "DOP853" and isinstance(mode, Mode) and tb > ta) else None
+        if flat is None:
+            self.integrators.add(f"solve_ivp ({getattr(o['method'], '__name__', o['method'])})")
+            return solve_ivp(self.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
+                             atol=o["atol"] if sens is None else sens.atol(o["atol"]), t_eval=t_eval, args=(mode,),
+                             max_step=max_step, dense_output=True, events=lowest)
+        fl, il, offsets = flat
+        event = None
+        if watched.size:
+            slot, cv, cl, cf, band = funcs.vector.table
+            event = (np.ascontiguousarray(np.vstack([cv, cl, cf, band])[:, watched], dtype=float),
+                     np.concatenate([offsets, slot[watched]]).astype(np.int64))
+        self._cache_key = None             # the compiled buffers will hold other points
+        self.integrators.add("compiled DOP853")
+        return dop853.integrate(lambda t, x: self.rhs(t, x, mode), ta, tb, xa, fl, il, o["rtol"], o["atol"],
+                                max_step, t_eval, event, lowest)
+
     def event_functions(self, mode, force_scale):
         # a dead band above the integration noise, so that a force that is zero (λ ≡ 0) does not chatter
         band = max(1e-12, 10 * self.opts["rtol"]) * force_scale
@@ -143,19 +173,24 @@ class _Run:
 
     def _vector(self, kinds, slots, mode, band):
         """All event functions at once (in the order of ``kinds``, ``slots``): ``vector(t, x)`` → array."""
-        kind = np.array([int(k) for k in kinds], dtype=int)
-        slot = np.array(slots, dtype=int)
-        m, w = np.asarray(mode.motions, float)[slot], np.asarray(mode.walls, float)[slot]
-        sl, br = (kind == EventKind.SLIP_STOP), (kind == EventKind.BREAKAWAY)
-        # g = cv vT + cl λ + cf |F| + band: m vT (slip stop), w λ + band (wall), μs w λ − |F| + band (breakaway)
-        cv, cl = np.where(sl, m, 0.0), np.where(sl, 0.0, np.where(br, self.mu_s[slot], 1.0) * w)
-        cf, bands = np.where(br, -1.0, 0.0), np.where(sl, 0.0, band)
+        fixed = self._tables.get(mode)          # what depends on the mode alone, made once per mode
+        if fixed is None:
+            kind = np.array([int(k) for k in kinds], dtype=int)
+            slot = np.array(slots, dtype=int)
+            m, w = np.asarray(mode.motions, float)[slot], np.asarray(mode.walls, float)[slot]
+            sl, br = (kind == EventKind.SLIP_STOP), (kind == EventKind.BREAKAWAY)
+            # g = cv vT + cl λ + cf |F| + band: m vT (slip stop), w λ + band (wall), μs w λ − |F| + band (breakaway)
+            cv, cl = np.where(sl, m, 0.0), np.where(sl, 0.0, np.where(br, self.mu_s[slot], 1.0) * w)
+            fixed = self._tables[mode] = (slot, cv, cl, np.where(br, -1.0, 0.0), sl)
+        slot, cv, cl, cf, sl = fixed
+        bands = np.where(sl, 0.0, band)
 
         def vector(t, x):
             vT, lam, F = self.slot_values(t, x, mode)
             return event_values(vT, lam, F, slot, cv, cl, cf, bands, np.empty(slot.size))
 
         table = (slot, cv, cl, cf, bands)
+        vector.table = table
 
         def many(ts, X):
             """The functions at the states ``X[i]`` (rows) at times ``ts[i]``: one compiled call when it applies."""
@@ -174,6 +209,24 @@ class _Run:
                 self._cache_key = None
             return many(ts, states(ts)) if G is None else G
         vector.dense = dense
+
+        def scanner(stack):
+            """:func:`pympc.dynamics._dop853.scan_dense` on a stack of DOP853 steps as ``G.scan`` of
+            :func:`first_crossing` (None where it does not apply: Python parts, or not a DOP853 stack)."""
+            flat = self._fast.flat(mode) if self._fast is not None and isinstance(mode, Mode) else None
+            if flat is None or stack is None or vector.split != SPLIT:
+                return None
+            fl, il, (ovT, olam, oF) = flat
+            tab = (ovT, olam, oF, slot, cv, cl, cf, bands)
+
+            def scan(a, ga, b, gb, bound, dt_min):
+                t, i, status = dop853.scan_dense(a, ga, b, gb, bound, dt_min, SPLIT, *stack, fl, il, tab)
+                self._cache_key = None            # the compiled buffers hold the last sample
+                if status != dop853.SCAN_OK:
+                    return None
+                return (t, i) if i >= 0 else (None, None)
+            return scan
+        vector.scanner = scanner
         # batches are compiled (cut an interval into many parts at once) only without Python parts
         vector.split = 16 if self._fast is not None and self._fast.batched and isinstance(mode, Mode) else 2
         return vector
@@ -204,6 +257,9 @@ class _Run:
             return funcs.vector(s, x)
         G.many = lambda ts: funcs.vector.many(ts, np.broadcast_to(x, (len(ts), x.size)))
         G.split = funcs.vector.split
+        # the constant state as one dense-output step whose polynomial is zero: y = 0 + x, exactly
+        G.scan = funcs.vector.scanner((np.array([t, t1]), np.array([t]), np.array([1.0]), x[None, :].copy(),
+                                       np.zeros((1, 7, x.size))))
         return first_crossing(G, t, t1, self.window)
 
     def scan_phase(self, sol, t, tb, funcs):
@@ -217,6 +273,7 @@ class _Run:
         states = DenseStates(sol.sol)
         G.many = lambda ts: funcs.vector.dense(ts, states)
         G.split = funcs.vector.split
+        G.scan = funcs.vector.scanner(states.stack)
         te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
 
@@ -253,12 +310,13 @@ class _Run:
         return {"position": pos, "velocity": vel, "tolerance": tol, "over": over, "projected": False}
 
     # ----------------------------------------------------------------- events
-    def project(self, t, q, qd, stick=()):
-        """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones."""
+    def project(self, t, q, qd, stick=(), assembly=None):
+        """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones
+        (``assembly``: the assembly at (q, q̇, t) when the caller has it)."""
         form = self.form
         last = np.inf
-        for _ in range(20):
-            a = form.assemble(q, qd, t)
+        for i in range(20):
+            a = assembly if i == 0 and assembly is not None else form.assemble(q, qd, t)
             g = np.concatenate([a.g[a.holonomic], a.gN])
             err = np.abs(g).max(initial=0)
             if err <= 1e-13 * (1 + np.abs(q).max(initial=0)) or err > 0.5 * last:   # converged, or at round-off
@@ -346,7 +404,7 @@ class _Run:
         probe = None
         if degenerate:
             mode, probe = self._probe(t, q, qd, a, ev, x, y, dirs, before, mode, degenerate, kind, slot)
-        q, qd = self.project(t, q, qd, stick=mode.sticking)
+        q, qd = self.project(t, q, qd, stick=mode.sticking, assembly=a)     # a: the assembly at this (q, q̇)
         verified, why = self.verify(t, q, qd, mode, ev.candidates)
         event = Event(t, kind, slot, before, mode, ev.hlcp, ev.candidates, np.asarray(x), np.asarray(y),
                       classification, npoints, solver, probe, verified)
@@ -385,19 +443,26 @@ class _Run:
     def verify(self, t, q, qd, mode, candidates):
         """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips accelerating)."""
         try:
-            a, s = self.evaluate(t, np.concatenate([q, qd]), mode)     # the compiled mode solve when it applies
+            if self._fast is not None and isinstance(mode, Mode):    # the compiled solve, read in its buffers
+                self._cache_key = None
+                self._fast.compute(t, q, qd, mode)
+                v = self._fast.plan(mode).view
+                lam, h, qdd, F, aT = v["lam"], v["Q"], v["qdd"], v["F"], v["aT"]
+            else:
+                a, s = self.evaluate(t, np.concatenate([q, qd]), mode)
+                lam, h, qdd, F, aT = s.lam, a.h, s.qdd, s.F, s.aT
         except SimulationError as exc:
             return False, str(exc)
-        fs = 1e-7 * max(1.0, float(np.abs(s.lam).max(initial=0)), float(np.abs(a.h).max(initial=0)))
-        acc = 1e-7 * max(1.0, float(np.abs(s.qdd).max(initial=0)))
+        fs = 1e-7 * max(1.0, float(np.abs(lam).max(initial=0)), float(np.abs(h).max(initial=0)))
+        acc = 1e-7 * max(1.0, float(np.abs(qdd).max(initial=0)))
         w, m = np.asarray(mode.walls), np.asarray(mode.motions)
-        if np.any(w * s.lam < -fs):
-            return False, f"puts a normal force on the wrong wall (σλ = {w * s.lam})"
+        if np.any(w * lam < -fs):
+            return False, f"puts a normal force on the wrong wall (σλ = {w * lam})"
         st = m == 0
-        if np.any((self.mu_s * np.abs(s.lam) - np.abs(s.F))[st] < -fs):
+        if np.any((self.mu_s * np.abs(lam) - np.abs(F))[st] < -fs):
             return False, "needs more static friction than μ_s|λ|"
         for k in candidates:
-            if m[k] != 0 and m[k] * s.aT[k] < -acc:
+            if m[k] != 0 and m[k] * aT[k] < -acc:
                 return False, f"starts slot {k} slipping against its acceleration"
         return True, ""
 
@@ -692,11 +757,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
                     # one hint function, the lowest of the event functions watched (one evaluation per step)
                     g0 = funcs.vector(ta, xa)
                     for watched in (np.flatnonzero(g0 >= 0), np.flatnonzero(g0 > 0)):
-                        lowest = _lowest(funcs.vector, watched)
-                        sol = solve_ivp(run.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
-                                        atol=o["atol"] if sens is None else sens.atol(o["atol"]),
-                                        t_eval=np.append(ins, tb) if tb >= t1 else ins, args=(mode,), max_step=step,
-                                        dense_output=True, events=lowest if watched.size else None)
+                        sol = run.integrate(sens, mode, funcs, ta, tb, xa, np.append(ins, tb) if tb >= t1 else ins,
+                                            step, watched)
                         tend, hint = tb, None
                         if sol.status == 1:
                             th, xh = sol.t_events[0][0], sol.y_events[0][0]
@@ -783,6 +845,18 @@ def _trajectory(run, phases, events, status, message, sens=None):
     n, s = form.n, len(run.mu)
     rows, dsens = [], []
     for ts, xs, mode in phases:
+        fast = None
+        if sens is None and run._fast is not None and isinstance(mode, Mode):   # the whole phase in one call
+            fast = run._fast.rows(ts, xs[:2 * n + 2].T, mode)
+            run._cache_key = None
+        if fast is not None:
+            lam, F, vT, T, V, drift = fast
+            walls, motions = mode.walls, [int(m) for m in mode.motions]
+            for j, tj in enumerate(ts):
+                xj = xs[:, j]
+                rows.append((tj, xj[:n], xj[n:2 * n], lam[j], F[j], vT[j], walls, motions, T[j], V[j], xj[2 * n],
+                             xj[2 * n + 1], drift[j]))
+            continue
         for j, tj in enumerate(ts):
             xj = xs[:, j]
             if sens is not None:
@@ -803,7 +877,8 @@ def _trajectory(run, phases, events, status, message, sens=None):
                          a.kinetic, a.potential, xj[2 * n], xj[2 * n + 1], drift))
     cols = list(zip(*rows))
     arr = lambda i, shape=None: np.array(cols[i], dtype=float).reshape(len(rows), *(shape or ()))  # noqa: E731
-    info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1}
+    info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1,
+            "integrator": " + ".join(sorted(run.integrators)) or "none (no integrated phase)"}
     system = form.system
     checked = [e for e in events if e.crosscheck]
     if checked:
