@@ -36,6 +36,10 @@ BATCHED_PAIRS = 6
 """Problems of at most this many pairs have their leaves solved in one batched call when every support
 matrix is well conditioned (:func:`_batched_leaves`)."""
 
+# the supports of n pairs in the walk's order (pair 0 decided first, x_i — column of A — before y_i)
+_SUPPORTS = [((np.arange(2 ** n)[:, None] >> (n - 1 - np.arange(n))[None, :]) & 1) == 0
+             for n in range(BATCHED_PAIRS + 1)]
+
 
 class SetKind(_DocIntEnum):
     """What the complete solution set of a complementarity problem is."""
@@ -242,9 +246,7 @@ def _batched_leaves(hlcp, tol):
     """
     n = hlcp.n
     As, Bs, cs = hlcp.A, hlcp.B, hlcp.c
-    # the walk's order: pair 0 decided first, x_i (column of A) before y_i
-    idx = np.arange(2 ** n)[:, None]
-    xs = ((idx >> (n - 1 - np.arange(n))[None, :]) & 1) == 0
+    xs = _SUPPORTS[n]
     C = np.where(xs[:, None, :], As[None, :, :], Bs[None, :, :])
     # the exact reciprocal 1-norm condition number of every support matrix (0: singular)
     rc = np.zeros(2 ** n)
@@ -253,19 +255,22 @@ def _batched_leaves(hlcp, tol):
     rc[good] = 1.0 / (np.abs(C[good]).sum(axis=1).max(axis=1) * np.abs(Ci).sum(axis=1).max(axis=1))
     V = np.zeros((2 ** n, n))
     V[good] = Ci @ cs
-    empty = np.zeros(2 ** n, bool)
     # rc > 1e-10: the walk's LAPACK estimate (never below the true value) calls it nonsingular too
     # (> 1e-11) and the point is V.  The others: singular by that estimate too and c out of the range of
-    # C_α (the walk's first test of a singular support, lstsq with lp_tol = 1e3 tol): no point.
+    # C_α (the walk's first test of a singular support, a least-squares residual above lp_tol = 1e3 tol;
+    # here all at once, by the SVD that lstsq uses): no point.
     # Anything else (a singular support that may hold points, a continuum, or the estimate's grey zone):
     # the walk itself.
-    for k in np.flatnonzero(~(rc > 1e-10) | ~np.isfinite(V).all(axis=1)):
-        if lu_rcond(C[k])[2] > 1e-11:
+    empty = ~(rc > 1e-10) | ~np.isfinite(V).all(axis=1)
+    if empty.any():
+        Cs = C[empty]
+        if any(lu_rcond(M)[2] > 1e-11 for M in Cs):
             return None
-        v = np.linalg.lstsq(C[k], cs, rcond=None)[0]
-        if np.abs(C[k] @ v - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max())):
+        W, S, _ = np.linalg.svd(Cs)
+        rank = S > np.finfo(float).eps * n * S[:, :1]
+        proj = np.einsum("kij,kj->ki", W, np.where(rank, np.einsum("kji,j->ki", W, cs), 0.0))
+        if (np.abs(proj - cs).max(axis=1) <= 1e3 * tol * (1.0 + float(np.abs(cs).max()))).any():
             return None
-        empty[k] = True
     U = np.zeros((2 ** n, 2 * n))
     U[:, :n] = np.where(xs, V, 0.0)
     U[:, n:] = np.where(xs, 0.0, V)
