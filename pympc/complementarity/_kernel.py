@@ -512,3 +512,73 @@ def solve_lcp_equilibrated(M, q, d, default_d, max_pivots, piv_rel, tie_tol, swe
     z = zs * s
     w = ws / r
     return code, pivots, z, w, el, ll, lcp_relative_residual(M, q, z, w), r, s
+
+
+@njit(cache=True, nogil=True)
+def batched_leaves(A, B, c, xs, tol, lp_tol):
+    """Every support of a small HLCP solved directly (see ``enumeration._batched_leaves``).
+
+    Support ``k``: column ``j`` of ``C_k`` from A where ``xs[k, j]``, else from B.  Returns ``(rc, U,
+    status)``: ``rc[k]`` the exact reciprocal 1-norm condition number of ``C_k`` (0 if singular),
+    ``U[k] = (x, y)`` its point (clipped at 0, or the second try of ``support_solution``: entries below
+    ``tol max|u|`` zeroed) and ``status[k]``: −1 nearly singular (``rc ≤ 1e-10`` or a non-finite point:
+    the caller decides), 0 no point (the wrong sign, or no try verified), 1 a verified point, 2 a point
+    whose two tries failed ``relative_residual`` and that the caller checks with the noise rule of
+    ``HLCP.is_solution``.
+    """
+    N, n = xs.shape
+    rc = np.zeros(N)
+    U = np.zeros((N, 2 * n))
+    status = np.zeros(N, np.int64)
+    C = np.empty((n, n))
+    v = np.empty(n)
+    for k in range(N):
+        for i in range(n):
+            for j in range(n):
+                C[i, j] = A[i, j] if xs[k, j] else B[i, j]
+        if np.linalg.det(C) == 0.0:      # an exact zero pivot: LAPACK's estimate is 0 as well
+            sol = np.linalg.lstsq(C, c)[0]
+            r = 0.0
+            for i in range(n):
+                s = -c[i]
+                for j in range(n):
+                    s += C[i, j] * sol[j]
+                r = max(r, abs(s))
+            status[k] = -3 if r <= lp_tol * (1.0 + np.abs(c).max()) else -2
+            continue
+        Ci = np.linalg.inv(C)
+        na = 0.0
+        ni = 0.0
+        for j in range(n):
+            sa = 0.0
+            si = 0.0
+            for i in range(n):
+                sa += abs(C[i, j])
+                si += abs(Ci[i, j])
+            na = max(na, sa)
+            ni = max(ni, si)
+        rc[k] = 1.0 / (na * ni)
+        finite = True
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                s += Ci[i, j] * c[j]
+            v[i] = s
+            finite = finite and np.isfinite(s)
+        if not (rc[k] > 1e-10) or not finite:
+            status[k] = -1
+            continue
+        big = 0.0
+        low = np.inf
+        for j in range(n):
+            big = max(big, abs(v[j]))
+            low = min(low, v[j])
+        if min(low, 0.0) < -tol * (1.0 + big):          # negative beyond round-off: the wrong sign
+            continue
+        for j in range(n):
+            if xs[k, j]:
+                U[k, j] = max(v[j], 0.0)
+            else:
+                U[k, n + j] = max(v[j], 0.0)
+        status[k] = 1 if max(relative_residual(A, B, c, U[k, :n], U[k, n:])) <= tol else 2
+    return rc, U, status

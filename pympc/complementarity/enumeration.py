@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from ..errors import ProblemError
-from ._kernel import relative_residual
+from ._kernel import batched_leaves, relative_residual
 from .problems import HLCP, LCP
 from .results import _DocIntEnum
 from .support import lp_point, lu_rcond, support_solution
@@ -240,45 +240,36 @@ def _batched_leaves(hlcp, tol):
     """The points of every leaf of a small (equilibrated) HLCP in one batched solve, in the walk's order, or
     None when some support matrix is singular or nearly so (its leaf may hold a continuum: the walk decides).
 
-    Every support ``C_α v = c`` then holds at most one point; all ``2^n`` are solved by one batched inverse
-    and the nonnegative ones (the walk's sign rule) that pass :func:`support_solution`'s verification are
+    Every support ``C_α v = c`` then holds at most one point; all ``2^n`` are solved in one compiled call
+    (:func:`~pympc.complementarity._kernel.batched_leaves`) and the nonnegative ones (the walk's sign rule) that pass :func:`support_solution`'s verification are
     the leaves' points: what the walk finds, without its LPs.
     """
     n = hlcp.n
     As, Bs, cs = hlcp.A, hlcp.B, hlcp.c
     xs = _SUPPORTS[n]
-    C = np.where(xs[:, None, :], As[None, :, :], Bs[None, :, :])
-    # the exact reciprocal 1-norm condition number of every support matrix (0: singular)
-    rc = np.zeros(2 ** n)
-    good = np.abs(np.linalg.det(C)) > 0
-    Ci = np.linalg.inv(C[good])
-    rc[good] = 1.0 / (np.abs(C[good]).sum(axis=1).max(axis=1) * np.abs(Ci).sum(axis=1).max(axis=1))
-    V = np.zeros((2 ** n, n))
-    V[good] = Ci @ cs
+    rc, U, status = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
     # rc > 1e-10: the walk's LAPACK estimate (never below the true value) calls it nonsingular too
-    # (> 1e-11) and the point is V.  The others: singular by that estimate too and c out of the range of
-    # C_α (the walk's first test of a singular support, a least-squares residual above lp_tol = 1e3 tol;
-    # here all at once, by the SVD that lstsq uses): no point.
-    # Anything else (a singular support that may hold points, a continuum, or the estimate's grey zone):
-    # the walk itself.
-    empty = ~(rc > 1e-10) | ~np.isfinite(V).all(axis=1)
-    if empty.any():
-        Cs = C[empty]
+    # (> 1e-11) and the point is C_α⁻¹ c.  The others: singular by that estimate too and c out of the range
+    # of C_α (the walk's first test of a singular support, a least-squares residual above lp_tol = 1e3 tol):
+    # no point.  Anything else (a singular support that may hold points, a continuum, or the estimate's grey
+    # zone): the walk itself.  Exactly singular supports are decided in the kernel (status −2, −3).
+    if (status == -3).any():
+        return None
+    near = status == -1
+    if near.any():
+        Cs = np.where(xs[near][:, None, :], As[None, :, :], Bs[None, :, :])
         if any(lu_rcond(M)[2] > 1e-11 for M in Cs):
             return None
-        W, S, _ = np.linalg.svd(Cs)
-        rank = S > np.finfo(float).eps * n * S[:, :1]
-        proj = np.einsum("kij,kj->ki", W, np.where(rank, np.einsum("kji,j->ki", W, cs), 0.0))
-        if (np.abs(proj - cs).max(axis=1) <= 1e3 * tol * (1.0 + float(np.abs(cs).max()))).any():
+        if any(np.abs(M @ np.linalg.lstsq(M, cs, rcond=None)[0] - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max()))
+               for M in Cs):
             return None
-    U = np.zeros((2 ** n, 2 * n))
-    U[:, :n] = np.where(xs, V, 0.0)
-    U[:, n:] = np.where(xs, 0.0, V)
-    big = np.abs(U).max(axis=1)
     points = []
-    for k in np.flatnonzero((U.min(axis=1) >= -tol * (1.0 + big)) & ~empty):    # negative beyond round-off: the wrong sign
-        u = np.maximum(U[k], 0.0)
-        for attempt in (u, np.where(u <= tol * big[k], 0.0, u)):     # support_solution's two tries
+    for k in np.flatnonzero(status > 0):
+        if status[k] == 1:
+            points.append(U[k])
+            continue
+        u = U[k]
+        for attempt in (u, np.where(u <= tol * np.abs(u).max(), 0.0, u)):     # support_solution's two tries
             if max(relative_residual(As, Bs, cs, attempt[:n], attempt[n:])) <= tol or \
                     hlcp.is_solution(attempt[:n], attempt[n:], tol):     # with the noise rule of is_solution
                 points.append(attempt)
