@@ -40,7 +40,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError, OptionError
-from .modes import min_norm
+from ._variational import pack, variational_rhs
+from .modes import Mode, min_norm
 from .trajectory import EventKind
 
 __all__ = ["Sensitivities"]
@@ -91,6 +92,7 @@ class Sensitivities:
                 from None
         self.undefined = None          # reason, once a derivative did not exist
         self.undefined_from = np.inf   # ... and from which time on
+        self._packed = {}               # mode → the flat arrays of the compiled variational rhs, or None
 
     # ------------------------------------------------------------------ packing
     @property
@@ -130,8 +132,33 @@ class Sensitivities:
         return cols
 
     # ------------------------------------------------------------------ smooth phases
+    def flat(self, mode):
+        """``(fl, il)`` of :func:`pympc.dynamics._variational.variational_flat` in ``mode`` (made once per mode),
+        or None where the system or a perturbed copy has no compiled flat right-hand side in ``mode``, or
+        their plans' arrays differ in length: :meth:`rhs` then takes the Python path."""
+        if mode in self._packed:
+            return self._packed[mode]
+        packed = None
+        runs = [self.run] + self.plus + self.minus
+        if isinstance(mode, Mode) and all(r._fast is not None for r in runs):
+            flats = [r._fast.flat(mode) for r in runs]
+            if all(f is not None for f in flats):
+                packed = pack([f[:2] for f in flats], self.h)
+        self._packed[mode] = packed
+        return packed
+
     def rhs(self, t, y, mode):
-        """The state's vector field and the variational equation, for ``solve_ivp``."""
+        """The state's vector field and the variational equation, for ``solve_ivp``: one compiled call
+        (:func:`pympc.dynamics._variational.variational_rhs`) where :meth:`flat` applies."""
+        packed = self.flat(mode)
+        if packed is not None:
+            out = np.empty_like(y)
+            if variational_rhs(t, y, *packed, out):
+                return out
+        return self.rhs_python(t, y, mode)        # also where a compiled solve failed: it says why
+
+    def rhs_python(self, t, y, mode):
+        """:meth:`rhs` by the runs' right-hand sides in Python (:meth:`_diff`)."""
         n, m = self.n, 2 * self.n + 2
         x, S = y[:m], y[m:].reshape(2 * n, self.p)
         out = np.empty_like(y)
