@@ -14,6 +14,8 @@ slide (1 s, pushed back while sliding: θ = (μ1, μ2, P)):
 - the number of right-hand-side evaluations the integrator made (``nfev``: ``solve_ivp``
   or the compiled DOP853 loop) in the plain and in the sensitivity run (where a
   sensitivity run's extra steps come from), and which integrator the sensitivity run used;
+- ``py rhs``: the sensitivity run (without the forces) with its compiled path switched off
+  (``solve_ivp`` on the Python variational right-hand side), in plain runs;
 - the cost of binding new parameter values (``System.bind`` + compiling the
   formulation) against one plain 30 s oscillator run.
 
@@ -29,6 +31,7 @@ import numpy as np
 from _timing import median_time
 
 import pympc
+from pympc.dynamics.sensitivity import Sensitivities
 from pympc.mechanics import GeneralMethod
 
 MODELS = Path(__file__).parents[1] / "models"
@@ -54,6 +57,17 @@ def rhs_calls(run):
     return total[0]
 
 
+def python_rhs(run):
+    """``run()`` with the sensitivities' compiled path switched off (``solve_ivp`` on the Python variational
+    right-hand side, as before it existed)."""
+    flat = Sensitivities.flat
+    Sensitivities.flat = lambda self, mode: None
+    try:
+        return run()
+    finally:
+        Sensitivities.flat = flat
+
+
 def fd(system, span, grid, names, h_rel):
     out = []
     for k in names:
@@ -72,6 +86,8 @@ def case(label, path, span, names, params, repeats=3):
     plain = median_time(lambda: pympc.simulate(system, span, t_eval=grid), repeats)
     sens = median_time(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names,
                                               force_sensitivities=False), repeats)
+    sens_py = median_time(lambda: python_rhs(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names,
+                                                                    force_sensitivities=False)), repeats)
     sens_f = median_time(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names), repeats)
     t = time.perf_counter()
     d1 = fd(system, span, grid, names, 1e-4)
@@ -86,7 +102,7 @@ def case(label, path, span, names, params, repeats=3):
     err_fd = (np.abs(d1[keep] - ref[keep]).max(axis=(0, 1)) / scale).max()
     p = len(names)
     print(f"{label:28s} {p:3d} {len(tr.events):6d} {plain * 1e3:9.1f} {sens * 1e3:9.1f} {sens / plain:7.2f} "
-          f"{1 + p:7d} {sens_f * 1e3:9.1f} {sens_f / plain:7.2f} {fd_time * 1e3:9.1f} {fd_time / plain:7.2f} {err_s:10.1e} {err_fd:10.1e} {nfev[0]:6d} {nfev[1]:6d}  "
+          f"{1 + p:7d} {sens_f * 1e3:9.1f} {sens_f / plain:7.2f} {fd_time * 1e3:9.1f} {fd_time / plain:7.2f} {err_s:10.1e} {err_fd:10.1e} {nfev[0]:6d} {nfev[1]:6d} {sens_py / plain:7.2f}  "
           f"{tr.info['integrator']}")
 
 
@@ -94,7 +110,7 @@ def main():
     print("sensitivities vs central finite differences (one run; times are medians; errors relative to max|dq/dθ|)")
     print("load average at the start: %.2f %.2f %.2f" % os.getloadavg())
     print(f"{'case':28s} {'n_θ':>3s} {'events':>6s} {'plain ms':>9s} {'sens ms':>9s} {'ratio':>7s} {'target':>7s} "
-          f"{'+forces':>9s} {'ratio':>7s} {'FD ms':>9s} {'ratio':>7s} {'err sens':>10s} {'err FD':>10s} {'nfev':>6s} {'nfev S':>6s}  integrator (sens)")
+          f"{'+forces':>9s} {'ratio':>7s} {'FD ms':>9s} {'ratio':>7s} {'err sens':>10s} {'err FD':>10s} {'nfev':>6s} {'nfev S':>6s} {'py rhs':>7s}  integrator (sens)")
     osc = MODELS / "friction_oscillator.toml"
     case("oscillator 30 s", osc, (0.0, 30.0), ["mu", "mu_s"], {})
     case("oscillator 30 s", osc, (0.0, 30.0), ["mu", "mu_s", "K", "F0"], {})
