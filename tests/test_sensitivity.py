@@ -144,11 +144,11 @@ def _sensitivities(system, names):
     def make_run(s):
         return _Run(make_formulation(s), Baumgarte(), o)
     run = make_run(system)
-    return run, Sensitivities(run, system, names, make_run, forces=False)
+    return run, Sensitivities(run, system, names, make_run, forces=True)
 
 
 @pytest.mark.parametrize("case", ["oscillator", "cross_slide"])
-def test_the_compiled_variational_rhs_is_the_python_one(case):
+def test_the_compiled_variational_rhs_and_force_sensitivities_are_the_python_ones(case):
     from pympc.dynamics import Mode, Motion
     path, names, span, params = CASES[case]
     run, sens = _sensitivities(pympc.load_model(path, **params), names)
@@ -164,6 +164,16 @@ def test_the_compiled_variational_rhs_is_the_python_one(case):
             got, ref = sens.rhs(t, y, mode), sens.rhs_python(t, y, mode)
             assert np.abs(got[2 * run.n + 2:]).max() > 0
             np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
+            # ∂λ, ∂F at a sample: one compiled call, or _diff on the runs' slot values
+            x, S = sens.split(y)
+            got = sens.outputs(t, x, S, mode)[2:]
+            compiled = sens.flat
+            sens.flat = lambda mode: None
+            ref = sens.outputs(t, x, S, mode)[2:]
+            sens.flat = compiled
+            for a, b in zip(got, ref):
+                assert a.shape == b.shape == (ns, len(names))
+                np.testing.assert_allclose(a, b, rtol=0, atol=1e-13 * max(np.abs(b).max(), 1.0))
 
 
 def test_packing_refuses_plans_of_other_lengths():

@@ -26,7 +26,7 @@ from numba import njit
 
 from ._dop853 import _fun, dop853_steps
 
-__all__ = ["pack", "variational_flat", "variational_rhs", "variational_run"]
+__all__ = ["pack", "variational_flat", "variational_forces", "variational_rhs", "variational_run"]
 
 
 def pack(flats, h):
@@ -81,6 +81,45 @@ def variational_flat(t, y, fl, il, out):
 def variational_rhs(t, y, fl, il, out):
     """:func:`variational_flat` as a call from Python."""
     return variational_flat(t, y, fl, il, out)
+
+
+@njit(cache=True)
+def variational_forces(t, x, S, fl, il, olam, oF, out):
+    """``out`` (2 ns × n_θ) = the central differences of the slots' (λ, F) along the columns (S_j, e_j) at the
+    state ``x``, S of shape (2n, n_θ): ``Sensitivities._diff`` of the slot forces, with λ and F read from the
+    perturbed plans' mode buffers (offsets ``olam``, ``oF`` of :meth:`CompiledModes.flat`).  False where a mode
+    solve failed."""
+    k = il.size
+    p, lf, li = il[k - 3], il[k - 2], il[k - 1]
+    n = il[0]
+    n2, m = 2 * n, 2 * n + 2
+    ns = out.shape[0] // 2
+    h = fl[(2 * p + 1) * lf:(2 * p + 1) * lf + p]
+    o = il[6]                                     # the mode buffer's offset in a plan's fl
+    xs = x[:m].copy()
+    a = np.empty(m)
+    plus = np.empty(2 * ns)
+    for j in range(p):
+        hj = h[j]
+        for i in range(n2):
+            xs[i] = x[i] + S[i, j] * hj
+        r = 1 + j
+        if not _fun(t, xs, fl[r * lf:(r + 1) * lf], il[r * li:(r + 1) * li], a):
+            return False
+        b = r * lf + o
+        for i in range(ns):
+            plus[i], plus[ns + i] = fl[b + olam + i], fl[b + oF + i]
+        for i in range(n2):
+            xs[i] = x[i] - S[i, j] * hj
+        r = 1 + p + j
+        if not _fun(t, xs, fl[r * lf:(r + 1) * lf], il[r * li:(r + 1) * li], a):
+            return False
+        b = r * lf + o
+        c = 0.5 / hj
+        for i in range(ns):
+            out[i, j] = (plus[i] - fl[b + olam + i]) * c
+            out[ns + i, j] = (plus[ns + i] - fl[b + oF + i]) * c
+    return True
 
 
 @njit(cache=True)

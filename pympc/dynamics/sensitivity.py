@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError, OptionError
-from ._variational import pack, variational_rhs
+from ._variational import pack, variational_forces, variational_rhs
 from .modes import Mode, min_norm
 from .trajectory import EventKind
 
@@ -93,6 +93,7 @@ class Sensitivities:
         self.undefined = None          # reason, once a derivative did not exist
         self.undefined_from = np.inf   # ... and from which time on
         self._packed = {}               # mode → the flat arrays of the compiled variational rhs, or None
+        self._offsets = {}              # mode → (olam, oF) where _packed has the arrays
 
     # ------------------------------------------------------------------ packing
     @property
@@ -145,6 +146,8 @@ class Sensitivities:
             if all(f is not None for f in flats):
                 packed = pack([f[:2] for f in flats], self.h)
         self._packed[mode] = packed
+        if packed is not None:
+            self._offsets[mode] = flats[0][2][1:]          # λ and F in the mode buffer (the same in every plan)
         return packed
 
     def rhs(self, t, y, mode):
@@ -300,10 +303,17 @@ class Sensitivities:
         if not self.forces:
             return dq, dqd, None, None
 
+        s = len(self.run.mu)
+        packed = self.flat(mode)
+        if packed is not None:          # one compiled call for the 2 n_θ evaluations
+            ms = np.empty((2 * s, self.p))
+            if variational_forces(t, np.ascontiguousarray(x), np.ascontiguousarray(S), *packed, *self._offsets[mode],
+                                  ms):
+                return dq, dqd, ms[:s], ms[s:]
+
         def forces(r, xx):      # the compiled path's λ, F where it applies (no assembly objects per sample)
             _, lam, F = r.slot_values(t, xx, mode)
             return np.concatenate([lam, F])
         ms = self._diff(forces, x, S)
-        s = len(self.run.mu)
         return dq, dqd, ms[:s], ms[s:]
 
