@@ -852,7 +852,7 @@ def _trajectory(run, phases, events, status, message, sens=None):
     rows, dsens = [], []
     for ts, xs, mode in phases:
         fast = None
-        if sens is None and run._fast is not None and isinstance(mode, Mode):   # the whole phase in one call
+        if run._fast is not None and isinstance(mode, Mode):   # the whole phase in one call
             fast = run._fast.rows(ts, xs[:2 * n + 2].T, mode)
             run._cache_key = None
         if fast is not None:
@@ -860,6 +860,8 @@ def _trajectory(run, phases, events, status, message, sens=None):
             walls, motions = mode.walls, [int(m) for m in mode.motions]
             for j, tj in enumerate(ts):
                 xj = xs[:, j]
+                if sens is not None:
+                    dsens.append(sens.outputs(tj, *sens.split(xj), mode))
                 rows.append((tj, xj[:n], xj[n:2 * n], lam[j], F[j], vT[j], walls, motions, T[j], V[j], xj[2 * n],
                              xj[2 * n + 1], drift[j]))
             continue
