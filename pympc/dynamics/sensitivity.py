@@ -3,7 +3,12 @@
 With the state ``x = (q, q̇)`` and the parameters θ, the sensitivities
 ``S = ∂x/∂θ`` (one column per parameter) obey, in a smooth phase of fixed mode
 with vector field ``f(x, t, θ)``, the variational equation ``Ṡ = f_x S + f_θ``;
-they are integrated by ``solve_ivp`` together with the state.  At a state event
+they are integrated together with the state — by the compiled DOP853 loop
+(:mod:`pympc.dynamics._dop853`) on the compiled variational right-hand side
+(:mod:`pympc.dynamics._variational`: the 2 n_θ + 1 mode evaluations in one
+call) where the mode's right-hand side of the system and of its perturbed
+copies is compiled end to end, else by ``solve_ivp`` on :meth:`Sensitivities.rhs_python`;
+the two take the same steps.  At a state event
 ``g(x, t, θ) = 0`` located at τ (DESIGN.md §7):
 
     dτ/dθ = −(g_x S⁻ + g_θ) / ġ,   ġ = g_x f⁻ + g_t,
@@ -17,7 +22,7 @@ column ``(S_j, e_j)`` are directional derivatives of the fixed-mode equations
 step of ``1e-5·max(|θ_j|, 1e-2)`` in θ_j together with the same multiple of
 ``S_j`` in x; their truncation error is of the order of the step squared
 (≈1e-10 relative) and their rounding noise 1e-11 to 1e-10 relative.  The
-sensitivities are in ``solve_ivp``'s error control: with the state's ``rtol``,
+sensitivities are in the integrator's error control: with the state's ``rtol``,
 and for the column S_j with the absolute tolerance ``atol / (ρ θ̄_j)``,
 θ̄_j = max(|θ_j|, 1e-2), ρ = 1e-2 — S_j is controlled as the change of the state
 under a 1 % change of θ_j (CVODES's ``atol/pbar`` with pbar = ρ θ̄_j).  With the
