@@ -103,7 +103,7 @@ def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev,
     dop853_steps(_fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F, state)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def dop853_steps(fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F,
                  state):
     """Steps of scipy's DOP853 from (t, y) (``f = fun(t, y)`` unless at the start) towards ``t_bound`` (ascending), at most

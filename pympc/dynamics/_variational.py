@@ -17,6 +17,8 @@ Packing: ``fl`` = the base plan's ``fl``, the plus plans', the minus plans',
 then the steps h; ``il`` = the plans' ``il`` in the same order, then
 ``(n_θ, len(fl_k), len(il_k))``.  The base comes first, so the mode buffer the
 loop's event check reads (offset ``il[6]`` of ``fl``) is the base evaluation's.
+Division by zero gives inf/NaN (``error_model="numpy"``), as in the loop of
+:mod:`pympc.dynamics._dop853` on branch i17-stepper.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def pack(flats, h):
     return fl, il
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def variational_flat(t, y, fl, il, out):
     """``out`` = the state derivative and ``dS`` of the augmented state ``y = (x, S)`` (x of 2n + 2 entries,
     then S of shape (2n, n_θ) row by row): ``dS[:n] = S[n:]``, ``dS[n:, j]`` the central difference of q̈ along
@@ -77,13 +79,13 @@ def variational_flat(t, y, fl, il, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def variational_rhs(t, y, fl, il, out):
     """:func:`variational_flat` as a call from Python."""
     return variational_flat(t, y, fl, il, out)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def variational_forces(t, x, S, fl, il, olam, oF, out):
     """``out`` (2 ns × n_θ) = the central differences of the slots' (λ, F) along the columns (S_j, e_j) at the
     state ``x``, S of shape (2n, n_θ): ``Sensitivities._diff`` of the slot forces, with λ and F read from the
@@ -122,7 +124,7 @@ def variational_forces(t, x, S, fl, il, olam, oF, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def variational_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F,
                     state):
     """:func:`pympc.dynamics._dop853.dop853_steps` on :func:`variational_flat` (the arguments of
