@@ -11,8 +11,11 @@ slide (1 s, pushed back while sliding: θ = (μ1, μ2, P)):
 - the error of both against a reference: Richardson extrapolation of central
   differences at steps h and h/2 (relative to the largest |∂q/∂θ|), at
   parameters where the event sequence does not change;
-- the number of right-hand-side evaluations ``solve_ivp`` made (``nfev``) in the
-  plain and in the sensitivity run (where a sensitivity run's extra steps come from);
+- the number of right-hand-side evaluations the integrator made (``nfev``: ``solve_ivp``
+  or the compiled DOP853 loop) in the plain and in the sensitivity run (where a
+  sensitivity run's extra steps come from), and which integrator the sensitivity run used;
+- ``py rhs``: the sensitivity run (without the forces) with its compiled path switched off
+  (``solve_ivp`` on the Python variational right-hand side), in plain runs;
 - the cost of binding new parameter values (``System.bind`` + compiling the
   formulation) against one plain 30 s oscillator run.
 
@@ -20,6 +23,7 @@ slide (1 s, pushed back while sliding: θ = (μ1, μ2, P)):
 """
 
 import importlib
+import os
 import time
 from pathlib import Path
 
@@ -27,6 +31,7 @@ import numpy as np
 from _timing import median_time
 
 import pympc
+from pympc.dynamics.sensitivity import Sensitivities
 from pympc.mechanics import GeneralMethod
 
 MODELS = Path(__file__).parents[1] / "models"
@@ -34,19 +39,35 @@ _driver = importlib.import_module("pympc.dynamics.simulate")     # the module (p
 
 
 def rhs_calls(run):
-    """Right-hand-side evaluations ``solve_ivp`` makes in ``run()`` (an untimed run)."""
-    total, solve_ivp = [0], _driver.solve_ivp
+    """Right-hand-side evaluations the integrators (``solve_ivp``, the compiled DOP853 loop) make in ``run()``
+    (an untimed run)."""
+    total, solve_ivp, loop = [0], _driver.solve_ivp, _driver.dop853.integrate
 
-    def counting(*args, **kwargs):
-        sol = solve_ivp(*args, **kwargs)
-        total[0] += sol.nfev
-        return sol
-    _driver.solve_ivp = counting
+    def counting(integrate):
+        def counted(*args, **kwargs):
+            sol = integrate(*args, **kwargs)
+            total[0] += sol.nfev
+            return sol
+        return counted
+    _driver.solve_ivp, _driver.dop853.integrate = counting(solve_ivp), counting(loop)
     try:
         run()
     finally:
-        _driver.solve_ivp = solve_ivp
+        _driver.solve_ivp, _driver.dop853.integrate = solve_ivp, loop
     return total[0]
+
+
+def python_rhs(run):
+    """``run()`` with the sensitivities' compiled path switched off (``solve_ivp`` on the Python variational
+    right-hand side, as before it existed; a commit without it runs as it is)."""
+    flat = getattr(Sensitivities, "flat", None)
+    if flat is None:
+        return run()
+    Sensitivities.flat = lambda self, mode: None
+    try:
+        return run()
+    finally:
+        Sensitivities.flat = flat
 
 
 def fd(system, span, grid, names, h_rel):
@@ -67,6 +88,8 @@ def case(label, path, span, names, params, repeats=3):
     plain = median_time(lambda: pympc.simulate(system, span, t_eval=grid), repeats)
     sens = median_time(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names,
                                               force_sensitivities=False), repeats)
+    sens_py = median_time(lambda: python_rhs(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names,
+                                                                    force_sensitivities=False)), repeats)
     sens_f = median_time(lambda: pympc.simulate(system, span, t_eval=grid, sensitivities=names), repeats)
     t = time.perf_counter()
     d1 = fd(system, span, grid, names, 1e-4)
@@ -81,13 +104,15 @@ def case(label, path, span, names, params, repeats=3):
     err_fd = (np.abs(d1[keep] - ref[keep]).max(axis=(0, 1)) / scale).max()
     p = len(names)
     print(f"{label:28s} {p:3d} {len(tr.events):6d} {plain * 1e3:9.1f} {sens * 1e3:9.1f} {sens / plain:7.2f} "
-          f"{1 + p:7d} {sens_f * 1e3:9.1f} {sens_f / plain:7.2f} {fd_time * 1e3:9.1f} {fd_time / plain:7.2f} {err_s:10.1e} {err_fd:10.1e} {nfev[0]:6d} {nfev[1]:6d}")
+          f"{1 + p:7d} {sens_f * 1e3:9.1f} {sens_f / plain:7.2f} {fd_time * 1e3:9.1f} {fd_time / plain:7.2f} {err_s:10.1e} {err_fd:10.1e} {nfev[0]:6d} {nfev[1]:6d} {sens_py / plain:7.2f}  "
+          f"{tr.info['integrator']}")
 
 
 def main():
     print("sensitivities vs central finite differences (one run; times are medians; errors relative to max|dq/dθ|)")
+    print("load average at the start: %.2f %.2f %.2f" % os.getloadavg())
     print(f"{'case':28s} {'n_θ':>3s} {'events':>6s} {'plain ms':>9s} {'sens ms':>9s} {'ratio':>7s} {'target':>7s} "
-          f"{'+forces':>9s} {'ratio':>7s} {'FD ms':>9s} {'ratio':>7s} {'err sens':>10s} {'err FD':>10s} {'nfev':>6s} {'nfev S':>6s}")
+          f"{'+forces':>9s} {'ratio':>7s} {'FD ms':>9s} {'ratio':>7s} {'err sens':>10s} {'err FD':>10s} {'nfev':>6s} {'nfev S':>6s} {'py rhs':>7s}  integrator (sens)")
     osc = MODELS / "friction_oscillator.toml"
     case("oscillator 30 s", osc, (0.0, 30.0), ["mu", "mu_s"], {})
     case("oscillator 30 s", osc, (0.0, 30.0), ["mu", "mu_s", "K", "F0"], {})
@@ -98,6 +123,7 @@ def main():
     bind = median_time(lambda: GeneralMethod(s.bind(mu=next(vals))), 50)
     print(f"\nbinding new parameter values (System.bind + GeneralMethod): {bind * 1e3:.3f} ms = "
           f"{100 * bind / plain:.2f} % of one plain 30 s oscillator run ({plain * 1e3:.0f} ms; target <= 5 %)")
+    print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":

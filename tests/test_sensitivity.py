@@ -133,3 +133,72 @@ def test_sensitivity_columns_are_error_controlled_as_a_one_percent_parameter_cha
     strict = pympc.simulate(system, span, sensitivities=names, t_eval=grid, atol=1e-11)
     for a, b in ((scaled.dq, strict.dq), (scaled.dqd, strict.dqd), (scaled.dnormal_force, strict.dnormal_force)):
         assert (np.abs(a - b).max(axis=(0, 1)) / np.abs(b).max(axis=(0, 1))).max() <= 1e-8
+
+
+def _sensitivities(system, names):
+    from pympc.dynamics import Baumgarte
+    from pympc.dynamics.sensitivity import Sensitivities
+    from pympc.dynamics.simulate import _options, _Run, make_formulation
+    o = _options(system, (0.0, 1.0), {})
+
+    def make_run(s):
+        return _Run(make_formulation(s), Baumgarte(), o)
+    run = make_run(system)
+    return run, Sensitivities(run, system, names, make_run, forces=True)
+
+
+@pytest.mark.parametrize("case", ["oscillator", "cross_slide"])
+def test_the_compiled_variational_rhs_and_force_sensitivities_are_the_python_ones(case):
+    from pympc.dynamics import Mode, Motion
+    path, names, span, params = CASES[case]
+    run, sens = _sensitivities(pympc.load_model(path, **params), names)
+    rng = np.random.default_rng(3)
+    q, qd = run.form.initial_state()
+    ns = len(run.mu)
+    for motions in [(Motion.FORWARD,) * ns, (Motion.BACKWARD,) + (Motion.STICK,) * (ns - 1)]:
+        mode = Mode((1,) * ns, motions)
+        assert sens.flat(mode) is not None          # the compiled path applies to these models
+        for _ in range(3):
+            y = np.concatenate([q, qd + rng.standard_normal(qd.size), [0.3, -0.2], rng.standard_normal(sens.size)])
+            t = rng.uniform(0.0, 1.0)
+            got, ref = sens.rhs(t, y, mode), sens.rhs_python(t, y, mode)
+            assert np.abs(got[2 * run.n + 2:]).max() > 0
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
+            # ∂λ, ∂F at a sample: one compiled call, or _diff on the runs' slot values
+            x, S = sens.split(y)
+            got = sens.outputs(t, x, S, mode)[2:]
+            compiled = sens.flat
+            sens.flat = lambda mode: None
+            ref = sens.outputs(t, x, S, mode)[2:]
+            sens.flat = compiled
+            for a, b in zip(got, ref):
+                assert a.shape == b.shape == (ns, len(names))
+                np.testing.assert_allclose(a, b, rtol=0, atol=1e-13 * max(np.abs(b).max(), 1.0))
+
+
+def test_packing_refuses_plans_of_other_lengths():
+    from pympc.dynamics._variational import pack
+    a = (np.zeros(5), np.zeros(4, np.int64))
+    assert pack([a, (np.zeros(6), a[1]), a], [1e-5]) is None
+    fl, il = pack([a, a, a], [1e-5])
+    assert fl.size == 16 and il[-3:].tolist() == [1, 5, 4]
+
+
+@pytest.mark.parametrize("case", ["oscillator", "cross_slide"])
+def test_a_compiled_sensitivity_run_is_the_solve_ivp_one(case, monkeypatch):
+    from pympc.dynamics.sensitivity import Sensitivities
+    path, names, span, params = CASES[case]
+    system = pympc.load_model(path, **params)
+    grid = np.linspace(*span, 41)
+    fast = pympc.simulate(system, span, sensitivities=names, t_eval=grid)
+    monkeypatch.setattr(Sensitivities, "flat", lambda self, mode: None)     # solve_ivp and the Python rhs
+    slow = pympc.simulate(system, span, sensitivities=names, t_eval=grid)
+    assert fast.info["integrator"] == "compiled DOP853" and slow.info["integrator"] == "solve_ivp (DOP853)"
+    assert fast.success and slow.success and not fast.sensitivity_note
+    assert [(e.kind, e.slot) for e in fast.events] == [(e.kind, e.slot) for e in slow.events]
+    np.testing.assert_allclose([e.time for e in fast.events], [e.time for e in slow.events], rtol=0, atol=1e-12)
+    for a, b in ((fast.dq, slow.dq), (fast.dqd, slow.dqd), (fast.dnormal_force, slow.dnormal_force)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * np.abs(b).max())
+    for e, f in zip(fast.events, slow.events):
+        for k in names:
+            assert abs(e.dtime[k] - f.dtime[k]) <= 1e-9 * max(1.0, abs(f.dtime[k])), (e.kind, k)

@@ -189,13 +189,14 @@ def test_simulations_through_the_loop_equal_those_through_solve_ivp(model, monke
     assert fast.info["integrator"] == "compiled DOP853" and plain.info["integrator"] == "solve_ivp (DOP853)"
 
 
-def test_other_methods_and_sensitivities_keep_solve_ivp(monkeypatch):
+def test_other_methods_keep_solve_ivp(monkeypatch):
+    # (DOP853 sensitivity runs go through the loop: tests/test_sensitivity.py)
     system = pympc.load_model(MODELS / "friction_oscillator.toml")
     monkeypatch.setattr(_dop853, "integrate", lambda *a, **k: pytest.fail("the compiled loop ran"))
     tr = pympc.simulate(system, (0.0, 3.0), method="RK45", samples=5)
     assert tr.success and tr.info["integrator"] == "solve_ivp (RK45)"
-    tr = pympc.simulate(system, (0.0, 2.0), sensitivities=["K"], samples=5)
-    assert tr.success
+    tr = pympc.simulate(system, (0.0, 2.0), method="RK45", sensitivities=["K"], samples=5)
+    assert tr.success and tr.info["integrator"] == "solve_ivp (RK45)"
 
 
 def _slipping_piece(rng):

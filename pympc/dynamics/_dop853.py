@@ -82,12 +82,12 @@ def _rms(x):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _stages(t, y, h, first, last, K, fl, il):
+def _stages(fun, t, y, h, first, last, K, fl, il):
     """Stages ``first`` … ``last − 1``: ``K[s] = fun(t + C[s] h, y + (K[:s]ᵀ A[s, :s]) h)`` (scipy's
     expressions).  Returns −1, or the stage whose evaluation failed (``y`` then holds its point)."""
     for s in range(first, last):
         yst = y + np.dot(K[:s].T, _A[s, :s]) * h
-        if not _fun(t + _C[s] * h, yst, fl, il, K[s]):
+        if not fun(t + _C[s] * h, yst, fl, il, K[s]):
             y[:] = yst
             return s
     return -1
@@ -100,6 +100,13 @@ def _put(state, t, h_abs, g, status, steps, nfev, t_fail):
 
 @njit(cache=True, error_model="numpy")
 def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F, state):
+    """:func:`dop853_steps` on the mode right-hand side :func:`_fun`."""
+    dop853_steps(_fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F, state)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def dop853_steps(fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F,
+                 state):
     """Steps of scipy's DOP853 from (t, y) (``f = fun(t, y)`` unless at the start) towards ``t_bound`` (ascending), at most
     ``told.size`` of them, each stored as its dense output (``told``, ``hs``, ``yold``, ``F``).
 
@@ -117,7 +124,7 @@ def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev,
     vals = np.empty(evi.size - 3)
     if h_abs <= 0.0:                                     # the start: f = fun(t, y), the events there
         nfev += 1
-        if not _fun(t, y, fl, il, f):
+        if not fun(t, y, fl, il, f):
             _put(state, t, h_abs, g_old, RHS_FAILED, 0, nfev, t)
             return
         g_old = _lowest(fl, il, ev, evi, vals) if vals.size else np.nan
@@ -130,7 +137,7 @@ def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev,
         h0 = min(h0, interval)
         y1 = y + h0 * f
         nfev += 1
-        if not _fun(t + h0, y1, fl, il, K[1]):
+        if not fun(t + h0, y1, fl, il, K[1]):
             y[:] = y1
             _put(state, t, h_abs, g_old, RHS_FAILED, 0, nfev, t + h0)
             return
@@ -159,14 +166,14 @@ def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev,
             h = t_new - t
             h_abs = abs(h)
             K[0] = f
-            s = _stages(t, y, h, 1, _NS, K, fl, il)       # rk_step
+            s = _stages(fun, t, y, h, 1, _NS, K, fl, il)       # rk_step
             nfev += _NS - 1 if s < 0 else s
             if s >= 0:
                 _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + _C[s] * h)
                 return
             ynew = y + h * np.dot(K[:_NS].T, _B)
             nfev += 1
-            if not _fun(t + h, ynew, fl, il, K[_NS]):
+            if not fun(t + h, ynew, fl, il, K[_NS]):
                 y[:] = ynew
                 _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + h)
                 return
@@ -189,7 +196,7 @@ def dop853_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev,
             h_abs *= shrink if shrink > MIN_FACTOR else MIN_FACTOR     # max(MIN_FACTOR, nan) is MIN_FACTOR
             rejected = True
         g_new = _lowest(fl, il, ev, evi, vals) if watch else g_old   # the buffers hold (t_new, y_new) now
-        s = _stages(t, y, h, _NS + 1, K.shape[0], K, fl, il)   # DOP853._dense_output_impl
+        s = _stages(fun, t, y, h, _NS + 1, K.shape[0], K, fl, il)   # DOP853._dense_output_impl
         nfev += K.shape[0] - _NS - 1 if s < 0 else s - _NS
         if s >= 0:
             _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + _C[s] * h)
@@ -253,7 +260,8 @@ class Dop853Result:
 _CHUNK = 64
 
 
-def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, event=None, lowest=None):
+def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, event=None, lowest=None,
+              stepper=None):
     """DOP853 from ``y0`` at ``t0`` to ``t_bound`` (ascending) on the compiled right-hand side (``fl``, ``il``
     of :func:`~pympc.mechanics._kernels.pack_flat`): ``solve_ivp(fun, (t0, t_bound), y0, method="DOP853",
     rtol=rtol, atol=atol, max_step=max_step, t_eval=t_eval, dense_output=True, events=lowest)`` with
@@ -268,6 +276,11 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
         ``(ev, evi)``: the watched event functions as :func:`dop853_run` reads them.
     lowest : callable, optional
         ``lowest(t, y)``: the same function in Python (the root on the last step is found with it).
+    stepper : tuple, optional
+        ``(run, sfl, sil)``: another compiled entry point of :func:`dop853_steps` (the signature of
+        :func:`dop853_run`) and the arrays it takes in place of ``fl``, ``il``, whose right-hand side
+        writes all of ``y`` (e.g. :func:`pympc.dynamics._variational.variational_run`); ``fl``, ``il``
+        stay those of the mode for the event root, and ``_lowest`` reads the mode buffer at ``sil[6]``.
 
     Returns
     -------
@@ -275,7 +288,8 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
     """
     y = np.array(y0, dtype=float)
     ny = y.size
-    if ny != 2 * il[0] + 2:      # the compiled right-hand side writes 2n + 2 entries (unchecked: numba)
+    run, sfl, sil = (dop853_run, fl, il) if stepper is None else stepper
+    if stepper is None and ny != 2 * il[0] + 2:      # the compiled right-hand side writes 2n + 2 entries (unchecked)
         raise ValueError(f"the state has {ny} entries, the compiled right-hand side {2 * il[0] + 2}")
     if not t_bound > t0:
         raise ValueError(f"the compiled DOP853 integrates forward only: t_bound = {t_bound} <= t0 = {t0}")
@@ -291,7 +305,7 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
     while True:
         told, hs = np.empty(_CHUNK), np.empty(_CHUNK)
         yold, F = np.empty((_CHUNK, ny)), np.empty((_CHUNK, _co.INTERPOLATOR_POWER, ny))
-        dop853_run(t, y, f, h_abs, g, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs, yold, F, state)
+        run(t, y, f, h_abs, g, t_bound, rtol, atol, max_step, sfl, sil, ev, evi, K, told, hs, yold, F, state)
         t, h_abs, g, status, k, dn = state[0], state[1], state[2], int(state[3]), int(state[4]), int(state[5])
         nfev += dn
         chunks.append((told[:k], hs[:k], yold[:k], F[:k]))

@@ -167,7 +167,11 @@ def min_norm(J, r):
     if 0 < k <= 4 and k <= n:          # a few rows: the normal equations by LU when J Jᵀ is well conditioned
         lu, piv, rc = lu_rcond(J @ J.T)
         if rc > 1e-4:
-            return J.T @ _lapack.dgetrs(lu, piv, r)[0]
+            if np.ndim(r) == 1:
+                return J.T @ _lapack.dgetrs(lu, piv, r)[0]
+            # several right-hand sides (the sensitivities' columns) one by one: LAPACK's multi-column solve
+            # (trsm) may wake OpenBLAS threads, which took milliseconds per 2×2 solve on the shared machine
+            return J.T @ np.column_stack([_lapack.dgetrs(lu, piv, r[:, j])[0] for j in range(r.shape[1])])
     if SPARSE_FROM <= k <= n:
         Js = csr(J)
         y = banded_solve(Js @ Js.T, r, symmetric=True)

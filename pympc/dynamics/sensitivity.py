@@ -3,7 +3,12 @@
 With the state ``x = (q, q̇)`` and the parameters θ, the sensitivities
 ``S = ∂x/∂θ`` (one column per parameter) obey, in a smooth phase of fixed mode
 with vector field ``f(x, t, θ)``, the variational equation ``Ṡ = f_x S + f_θ``;
-they are integrated by ``solve_ivp`` together with the state.  At a state event
+they are integrated together with the state — by the compiled DOP853 loop
+(:mod:`pympc.dynamics._dop853`) on the compiled variational right-hand side
+(:mod:`pympc.dynamics._variational`: the 2 n_θ + 1 mode evaluations in one
+call) where the mode's right-hand side of the system and of its perturbed
+copies is compiled end to end, else by ``solve_ivp`` on :meth:`Sensitivities.rhs_python`;
+the two take the same steps.  At a state event
 ``g(x, t, θ) = 0`` located at τ (DESIGN.md §7):
 
     dτ/dθ = −(g_x S⁻ + g_θ) / ġ,   ġ = g_x f⁻ + g_t,
@@ -17,7 +22,7 @@ column ``(S_j, e_j)`` are directional derivatives of the fixed-mode equations
 step of ``1e-5·max(|θ_j|, 1e-2)`` in θ_j together with the same multiple of
 ``S_j`` in x; their truncation error is of the order of the step squared
 (≈1e-10 relative) and their rounding noise 1e-11 to 1e-10 relative.  The
-sensitivities are in ``solve_ivp``'s error control: with the state's ``rtol``,
+sensitivities are in the integrator's error control: with the state's ``rtol``,
 and for the column S_j with the absolute tolerance ``atol / (ρ θ̄_j)``,
 θ̄_j = max(|θ_j|, 1e-2), ρ = 1e-2 — S_j is controlled as the change of the state
 under a 1 % change of θ_j (CVODES's ``atol/pbar`` with pbar = ρ θ̄_j).  With the
@@ -40,7 +45,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError, OptionError
-from .modes import min_norm
+from ._variational import pack, variational_forces, variational_rhs
+from .modes import Mode, min_norm
 from .trajectory import EventKind
 
 __all__ = ["Sensitivities"]
@@ -91,6 +97,8 @@ class Sensitivities:
                 from None
         self.undefined = None          # reason, once a derivative did not exist
         self.undefined_from = np.inf   # ... and from which time on
+        self._packed = {}               # mode → the flat arrays of the compiled variational rhs, or None
+        self._offsets = {}              # mode → (olam, oF) where _packed has the arrays
 
     # ------------------------------------------------------------------ packing
     @property
@@ -130,8 +138,35 @@ class Sensitivities:
         return cols
 
     # ------------------------------------------------------------------ smooth phases
+    def flat(self, mode):
+        """``(fl, il)`` of :func:`pympc.dynamics._variational.variational_flat` in ``mode`` (made once per mode),
+        or None where the system or a perturbed copy has no compiled flat right-hand side in ``mode``, or
+        their plans' arrays differ in length: :meth:`rhs` then takes the Python path."""
+        if mode in self._packed:
+            return self._packed[mode]
+        packed = None
+        runs = [self.run] + self.plus + self.minus
+        if isinstance(mode, Mode) and all(r._fast is not None for r in runs):
+            flats = [r._fast.flat(mode) for r in runs]
+            if all(f is not None for f in flats):
+                packed = pack([f[:2] for f in flats], self.h)
+        self._packed[mode] = packed
+        if packed is not None:
+            self._offsets[mode] = flats[0][2][1:]          # λ and F in the mode buffer (the same in every plan)
+        return packed
+
     def rhs(self, t, y, mode):
-        """The state's vector field and the variational equation, for ``solve_ivp``."""
+        """The state's vector field and the variational equation, for ``solve_ivp``: one compiled call
+        (:func:`pympc.dynamics._variational.variational_rhs`) where :meth:`flat` applies."""
+        packed = self.flat(mode)
+        if packed is not None:
+            out = np.empty_like(y)
+            if variational_rhs(t, y, *packed, out):
+                return out
+        return self.rhs_python(t, y, mode)        # also where a compiled solve failed: it says why
+
+    def rhs_python(self, t, y, mode):
+        """:meth:`rhs` by the runs' right-hand sides in Python (:meth:`_diff`)."""
         n, m = self.n, 2 * self.n + 2
         x, S = y[:m], y[m:].reshape(2 * n, self.p)
         out = np.empty_like(y)
@@ -273,10 +308,17 @@ class Sensitivities:
         if not self.forces:
             return dq, dqd, None, None
 
+        s = len(self.run.mu)
+        packed = self.flat(mode)
+        if packed is not None:          # one compiled call for the 2 n_θ evaluations
+            ms = np.empty((2 * s, self.p))
+            if variational_forces(t, np.ascontiguousarray(x), np.ascontiguousarray(S), *packed, *self._offsets[mode],
+                                  ms):
+                return dq, dqd, ms[:s], ms[s:]
+
         def forces(r, xx):      # the compiled path's λ, F where it applies (no assembly objects per sample)
             _, lam, F = r.slot_values(t, xx, mode)
             return np.concatenate([lam, F])
         ms = self._diff(forces, x, S)
-        s = len(self.run.mu)
         return dq, dqd, ms[:s], ms[s:]
 

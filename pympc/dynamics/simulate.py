@@ -27,6 +27,7 @@ from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from ..mechanics._kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
 from . import _dop853 as dop853
+from ._variational import variational_run
 from .crossings import SPLIT, DenseStates, TimeScale, first_crossing
 from .events import event_problem, read_mode
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
@@ -138,14 +139,17 @@ class _Run:
         """One piece of a smooth phase: ``solve_ivp`` from (ta, xa) to tb with dense output, stopping at the
         first step end where the lowest of the ``watched`` event functions has crossed zero downwards.
 
-        With DOP853 (the default), no sensitivities and a mode whose right-hand side is compiled end to end
+        With DOP853 (the default) and a mode whose right-hand side is compiled end to end
         (:meth:`CompiledModes.flat`), the same steps are taken by the compiled loop of
-        :func:`pympc.dynamics._dop853.integrate`, which also watches the event functions there."""
+        :func:`pympc.dynamics._dop853.integrate`, which also watches the event functions there; with
+        sensitivities, when the perturbed systems' are too (:meth:`Sensitivities.flat`), on the compiled
+        variational right-hand side."""
         o = self.opts
         lowest = _lowest(funcs.vector, watched) if watched.size else None
-        flat = self._fast.flat(mode) if (self._fast is not None and sens is None and isinstance(o["method"], str)
+        flat = self._fast.flat(mode) if (self._fast is not None and isinstance(o["method"], str)
                                          and o["method"] == "DOP853" and isinstance(mode, Mode) and tb > ta) else None
-        if flat is None:
+        packed = sens.flat(mode) if sens is not None and flat is not None else None   # the variational rhs
+        if flat is None or (sens is not None and packed is None):
             self.integrators.add(f"solve_ivp ({getattr(o['method'], '__name__', o['method'])})")
             return solve_ivp(self.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
                              atol=o["atol"] if sens is None else sens.atol(o["atol"]), t_eval=t_eval, args=(mode,),
@@ -158,6 +162,10 @@ class _Run:
                      np.concatenate([offsets, slot[watched]]).astype(np.int64))
         self._cache_key = None             # the compiled buffers will hold other points
         self.integrators.add("compiled DOP853")
+        if sens is not None:          # the same loop on the variational right-hand side, S in the error control
+            return dop853.integrate(lambda t, y: sens.rhs_python(t, y, mode), ta, tb, xa, fl, il, o["rtol"],
+                                    sens.atol(o["atol"]), max_step, t_eval, event, lowest,
+                                    stepper=(variational_run, *packed))
         return dop853.integrate(lambda t, x: self.rhs(t, x, mode), ta, tb, xa, fl, il, o["rtol"], o["atol"],
                                 max_step, t_eval, event, lowest)
 
@@ -846,7 +854,7 @@ def _trajectory(run, phases, events, status, message, sens=None):
     rows, dsens = [], []
     for ts, xs, mode in phases:
         fast = None
-        if sens is None and run._fast is not None and isinstance(mode, Mode):   # the whole phase in one call
+        if run._fast is not None and isinstance(mode, Mode):   # the whole phase in one call
             fast = run._fast.rows(ts, xs[:2 * n + 2].T, mode)
             run._cache_key = None
         if fast is not None:
@@ -854,6 +862,8 @@ def _trajectory(run, phases, events, status, message, sens=None):
             walls, motions = mode.walls, [int(m) for m in mode.motions]
             for j, tj in enumerate(ts):
                 xj = xs[:, j]
+                if sens is not None:
+                    dsens.append(sens.outputs(tj, *sens.split(xj), mode))
                 rows.append((tj, xj[:n], xj[n:2 * n], lam[j], F[j], vT[j], walls, motions, T[j], V[j], xj[2 * n],
                              xj[2 * n + 1], drift[j]))
             continue
