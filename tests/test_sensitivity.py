@@ -7,7 +7,7 @@ below the tolerance; event times are compared with dτ/dθ too.
 
 import numpy as np
 import pytest
-from conftest import MODELS
+from conftest import MODELS, same_blas
 
 import pympc
 from pympc.errors import OptionError, SimulationError
@@ -196,9 +196,12 @@ def test_a_compiled_sensitivity_run_is_the_solve_ivp_one(case, monkeypatch):
     assert fast.info["integrator"] == "compiled DOP853" and slow.info["integrator"] == "solve_ivp (DOP853)"
     assert fast.success and slow.success and not fast.sensitivity_note
     assert [(e.kind, e.slot) for e in fast.events] == [(e.kind, e.slot) for e in slow.events]
-    np.testing.assert_allclose([e.time for e in fast.events], [e.time for e in slow.events], rtol=0, atol=1e-12)
+    # round-off where numba's and numpy's BLAS agree; else the accuracy of two valid integrations (the
+    # sensitivities' accuracy against finite differences is asserted to 1e-6 above)
+    tol, stol = (1e-12, 1e-9) if same_blas() else (1e-8, 1e-6)
+    np.testing.assert_allclose([e.time for e in fast.events], [e.time for e in slow.events], rtol=0, atol=tol)
     for a, b in ((fast.dq, slow.dq), (fast.dqd, slow.dqd), (fast.dnormal_force, slow.dnormal_force)):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * np.abs(b).max())
+        np.testing.assert_allclose(a, b, rtol=0, atol=stol * np.abs(b).max())
     for e, f in zip(fast.events, slow.events):
         for k in names:
-            assert abs(e.dtime[k] - f.dtime[k]) <= 1e-9 * max(1.0, abs(f.dtime[k])), (e.kind, k)
+            assert abs(e.dtime[k] - f.dtime[k]) <= stol * max(1.0, abs(f.dtime[k])), (e.kind, k)

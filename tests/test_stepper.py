@@ -6,14 +6,14 @@ through solve_ivp (the loop switched off), event for event.
 
 Always asserted: agreement to the integration's accuracy (a different summation order in one BLAS call moves
 DOP853's step ends by ~1e-6 relative, so equality to round-off cannot be asked of every machine).  To
-round-off as well when numba's ``np.dot`` and numpy's give the same bits on this machine (:data:`SAME_BLAS`:
-the loop does scipy's arithmetic with the same BLAS calls, but numba calls scipy's BLAS and numpy its own).
+round-off as well when numba's ``np.dot`` and numpy's give the same bits on this machine (``conftest.same_blas``).
 """
 
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import same_blas
 from scipy.integrate import solve_ivp
 
 import pympc
@@ -27,21 +27,7 @@ from pympc.mechanics import Particle, PointForce, Slot, System, slider_chain
 MODELS = Path(__file__).parents[1] / "models"
 
 
-def _same_blas():
-    """Do numba's and numpy's matrix-vector and vector products give the same bits here (the loop's dots)?"""
-    from numba import njit
-
-    dots = njit(lambda K, a, x: (np.dot(K.T, a), np.dot(x, x)))
-    rng = np.random.default_rng(7)
-    for n, s in ((2, 12), (6, 12), (18, 16), (40, 12)):
-        K, a, x = rng.standard_normal((s, n)), rng.standard_normal(s), rng.standard_normal(n)
-        mv, vv = dots(K, a, x)
-        if not (np.array_equal(mv, np.dot(K.T, a)) and vv == np.dot(x, x)):
-            return False
-    return True
-
-
-SAME_BLAS = _same_blas()
+SAME_BLAS = same_blas()
 
 
 def _run(system, t_end):
