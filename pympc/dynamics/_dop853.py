@@ -27,9 +27,18 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy.integrate._ivp import dop853_coefficients as _co
-from scipy.integrate._ivp.rk import MAX_FACTOR, MIN_FACTOR, SAFETY
 from scipy.optimize import brentq
+
+try:      # scipy's own table and step-control constants (private modules: without them, solve_ivp runs)
+    from scipy.integrate._ivp import dop853_coefficients as _co
+    from scipy.integrate._ivp.rk import MAX_FACTOR, MIN_FACTOR, SAFETY
+    AVAILABLE = True
+except ImportError:    # pragma: no cover
+    from types import SimpleNamespace
+    _co = SimpleNamespace(N_STAGES=12, A=np.zeros((16, 16)), B=np.zeros(12), C=np.zeros(16), E3=np.zeros(13),
+                          E5=np.zeros(13), D=np.zeros((4, 16)))
+    MAX_FACTOR = MIN_FACTOR = SAFETY = 0.0
+    AVAILABLE = False
 
 from ..mechanics._kernels import dop853_states, event_values, flat_event_samples, general_mode_flat
 

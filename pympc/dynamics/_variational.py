@@ -18,7 +18,7 @@ then the steps h; ``il`` = the plans' ``il`` in the same order, then
 ``(n_θ, len(fl_k), len(il_k))``.  The base comes first, so the mode buffer the
 loop's event check reads (offset ``il[6]`` of ``fl``) is the base evaluation's.
 Division by zero gives inf/NaN (``error_model="numpy"``), as in the loop of
-:mod:`pympc.dynamics._dop853` on branch i17-stepper.
+:mod:`pympc.dynamics._dop853`.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ class _Run:
         variational right-hand side."""
         o = self.opts
         lowest = _lowest(funcs.vector, watched) if watched.size else None
-        flat = self._fast.flat(mode) if (self._fast is not None and isinstance(o["method"], str)
+        flat = self._fast.flat(mode) if (dop853.AVAILABLE and self._fast is not None and isinstance(o["method"], str)
                                          and o["method"] == "DOP853" and isinstance(mode, Mode) and tb > ta) else None
         packed = sens.flat(mode) if sens is not None and flat is not None else None   # the variational rhs
         if flat is None or (sens is not None and packed is None):
