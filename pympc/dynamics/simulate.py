@@ -136,10 +136,10 @@ class _Run:
         return out
 
     def integrate(self, sens, mode, funcs, ta, tb, xa, t_eval, max_step, watched):
-        """One piece of a smooth phase: ``solve_ivp`` from (ta, xa) to tb with dense output, stopping at the
-        first step end where the lowest of the ``watched`` event functions has crossed zero downwards.
+        """One piece of a smooth phase from (ta, xa) to tb with dense output, stopping at the first step end
+        where the lowest of the ``watched`` event functions has crossed zero downwards: ``solve_ivp``, or
 
-        With DOP853 (the default) and a mode whose right-hand side is compiled end to end
+        with DOP853 (the default) and a mode whose right-hand side is compiled end to end
         (:meth:`CompiledModes.flat`), the same steps are taken by the compiled loop of
         :func:`pympc.dynamics._dop853.integrate`, which also watches the event functions there; with
         sensitivities, when the perturbed systems' are too (:meth:`Sensitivities.flat`), on the compiled
