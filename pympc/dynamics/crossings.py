@@ -26,7 +26,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..errors import ModelError, SimulationError
-from ..mechanics._kernels import curvature_bounds
+from ..mechanics._kernels import curvature_bounds, dop853_states
 from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, Distance, PointForce, Prescribed, Torque
 
@@ -241,9 +241,9 @@ class DenseStates:
     """The states of a ``solve_ivp`` dense output at many times, as rows: ``DenseStates(sol.sol)(ts)`` (or of
     the compiled DOP853's :class:`~pympc.dynamics._dop853.Dop853Solution`, which holds the stack already).
 
-    For DOP853 (the driver's default) all the steps' interpolants are stacked once and evaluated in a few
-    array operations for all the times together: the very operations of scipy's ``Dop853DenseOutput``, on
-    the segment scipy's ``OdeSolution`` picks, so the values are the same to the bit.  Anything else (other
+    For DOP853 (the driver's default) all the steps' interpolants are stacked once and evaluated for all the
+    times together by :func:`~pympc.mechanics._kernels.dop853_states`: the very operations of scipy's
+    ``Dop853DenseOutput``, on the segment scipy's ``OdeSolution`` picks, so the values are the same to the bit.  Anything else (other
     methods, a descending span): ``sol(ts).T``.
 
     Attributes
@@ -266,16 +266,6 @@ class DenseStates:
         ts = np.asarray(ts, dtype=float)
         if self.stack is None:
             return np.asarray(self.sol(ts)).T
-        tsorted, t_old, h, y_old, F = self.stack
-        seg = np.clip(np.searchsorted(tsorted, ts, side="left") - 1, 0, len(t_old) - 1)
-        x = ((ts - t_old[seg]) / h[seg])[:, None]
-        Fs = F[seg]
-        y = np.zeros((ts.size, y_old.shape[1]))
-        for i in range(F.shape[1]):        # scipy's loop over reversed(F)
-            y += Fs[:, F.shape[1] - 1 - i]
-            if i % 2 == 0:
-                y *= x
-            else:
-                y *= 1 - x
-        y += y_old[seg]
-        return y
+        X = np.empty((ts.size, self.stack[3].shape[1]))
+        dop853_states(np.ascontiguousarray(ts), *self.stack, X)
+        return X
