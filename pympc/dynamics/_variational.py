@@ -46,6 +46,15 @@ def pack(flats, h):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def _shifted(t, x, S, j, hj, sign, r, fl, il, lf, li, xs, out):
+    """The mode right-hand side of packed plan ``r`` at ``x ± h_j S_j`` (``sign``; Sensitivities._diff's step:
+    ``(−S) h = −(S h)`` exactly) into ``out``, with ``xs`` as the state buffer; False where the solve failed."""
+    for i in range(S.shape[0]):
+        xs[i] = x[i] + sign * S[i, j] * hj
+    return _fun(t, xs, fl[r * lf:(r + 1) * lf], il[r * li:(r + 1) * li], out)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def variational_flat(t, y, fl, il, out):
     """``out`` = the state derivative and ``dS`` of the augmented state ``y = (x, S)`` (x of 2n + 2 entries,
     then S of shape (2n, n_θ) row by row): ``dS[:n] = S[n:]``, ``dS[n:, j]`` the central difference of q̈ along
@@ -57,19 +66,13 @@ def variational_flat(t, y, fl, il, out):
     h = fl[(2 * p + 1) * lf:(2 * p + 1) * lf + p]
     if not _fun(t, y[:m], fl[:lf], il[:li], out[:m]):
         return False
+    S = y[m:].reshape(n2, p)
     xs = y[:m].copy()
     a, b = np.empty(m), np.empty(m)
     for j in range(p):
         hj = h[j]
-        for i in range(n2):                        # x + S_j h_j, then x − S_j h_j (Sensitivities._diff's step)
-            xs[i] = y[i] + y[m + i * p + j] * hj
-        r = 1 + j
-        if not _fun(t, xs, fl[r * lf:(r + 1) * lf], il[r * li:(r + 1) * li], a):
-            return False
-        for i in range(n2):
-            xs[i] = y[i] - y[m + i * p + j] * hj
-        r = 1 + p + j
-        if not _fun(t, xs, fl[r * lf:(r + 1) * lf], il[r * li:(r + 1) * li], b):
+        if not (_shifted(t, y, S, j, hj, 1.0, 1 + j, fl, il, lf, li, xs, a)
+                and _shifted(t, y, S, j, hj, -1.0, 1 + p + j, fl, il, lf, li, xs, b)):
             return False
         c = 0.5 / hj
         for i in range(n):
@@ -93,8 +96,7 @@ def variational_forces(t, x, S, fl, il, olam, oF, out):
     solve failed."""
     k = il.size
     p, lf, li = il[k - 3], il[k - 2], il[k - 1]
-    n = il[0]
-    n2, m = 2 * n, 2 * n + 2
+    m = 2 * il[0] + 2
     ns = out.shape[0] // 2
     h = fl[(2 * p + 1) * lf:(2 * p + 1) * lf + p]
     o = il[6]                                     # the mode buffer's offset in a plan's fl
@@ -103,20 +105,14 @@ def variational_forces(t, x, S, fl, il, olam, oF, out):
     plus = np.empty(2 * ns)
     for j in range(p):
         hj = h[j]
-        for i in range(n2):
-            xs[i] = x[i] + S[i, j] * hj
-        r = 1 + j
-        if not _fun(t, xs, fl[r * lf:(r + 1) * lf], il[r * li:(r + 1) * li], a):
+        if not _shifted(t, x, S, j, hj, 1.0, 1 + j, fl, il, lf, li, xs, a):
             return False
-        b = r * lf + o
+        b = (1 + j) * lf + o
         for i in range(ns):
             plus[i], plus[ns + i] = fl[b + olam + i], fl[b + oF + i]
-        for i in range(n2):
-            xs[i] = x[i] - S[i, j] * hj
-        r = 1 + p + j
-        if not _fun(t, xs, fl[r * lf:(r + 1) * lf], il[r * li:(r + 1) * li], a):
+        if not _shifted(t, x, S, j, hj, -1.0, 1 + p + j, fl, il, lf, li, xs, a):
             return False
-        b = r * lf + o
+        b = (1 + p + j) * lf + o
         c = 0.5 / hj
         for i in range(ns):
             out[i, j] = (plus[i] - fl[b + olam + i]) * c
