@@ -13,7 +13,7 @@ from ..errors import OptionError, PympcError
 from .experiment import Experiment
 from .parameters import Parametrization
 from .result import IdentificationResult
-from .shooting import ShootingProblem, fit_starts, stationarity
+from .shooting import ShootingProblem, fit_starts, gauss_newton_step, stationarity
 from .uncertainty import covariance, identifiability, profile_parameter, stick_information, wald
 
 __all__ = ["estimate", "METHODS"]
@@ -215,13 +215,11 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
                            "reason": f"MPEC route: its complementarity law lets a stuck slot break away before "
                                      f"μ_s|λ| is reached, so it proves only {name} ≥ {info['bound']:.4g} (the largest "
                                      f"stick ratio |F|/|λ| of the solution); use method='shooting' for a point estimate"}
-    gradient, newton_step = stationarity(J, r, theta, np.array([not a for a in active]))
+    free = np.array([not a for a in active])
+    gradient, newton_step = stationarity(J, r, theta, free)
     if mpec_info is not None and np.all(np.isfinite(J)):
         # the exact model's Gauss–Newton step from the MPEC estimate: the estimate's discretization bias
-        free = np.array([not a for a in active])
-        step = np.zeros(p)
-        step[free] = np.linalg.lstsq(J[:, free], -r, rcond=None)[0]
-        mpec_info["exact_step"] = step.tolist()
+        mpec_info["exact_step"] = gauss_newton_step(J, r, free).tolist()
 
     profiles = {}
     for name in profile:

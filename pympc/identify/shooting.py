@@ -167,8 +167,16 @@ def stationarity(J, r, x, free):
     colmax = float(np.linalg.norm(J, axis=0).max(initial=0.0))
     rnorm = max(float(np.linalg.norm(r)), 1e-8 * np.sqrt(r.size))
     gradient = float(np.abs(J.T @ r)[free].max(initial=0.0) / max(colmax * rnorm, 1e-300))
-    step = np.linalg.lstsq(J[:, free], -r, rcond=None)[0]
+    step = gauss_newton_step(J, r, free)[free]
     return gradient, float((np.abs(step) / np.maximum(np.abs(np.asarray(x, float)[free]), 1e-3)).max(initial=0.0))
+
+
+def gauss_newton_step(J, r, free):
+    """The Gauss–Newton step δ = −J⁺r over the ``free`` parameters (0 for the others)."""
+    free = np.asarray(free, bool)
+    step = np.zeros(J.shape[1])
+    step[free] = np.linalg.lstsq(J[:, free], -r, rcond=None)[0]
+    return step
 
 
 def is_stationary(gradient, step):
