@@ -44,7 +44,9 @@ _BINARY = {ast.Add: _kernels.OP_ADD, ast.Sub: _kernels.OP_SUB, ast.Mult: _kernel
 def time_program(functions):
     """The functions of time ``[(i, j, Expression), ...]`` as one postfix program for
     :func:`_kernels.run_time_program` (which writes ``tF[i, j]``): ``(prog, consts)``, or None when an
-    expression uses something the program does not have (then they are evaluated in Python).
+    expression uses something the program does not have (then they are evaluated in Python).  ``consts`` ends
+    with the program's stack (``max(prog[1], 1)`` entries of scratch), so the compiled evaluation allocates
+    nothing.
 
     Examples
     --------
@@ -87,7 +89,7 @@ def time_program(functions):
         except (ValueError, RecursionError):
             return None
         prog += [i, j, len(code) // 2] + code
-    return np.array(prog, dtype=np.int64), np.array(consts + [0.0])
+    return np.array(prog, dtype=np.int64), np.array(consts + [0.0] * max(prog[1], 1))
 
 
 def _rot(phi):
