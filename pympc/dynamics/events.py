@@ -21,6 +21,7 @@ import numpy as np
 from ..complementarity import HLCP, LCP, solve
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
+from ._transition import EVENT_OK, dense_event
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
@@ -136,7 +137,51 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
         formed sparse (a slot couples only the bodies it joins) and the problem
         keeps sparse copies of A and B for :meth:`EventProblem.solve`.
     """
-    directions = np.asarray(directions, dtype=float)
+    directions = _floats(np.asarray(directions, dtype=float))
+    s = len(directions)
+    use_sparse = mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM
+    if not use_sparse and a.M.shape[0] <= COMPILED_UP_TO and a.J.shape[0] <= COMPILED_UP_TO:
+        ev = _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal)
+        if ev is not None:
+            return ev
+    return _numpy_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, use_sparse)
+
+
+COMPILED_UP_TO = 64
+"""Dense event HLCPs of systems with at most this many coordinates and bilateral rows are built by one compiled
+call (:func:`pympc.dynamics._transition.dense_event`); larger ones with NumPy (its products call BLAS)."""
+
+
+def _floats(v):
+    """``v`` as the compiled build takes every array: float64, C-contiguous, writable (one compiled version)."""
+    if type(v) is np.ndarray and v.dtype == np.float64 and v.flags.c_contiguous and v.flags.writeable:
+        return v
+    return np.array(v, dtype=float)
+
+
+def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
+    """The dense event HLCP by :func:`~pympc.dynamics._transition.dense_event`, or None where it declines (a mass
+    matrix that is not positive definite, singular bilateral rows, a non-finite entry): the NumPy build decides."""
+    cand = np.flatnonzero(directions == 0)
+    hol = a.holonomic
+    if not (type(hol) is np.ndarray and hol.dtype == np.bool_ and hol.flags.c_contiguous and hol.flags.writeable):
+        hol = np.array(hol, dtype=bool)
+    md = _NO_DIAGONAL if mass_diagonal is None else _floats(mass_diagonal)
+    code, A, B, c, qdd0, Q = dense_event(
+        _floats(a.M), md, _floats(a.J), _floats(a.WN), _floats(a.WT), _floats(a.h), _floats(a.w), _floats(a.gdot),
+        _floats(a.g), hol, _floats(a.bN), _floats(a.vN), _floats(a.gN), _floats(a.bT), _floats(a.vT),
+        float(stab.alpha), float(stab.beta), directions, _floats(mu), _floats(mu_s), cand)
+    if code != EVENT_OK:
+        return None
+    return EventProblem(HLCP._trusted(A, B, c), cand.tolist(), directions, qdd0, Q)
+
+
+_NO_DIAGONAL = np.zeros(0)
+
+
+def _numpy_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, use_sparse):
+    """:func:`event_problem` with NumPy: the sparse products of a long joint-free chain, the dense build of a large
+    system, and every case the compiled build declines."""
     s = len(directions)
     cand = [k for k in range(s) if directions[k] == 0]
     c = len(cand)
@@ -144,7 +189,6 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
     nz = 2 * s + 4 * c
     fr = -mu * directions
     bI, bN, bT = _biases(a, stab, cand)
-    use_sparse = mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM
     if use_sparse:
         E, qdd0, Q = _sparse_products(a, cand, fr, mass_diagonal)
         e = np.zeros(s + 2 * c)

@@ -1,0 +1,135 @@
+"""The fast paths of a transition (issue 17): they build and decide what the NumPy paths do.
+
+Oracles: the NumPy build of the event HLCP (``events._numpy_event_problem``) on random assemblies (diagonal and
+dense mass matrices, bilateral joints, stick candidates) and on the shipped models; the validating HLCP
+constructor; the simulations themselves (same events, to the bit or to round-off).
+"""
+
+import numpy as np
+import pytest
+from conftest import MODELS
+
+import pympc
+from pympc.complementarity import HLCP, enumerate_solutions
+from pympc.dynamics import Baumgarte, events as events_module
+from pympc.dynamics.events import _numpy_event_problem, event_problem
+from pympc.errors import ProblemError
+from pympc.mechanics import GeneralMethod, TreeMethod
+from pympc.mechanics.assembly import Assembly
+
+
+def random_assembly(rng, n, r, s, diagonal):
+    """An assembly of random data: n coordinates, r bilateral rows (some not holonomic), s slots."""
+    if diagonal:
+        md = rng.uniform(0.5, 3.0, n)
+        M = np.diag(md)
+    else:
+        G = rng.standard_normal((n, n))
+        M, md = G @ G.T + n * np.eye(n), None
+    v = lambda *shape: rng.standard_normal(shape)  # noqa: E731
+    a = Assembly(0.0, M, v(n), v(r), v(r, n), v(r), v(r), rng.random(r) < 0.7, v(s), v(s, n), v(s), v(s),
+                 v(s, n), v(s), v(s), 0.0, 0.0, 0.0)
+    return a, md
+
+
+def assert_same_problem(ev, ref, rtol=1e-12):
+    for key in ("A", "B", "c"):
+        got, want = getattr(ev.hlcp, key), getattr(ref.hlcp, key)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * max(1.0, np.abs(want).max()))
+    for got, want in ((ev.qdd0, ref.qdd0), (ev.Q, ref.Q)):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * max(1.0, np.abs(want).max()))
+    assert ev.candidates == ref.candidates and all(type(k) is int for k in ev.candidates)
+    np.testing.assert_array_equal(ev.directions, ref.directions)
+    assert ev.hlcp._a_diagonal == ref.hlcp._a_diagonal
+    assert not ev.hlcp.A.flags.writeable and not ev.hlcp.c.flags.writeable
+
+
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_compiled_event_hlcp_is_the_numpy_one_on_random_systems(rng, diagonal):
+    stab = Baumgarte(7.0, 4.0)
+    for trial in range(40):
+        # more coordinates than rows: where the joints and the slots lock everything, a slot's row of the
+        # HLCP is all cancellation, and its scaling to 1 magnifies rounding noise (either build's)
+        r, s = int(rng.integers(0, 4)), int(rng.integers(1, 5))
+        n = r + s + int(rng.integers(1, 5))
+        a, md = random_assembly(rng, n, r, s, diagonal)
+        dirs = rng.integers(-1, 2, s)
+        dirs[rng.integers(0, s)] = 0                       # at least one stick candidate
+        if trial % 4 == 0:
+            dirs[:] = rng.choice([-1, 1], s)                # and sometimes none
+        mu, mu_s = rng.uniform(0.1, 0.6, s), rng.uniform(0.6, 0.9, s)
+        ev = event_problem(a, dirs, mu, mu_s, stab, md)
+        ref = _numpy_event_problem(a, np.asarray(dirs, float), mu, mu_s, stab, md, False)
+        assert_same_problem(ev, ref)
+        # the problem the simulator sees solves alike
+        r1, r2 = ev.solve(), pympc.solve(ref.hlcp)
+        assert r1.status == r2.status
+        if r1.success:
+            np.testing.assert_allclose(np.concatenate([r1.x, r1.y]), np.concatenate([r2.x, r2.y]),
+                                       atol=1e-9 * (1 + np.abs(r2.x).max() + np.abs(r2.y).max()))
+
+
+@pytest.mark.parametrize("model", ["slider_crank.toml", "cross_slide.toml", "friction_oscillator.toml"])
+@pytest.mark.parametrize("formulation", [GeneralMethod, TreeMethod])
+def test_compiled_event_hlcp_is_the_numpy_one_on_the_models(model, formulation, rng):
+    form = formulation(pympc.load_model(MODELS / model))
+    q, qd = form.initial_state()
+    a = form.assemble(q, qd + 0.1 * rng.standard_normal(q.size), 0.37)
+    s = len(form.slots)
+    mu, mu_s = np.full(s, 0.3), np.full(s, 0.45)
+    for dirs in (np.zeros(s, int), np.ones(s, int), -np.ones(s, int)):
+        ev = event_problem(a, dirs, mu, mu_s, Baumgarte(), form.mass_diagonal)
+        assert_same_problem(ev, _numpy_event_problem(a, dirs.astype(float), mu, mu_s, Baumgarte(),
+                                                     form.mass_diagonal, False))
+
+
+def test_what_the_compiled_build_declines_is_decided_by_the_numpy_build(rng):
+    # a zero mass on a coordinate that a joint fixes: M is singular, the saddle-point system is not
+    a, _ = random_assembly(rng, 3, 1, 1, True)
+    a.M = np.diag([1.0, 2.0, 0.0])
+    a.J = np.array([[0.0, 0.0, 1.0]])
+    dirs, mu = np.array([0]), np.array([0.3])
+    ev = event_problem(a, dirs, mu, mu, Baumgarte(), None)
+    assert_same_problem(ev, _numpy_event_problem(a, dirs.astype(float), mu, mu, Baumgarte(), None, False))
+    # redundant bilateral rows: the NumPy build's error, as before
+    a, md = random_assembly(rng, 4, 2, 1, True)
+    a.J = np.array([[0.0, 2.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]])     # J M⁻¹ Jᵀ exactly singular
+    with pytest.raises(np.linalg.LinAlgError):
+        event_problem(a, dirs, mu, mu, Baumgarte(), md)
+    # a non-finite force: the HLCP's own message
+    a, md = random_assembly(rng, 4, 1, 1, True)
+    a.h[2] = np.nan
+    with pytest.raises(ProblemError, match="non-finite"):
+        event_problem(a, dirs, mu, mu, Baumgarte(), md)
+
+
+def test_large_systems_keep_the_numpy_build(rng, monkeypatch):
+    a, md = random_assembly(rng, 6, 1, 2, True)
+    calls = []
+    monkeypatch.setattr(events_module, "_numpy_event_problem",
+                        lambda *args: calls.append(1) or _numpy_event_problem(*args))
+    event_problem(a, [0, 1], np.full(2, 0.3), np.full(2, 0.4), Baumgarte(), md)
+    assert not calls
+    monkeypatch.setattr(events_module, "COMPILED_UP_TO", 5)
+    event_problem(a, [0, 1], np.full(2, 0.3), np.full(2, 0.4), Baumgarte(), md)
+    assert calls
+
+
+def test_trusted_constructor_gives_the_validated_problem(rng):
+    for n in (1, 3, 5):
+        A, B, c = rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)
+        for AA in (A, np.diag(np.diag(A))):
+            ref = HLCP(AA, B, c)
+            got = HLCP._trusted(AA.copy(), B.copy(), c.copy())
+            for key in ("A", "B", "c"):
+                np.testing.assert_array_equal(getattr(got, key), getattr(ref, key))
+                assert not getattr(got, key).flags.writeable
+            assert got._a_diagonal == ref._a_diagonal and got.n == ref.n
+            r1, r2 = pympc.solve(got), pympc.solve(ref)
+            assert r1.status == r2.status
+            np.testing.assert_array_equal(r1.x, r2.x)
+            s1, s2 = enumerate_solutions(got), enumerate_solutions(ref)
+            assert s1.kind == s2.kind and len(s1.points) == len(s2.points)
+    with pytest.raises(ProblemError):      # user input is still validated
+        HLCP([[np.nan]], [[1.0]], [1.0])
