@@ -133,3 +133,80 @@ def test_trusted_constructor_gives_the_validated_problem(rng):
             assert s1.kind == s2.kind and len(s1.points) == len(s2.points)
     with pytest.raises(ProblemError):      # user input is still validated
         HLCP([[np.nan]], [[1.0]], [1.0])
+
+
+def test_small_least_norm_is_lstsq_and_declines_ill_conditioned_rows(rng):
+    from pympc.dynamics._transition import small_min_norm
+    from pympc.dynamics.modes import min_norm
+    for k in range(1, 5):
+        for n in range(k, k + 4):
+            J, r = rng.standard_normal((k, n)), rng.standard_normal(k)
+            d = np.empty(n)
+            assert small_min_norm(J, r, d)
+            np.testing.assert_allclose(d, np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(min_norm(J, r), d, rtol=0, atol=0)
+    J = np.array([[1.0, 0.0, 0.0], [1.0, 1e-3, 0.0]])             # J Jᵀ has condition ~4e6: lstsq's answer
+    r = np.array([1.0, 2.0])
+    assert not small_min_norm(J, r, np.empty(3))
+    np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12)
+    assert not small_min_norm(rng.standard_normal((5, 6)), rng.standard_normal(5), np.empty(6))   # too many rows
+
+
+def test_compiled_velocity_projection_and_position_error(rng):
+    from pympc.dynamics._transition import (VELOCITY_DECLINED, VELOCITY_PROJECTED, VELOCITY_SAME,
+                                            position_error, project_velocity)
+    seen = set()
+    for _ in range(30):
+        r, s = int(rng.integers(0, 3)), int(rng.integers(1, 3))
+        n = r + s + int(rng.integers(1, 4))
+        a, _ = random_assembly(rng, n, r, s, True)
+        stick = np.flatnonzero(rng.random(s) < 0.5)
+        qd = rng.standard_normal(n)
+        code, qdp = project_velocity(a.J, a.WN, a.WT, stick, a.gdot, a.vN, a.vT, qd)
+        Jv = np.vstack([a.J, a.WN, a.WT[stick]])
+        rv = np.concatenate([a.gdot, a.vN, a.vT[stick]])
+        k = Jv.shape[0]
+        seen.add(code)
+        if k > 4 or k > n or np.linalg.cond(Jv @ Jv.T, 1) >= 1e4:
+            assert code == VELOCITY_DECLINED
+            continue
+        assert code == VELOCITY_PROJECTED
+        np.testing.assert_allclose(qdp, qd - np.linalg.lstsq(Jv, rv, rcond=None)[0], rtol=1e-12, atol=1e-12)
+        # nothing to remove: the very same array back
+        code, same = project_velocity(a.J, a.WN, a.WT, stick, 0 * a.gdot, 0 * a.vN, 0 * a.vT, qd)
+        assert code == VELOCITY_SAME and same is qd
+        q = rng.standard_normal(n)
+        err, bound = position_error(a.g, a.holonomic, a.gN, q)
+        assert err == np.abs(np.concatenate([a.g[a.holonomic], a.gN])).max()
+        assert bound == 1e-13 * (1 + np.abs(q).max())
+    assert seen == {VELOCITY_DECLINED, VELOCITY_PROJECTED}
+
+
+def test_compiled_mode_check_is_the_numpy_test(rng):
+    from pympc.dynamics._transition import check_mode
+
+    def numpy_check(lam, h, qdd, F, aT, w, m, mu_s, cand):       # the test _Run.verify made with NumPy
+        fs = 1e-7 * max(1.0, float(np.abs(lam).max()), float(np.abs(h).max()))
+        acc = 1e-7 * max(1.0, float(np.abs(qdd).max()))
+        if np.any(w * lam < -fs):
+            return 1
+        if np.any((mu_s * np.abs(lam) - np.abs(F))[m == 0] < -fs):
+            return 2
+        return 3 if any(m[k] != 0 and m[k] * aT[k] < -acc for k in cand) else 0
+
+    codes = set()
+    for _ in range(400):
+        s, n = int(rng.integers(1, 4)), int(rng.integers(2, 6))
+        lam, F, aT = rng.standard_normal(s), 0.5 * rng.standard_normal(s), rng.standard_normal(s)
+        h, qdd = rng.standard_normal(n), rng.standard_normal(n)
+        w, m = rng.choice([-1.0, 1.0], s), rng.integers(-1, 2, s).astype(float)
+        w = np.where(rng.random(s) < 0.6, np.sign(lam), w)          # mostly consistent walls
+        mu_s = rng.uniform(0.2, 1.0, s)
+        cand = np.flatnonzero(rng.random(s) < 0.5)
+        code, _ = check_mode(lam, h, qdd, F, aT, w, m, mu_s, cand)
+        assert code == numpy_check(lam, h, qdd, F, aT, w, m, mu_s, cand)
+        codes.add(code)
+    assert codes == {0, 1, 2, 3}
+    lam = np.array([np.nan])
+    assert check_mode(lam, np.zeros(2), np.zeros(2), np.zeros(1), np.zeros(1), np.ones(1), np.zeros(1),
+                      np.ones(1), np.zeros(0, np.int64))[0] == 4

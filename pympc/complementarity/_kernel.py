@@ -515,6 +515,66 @@ def solve_lcp_equilibrated(M, q, d, default_d, max_pivots, piv_rel, tie_tol, swe
 
 
 @njit(cache=True, nogil=True)
+def lu_solve(S, R):
+    """``S⁻¹ R`` into ``R`` by Gaussian elimination with partial pivoting (S is overwritten; False on an
+    exactly zero pivot, as LAPACK's ``gesv`` reports it)."""
+    r = S.shape[0]
+    k = R.shape[1]
+    for col in range(r):
+        p = col
+        big = abs(S[col, col])
+        for i in range(col + 1, r):
+            if abs(S[i, col]) > big:
+                big = abs(S[i, col])
+                p = i
+        if big == 0.0:
+            return False
+        if p != col:
+            for j in range(r):
+                S[col, j], S[p, j] = S[p, j], S[col, j]
+            for j in range(k):
+                R[col, j], R[p, j] = R[p, j], R[col, j]
+        for i in range(col + 1, r):
+            f = S[i, col] / S[col, col]
+            if f != 0.0:
+                for j in range(col + 1, r):
+                    S[i, j] -= f * S[col, j]
+                for j in range(k):
+                    R[i, j] -= f * R[col, j]
+    back_substitute(S, R)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def back_substitute(U, R):
+    """``U⁻¹ R`` into ``R`` for an upper triangular U (its strictly lower part is not read)."""
+    r = U.shape[0]
+    for i in range(r - 1, -1, -1):
+        for j in range(R.shape[1]):
+            v = R[i, j]
+            for k in range(i + 1, r):
+                v -= U[i, k] * R[k, j]
+            R[i, j] = v / U[i, i]
+
+
+@njit(cache=True, nogil=True)
+def rcond_1(C, Ci):
+    """The reciprocal 1-norm condition number ``1 / (‖C‖₁ ‖C⁻¹‖₁)`` of C, given its inverse ``Ci``."""
+    n = C.shape[0]
+    nc = 0.0
+    ni = 0.0
+    for j in range(n):
+        sc = 0.0
+        si = 0.0
+        for i in range(n):
+            sc += abs(C[i, j])
+            si += abs(Ci[i, j])
+        nc = max(nc, sc)
+        ni = max(ni, si)
+    return 1.0 / (nc * ni)
+
+
+@njit(cache=True, nogil=True)
 def batched_leaves(A, B, c, xs, tol, lp_tol):
     """Every support of a small HLCP solved directly (see ``enumeration._batched_leaves``).
 
@@ -531,12 +591,17 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     U = np.zeros((N, 2 * n))
     status = np.zeros(N, np.int64)
     C = np.empty((n, n))
+    W = np.empty((n, n))
+    Ci = np.empty((n, n))
+    I = np.eye(n)
     v = np.empty(n)
     for k in range(N):
         for i in range(n):
             for j in range(n):
                 C[i, j] = A[i, j] if xs[k, j] else B[i, j]
-        if np.linalg.det(C) == 0.0:      # an exact zero pivot: LAPACK's estimate is 0 as well
+        W[:, :] = C
+        Ci[:, :] = I
+        if not lu_solve(W, Ci):      # an exact zero pivot: LAPACK's estimate is 0 as well
             sol = np.linalg.lstsq(C, c)[0]
             r = 0.0
             for i in range(n):
@@ -546,18 +611,7 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
                 r = max(r, abs(s))
             status[k] = -3 if r <= lp_tol * (1.0 + np.abs(c).max()) else -2
             continue
-        Ci = np.linalg.inv(C)
-        na = 0.0
-        ni = 0.0
-        for j in range(n):
-            sa = 0.0
-            si = 0.0
-            for i in range(n):
-                sa += abs(C[i, j])
-                si += abs(Ci[i, j])
-            na = max(na, sa)
-            ni = max(ni, si)
-        rc[k] = 1.0 / (na * ni)
+        rc[k] = rcond_1(C, Ci)
         finite = True
         for i in range(n):
             s = 0.0

@@ -1,4 +1,5 @@
-"""Compiled pieces of a transition for small systems: the dense event HLCP in one call.
+"""Compiled pieces of a transition for small systems: the dense event HLCP in one call, the projection onto
+the constraints and the consistency test of a mode without NumPy temporaries.
 
 :func:`dense_event` builds what :func:`pympc.dynamics.events.event_problem`
 builds with NumPy on its dense path (the biases with the Baumgarte terms, the
@@ -18,9 +19,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["dense_event", "EVENT_OK", "EVENT_NOT_SPD", "EVENT_SINGULAR", "EVENT_NOT_FINITE"]
+from ..complementarity._kernel import back_substitute, lu_solve, rcond_1
+
+__all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_norm", "project_velocity", "check_mode"]
 
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
+
+
+def as_floats(v):
+    """``v`` as the compiled build takes every array: float64, C-contiguous, writable (one compiled version)."""
+    if type(v) is np.ndarray and v.dtype == np.float64 and v.flags.c_contiguous and v.flags.writeable:
+        return v
+    return np.array(v, dtype=float)
+
+
+def as_bools(v):
+    """``v`` as a bool array the kernels take (as :func:`as_floats`)."""
+    if type(v) is np.ndarray and v.dtype == np.bool_ and v.flags.c_contiguous and v.flags.writeable:
+        return v
+    return np.array(v, dtype=bool)
 
 
 @njit(cache=True, nogil=True)
@@ -46,7 +63,7 @@ def _cholesky_solve(M, R):
             for k in range(i):
                 v -= L[i, k] * R[k, col]
             R[i, col] = v / L[i, i]
-    _back_substitute(L.T, R)
+    back_substitute(L.T, R)
     return True
 
 
@@ -57,49 +74,6 @@ def _dot(u, X, col):
     for i in range(u.shape[0]):
         v += u[i] * X[i, col]
     return v
-
-
-@njit(cache=True, nogil=True)
-def _back_substitute(U, R):
-    """``U⁻¹ R`` into ``R`` for an upper triangular U (its strictly lower part is not read)."""
-    r = U.shape[0]
-    for i in range(r - 1, -1, -1):
-        for j in range(R.shape[1]):
-            v = R[i, j]
-            for k in range(i + 1, r):
-                v -= U[i, k] * R[k, j]
-            R[i, j] = v / U[i, i]
-
-
-@njit(cache=True, nogil=True)
-def _lu_solve(S, R):
-    """``S⁻¹ R`` into ``R`` by Gaussian elimination with partial pivoting (S is overwritten; False on an
-    exactly zero pivot, as LAPACK's ``gesv`` reports it)."""
-    r = S.shape[0]
-    k = R.shape[1]
-    for col in range(r):
-        p = col
-        big = abs(S[col, col])
-        for i in range(col + 1, r):
-            if abs(S[i, col]) > big:
-                big = abs(S[i, col])
-                p = i
-        if big == 0.0:
-            return False
-        if p != col:
-            for j in range(r):
-                S[col, j], S[p, j] = S[p, j], S[col, j]
-            for j in range(k):
-                R[col, j], R[p, j] = R[p, j], R[col, j]
-        for i in range(col + 1, r):
-            f = S[i, col] / S[col, col]
-            if f != 0.0:
-                for j in range(col + 1, r):
-                    S[i, j] -= f * S[col, j]
-                for j in range(k):
-                    R[i, j] -= f * R[col, j]
-    _back_substitute(S, R)
-    return True
 
 
 @njit(cache=True, nogil=True)
@@ -176,7 +150,7 @@ def dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, 
             bI = w[a] + al2 * gdot[a] + be2 * (g[a] if holonomic[a] else 0.0)
             for col in range(nz + 1):
                 R[a, col] = (-bI if col == 0 else -0.0) - _dot(J[a], X, col)
-        if not _lu_solve(S, R):
+        if not lu_solve(S, R):
             return EVENT_SINGULAR, empty, empty, np.zeros(0), np.zeros(0), empty
         for i in range(n):
             for col in range(nz + 1):
@@ -235,3 +209,136 @@ def dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, 
     if not finite:
         return EVENT_NOT_FINITE, empty, empty, np.zeros(0), np.zeros(0), empty
     return EVENT_OK, A, B, cv, qdd0, Q
+
+
+@njit(cache=True, nogil=True)
+def position_error(g, holonomic, gN, q):
+    """``(max |g|, bound)`` over the position-level bilateral rows and the slot gaps, and the bound
+    ``1e-13 (1 + max |q|)`` below which the projection calls them satisfied."""
+    err = 0.0
+    for i in range(g.shape[0]):
+        if holonomic[i]:
+            err = max(err, abs(g[i]))
+    for i in range(gN.shape[0]):
+        err = max(err, abs(gN[i]))
+    big = 0.0
+    for i in range(q.shape[0]):
+        big = max(big, abs(q[i]))
+    return err, 1e-13 * (1.0 + big)
+
+
+VELOCITY_SAME, VELOCITY_PROJECTED, VELOCITY_DECLINED = 0, 1, 2
+SMALL_ROWS = 4
+"""Least-norm corrections of at most this many rows go through the normal equations in the kernels."""
+
+
+@njit(cache=True, nogil=True)
+def small_min_norm(J, r, d):
+    """The least-norm ``d`` with ``J d = r`` by ``Jᵀ (J Jᵀ)⁻¹ r`` for a J of at most :data:`SMALL_ROWS` rows
+    (no more than columns) whose ``J Jᵀ`` has an exact reciprocal 1-norm condition above 1e-4 (then the
+    normal equations lose nothing that matters); False, ``d`` untouched, otherwise."""
+    k, n = J.shape
+    if k == 0 or k > SMALL_ROWS or k > n:
+        return False
+    S = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            v = 0.0
+            for i in range(n):
+                v += J[a, i] * J[b, i]
+            S[a, b] = v
+    # the inverse, for the exact condition number (k ≤ 4: cheaper than an estimate's bookkeeping)
+    Si = np.eye(k)
+    W = S.copy()
+    if not lu_solve(W, Si):
+        return False
+    if not rcond_1(S, Si) > 1e-4:
+        return False
+    y = r.copy()
+    W = S.copy()
+    Y = y.reshape((k, 1))
+    lu_solve(W, Y)
+    for i in range(n):
+        v = 0.0
+        for a in range(k):
+            v += J[a, i] * Y[a, 0]
+        d[i] = v
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _stack(a, b, c, idx, out):
+    """``out = [a; b; c[idx]]`` (rows of matrices, or entries of vectors)."""
+    m, s = a.shape[0], b.shape[0]
+    for i in range(m):
+        out[i] = a[i]
+    for i in range(s):
+        out[m + i] = b[i]
+    for j in range(idx.shape[0]):
+        out[m + s + j] = c[idx[j]]
+
+
+@njit(cache=True, nogil=True)
+def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd):
+    """q̇ projected onto the velocity constraints of the joints, the slots and the sticking slots.
+
+    Returns ``(code, q̇')``: :data:`VELOCITY_SAME` (every row already exactly satisfied: ``q̇`` itself, as
+    the least-norm correction of a zero residual is zero), :data:`VELOCITY_PROJECTED` (``q̇ − d`` with
+    :func:`small_min_norm`'s ``d``) or :data:`VELOCITY_DECLINED` (the caller projects with
+    :func:`pympc.dynamics.modes.min_norm`).
+    """
+    n = qd.shape[0]
+    k = J.shape[0] + WN.shape[0] + stick.shape[0]
+    r = np.empty(k)
+    _stack(gdot, vN, vT, stick, r)
+    zero = True
+    for i in range(k):
+        if r[i] != 0.0:
+            zero = False
+    if zero:
+        return VELOCITY_SAME, qd
+    if k > SMALL_ROWS or k > n:
+        return VELOCITY_DECLINED, qd
+    R = np.empty((k, n))
+    _stack(J, WN, WT, stick, R)
+    d = np.empty(n)
+    if not small_min_norm(R, r, d):
+        return VELOCITY_DECLINED, qd
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = qd[i] - d[i]
+    return VELOCITY_PROJECTED, out
+
+
+@njit(cache=True, nogil=True)
+def check_mode(lam, h, qdd, F, aT, walls, motions, mu_s, cand):
+    """The consistency test of a mode's forces and accelerations (see ``_Run.verify``).
+
+    Returns ``(code, k)``: 0 consistent; 1 a normal force on the wrong wall; 2 a sticking slot needs more
+    static friction than μ_s|λ|; 3 candidate ``k`` starts slipping against its acceleration; 4 a force or an
+    acceleration is not finite.
+    """
+    big = 1.0
+    for v in lam:
+        big = max(big, abs(v))
+    for v in h:
+        big = max(big, abs(v))
+    fs = 1e-7 * big
+    big = 1.0
+    for v in qdd:
+        big = max(big, abs(v))
+    acc = 1e-7 * big
+    for v in (lam, F, qdd):
+        for x in v:
+            if not np.isfinite(x):
+                return 4, -1
+    for k in range(lam.shape[0]):
+        if walls[k] * lam[k] < -fs:
+            return 1, k
+    for k in range(lam.shape[0]):
+        if motions[k] == 0 and mu_s[k] * abs(lam[k]) - abs(F[k]) < -fs:
+            return 2, k
+    for k in cand:
+        if motions[k] != 0 and motions[k] * aT[k] < -acc:
+            return 3, k
+    return 0, -1

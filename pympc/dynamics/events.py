@@ -21,7 +21,7 @@ import numpy as np
 from ..complementarity import HLCP, LCP, solve
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
-from ._transition import EVENT_OK, dense_event
+from ._transition import EVENT_OK, as_bools, as_floats, dense_event
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
@@ -137,7 +137,7 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
         formed sparse (a slot couples only the bodies it joins) and the problem
         keeps sparse copies of A and B for :meth:`EventProblem.solve`.
     """
-    directions = _floats(np.asarray(directions, dtype=float))
+    directions = as_floats(np.asarray(directions, dtype=float))
     s = len(directions)
     use_sparse = mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM
     if not use_sparse and a.M.shape[0] <= COMPILED_UP_TO and a.J.shape[0] <= COMPILED_UP_TO:
@@ -152,25 +152,16 @@ COMPILED_UP_TO = 64
 call (:func:`pympc.dynamics._transition.dense_event`); larger ones with NumPy (its products call BLAS)."""
 
 
-def _floats(v):
-    """``v`` as the compiled build takes every array: float64, C-contiguous, writable (one compiled version)."""
-    if type(v) is np.ndarray and v.dtype == np.float64 and v.flags.c_contiguous and v.flags.writeable:
-        return v
-    return np.array(v, dtype=float)
-
-
 def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
     """The dense event HLCP by :func:`~pympc.dynamics._transition.dense_event`, or None where it declines (a mass
     matrix that is not positive definite, singular bilateral rows, a non-finite entry): the NumPy build decides."""
     cand = np.flatnonzero(directions == 0)
-    hol = a.holonomic
-    if not (type(hol) is np.ndarray and hol.dtype == np.bool_ and hol.flags.c_contiguous and hol.flags.writeable):
-        hol = np.array(hol, dtype=bool)
-    md = _NO_DIAGONAL if mass_diagonal is None else _floats(mass_diagonal)
+    hol = as_bools(a.holonomic)
+    md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
     code, A, B, c, qdd0, Q = dense_event(
-        _floats(a.M), md, _floats(a.J), _floats(a.WN), _floats(a.WT), _floats(a.h), _floats(a.w), _floats(a.gdot),
-        _floats(a.g), hol, _floats(a.bN), _floats(a.vN), _floats(a.gN), _floats(a.bT), _floats(a.vT),
-        float(stab.alpha), float(stab.beta), directions, _floats(mu), _floats(mu_s), cand)
+        as_floats(a.M), md, as_floats(a.J), as_floats(a.WN), as_floats(a.WT), as_floats(a.h), as_floats(a.w), as_floats(a.gdot),
+        as_floats(a.g), hol, as_floats(a.bN), as_floats(a.vN), as_floats(a.gN), as_floats(a.bT), as_floats(a.vT),
+        float(stab.alpha), float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand)
     if code != EVENT_OK:
         return None
     return EventProblem(HLCP._trusted(A, B, c), cand.tolist(), directions, qdd0, Q)
