@@ -210,3 +210,16 @@ def test_compiled_mode_check_is_the_numpy_test(rng):
     lam = np.array([np.nan])
     assert check_mode(lam, np.zeros(2), np.zeros(2), np.zeros(1), np.zeros(1), np.ones(1), np.zeros(1),
                       np.ones(1), np.zeros(0, np.int64))[0] == 4
+
+
+def test_range_residual_is_what_lstsq_leaves(rng):
+    from pympc.complementarity._kernel import range_residual
+    for _ in range(50):
+        n = int(rng.integers(1, 7))
+        rank = int(rng.integers(0, n))
+        C = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, n))     # singular
+        if rank and rng.random() < 0.5:
+            C[:, -1] = -C[:, 0]                                                  # opposite columns, as a⁺/a⁻
+        for c in (rng.standard_normal(n), C @ rng.standard_normal(n)):         # off and in the range
+            want = np.abs(C @ np.linalg.lstsq(C, c, rcond=None)[0] - c).max()
+            assert abs(range_residual(C, c) - want) <= 1e-12 * (1 + np.abs(c).max())

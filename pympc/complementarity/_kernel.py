@@ -575,6 +575,50 @@ def rcond_1(C, Ci):
 
 
 @njit(cache=True, nogil=True)
+def range_residual(C, c):
+    """``max |C u − c|`` of the least-squares ``u`` (what ``lstsq`` leaves): the part of ``c`` outside the range
+    of C, by Gram–Schmidt with column pivoting (twice) over the columns above ``n ε`` of the largest."""
+    n, m = C.shape
+    V = C.copy()
+    Qb = np.empty((n, m))
+    used = np.zeros(m, np.bool_)
+    big = 0.0
+    for j in range(m):
+        big = max(big, np.sqrt(np.sum(V[:, j] ** 2)))
+    rank = 0
+    for _ in range(m):
+        best, bn = -1, 0.0
+        for j in range(m):
+            if not used[j]:
+                nj = np.sqrt(np.sum(V[:, j] ** 2))
+                if nj > bn:
+                    best, bn = j, nj
+        if best < 0 or bn <= n * 2.220446049250313e-16 * big:
+            break
+        used[best] = True
+        for i in range(n):
+            Qb[i, rank] = V[i, best] / bn
+        for j in range(m):
+            if not used[j]:
+                for _twice in range(2):
+                    p = 0.0
+                    for i in range(n):
+                        p += Qb[i, rank] * V[i, j]
+                    for i in range(n):
+                        V[i, j] -= p * Qb[i, rank]
+        rank += 1
+    res = c.copy()
+    for _twice in range(2):
+        for k in range(rank):
+            p = 0.0
+            for i in range(n):
+                p += Qb[i, k] * res[i]
+            for i in range(n):
+                res[i] -= p * Qb[i, k]
+    return np.abs(res).max()
+
+
+@njit(cache=True, nogil=True)
 def batched_leaves(A, B, c, xs, tol, lp_tol):
     """Every support of a small HLCP solved directly (see ``enumeration._batched_leaves``).
 
@@ -602,13 +646,7 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
         W[:, :] = C
         Ci[:, :] = I
         if not lu_solve(W, Ci):      # an exact zero pivot: LAPACK's estimate is 0 as well
-            sol = np.linalg.lstsq(C, c)[0]
-            r = 0.0
-            for i in range(n):
-                s = -c[i]
-                for j in range(n):
-                    s += C[i, j] * sol[j]
-                r = max(r, abs(s))
+            r = range_residual(C, c)
             status[k] = -3 if r <= lp_tol * (1.0 + np.abs(c).max()) else -2
             continue
         rc[k] = rcond_1(C, Ci)

@@ -11,6 +11,7 @@ Conventions (DESIGN.md §2):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -191,8 +192,11 @@ class HLCP(_Problem):
     def _seal(self):
         for arr in (self.A, self.B, self.c):
             arr.flags.writeable = False
-        # a diagonal A (the LCP form HLCP(I, -M, q), or a scaling of it) reduces in O(n²)
-        self._a_diagonal = bool(np.count_nonzero(self.A) == np.count_nonzero(np.diagonal(self.A)))
+
+    @cached_property
+    def _a_diagonal(self):
+        """Is A diagonal?  (The LCP form HLCP(I, -M, q), or a scaling of it, reduces in O(n²).)"""
+        return bool(np.count_nonzero(self.A) == np.count_nonzero(np.diagonal(self.A)))
 
     @classmethod
     def _trusted(cls, A, B, c, name=None):

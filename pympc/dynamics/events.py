@@ -15,6 +15,7 @@ and two per stick candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -53,10 +54,15 @@ class EventProblem:
     def nslots(self):
         return len(self.directions)
 
-    @property
+    @cached_property
     def tol(self):
         """Below this a member of a pair counts as zero when the mode is read (scaled to the data)."""
         return 1e-9 * (1.0 + max(np.abs(self.hlcp.c).max(initial=0), 1.0))
+
+    @cached_property
+    def _motions(self):
+        """The motion every slot keeps unless the HLCP decides it (its slip direction; candidates stick)."""
+        return [Motion(int(d)) for d in self.directions.tolist()]
 
     def split(self, x, y):
         """(λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻) from an HLCP point."""
@@ -271,25 +277,28 @@ def read_mode(ev, x, y, previous_walls, tol=None):
         zero reserve on one side).
     """
     tol = ev.tol if tol is None else tol
-    lp, lm, ap, am, fp, fm = ev.split(x, y)
-    s = ev.nslots
-    walls, motions, degenerate = [], [], []
+    s, cand = ev.nslots, ev.candidates
+    c = len(cand)
+    x = x.tolist() if isinstance(x, np.ndarray) else list(x)     # Python floats: the same IEEE arithmetic,
+    y = y.tolist() if isinstance(y, np.ndarray) else list(y)     # without a NumPy scalar per operation
+    walls, degenerate = [], []
     for k in range(s):
-        lam = lp[k] - lm[k]
+        lam = x[k] - y[k]                        # λ⁺ − λ⁻
         if abs(lam) <= tol:
             degenerate.append(("wall", k))
             walls.append(int(previous_walls[k]))
         else:
             walls.append(1 if lam > 0 else -1)
-        motions.append(Motion(int(ev.directions[k])))
-    for j, k in enumerate(ev.candidates):
-        acc = ap[j] - am[j]      # a⁺ and a⁻ may both be positive when both reserves are zero (λ = 0)
+    motions = list(ev._motions)
+    for j, k in enumerate(cand):
+        acc = x[s + j] - y[s + c + j]      # a⁺ − a⁻: both may be positive when both reserves are zero (λ = 0)
         if acc > tol:
             motions[k] = Motion.FORWARD
         elif acc < -tol:
             motions[k] = Motion.BACKWARD
         else:
             motions[k] = Motion.STICK
-            if fp[j] <= tol or fm[j] <= tol:
+            if y[s + j] <= tol or x[s + c + j] <= tol:      # f⁺ or f⁻ at zero
                 degenerate.append(("stick", k))
     return Mode(tuple(walls), tuple(motions)), degenerate
+
