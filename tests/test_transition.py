@@ -223,3 +223,35 @@ def test_range_residual_is_what_lstsq_leaves(rng):
         for c in (rng.standard_normal(n), C @ rng.standard_normal(n)):         # off and in the range
             want = np.abs(C @ np.linalg.lstsq(C, c, rcond=None)[0] - c).max()
             assert abs(range_residual(C, c) - want) <= 1e-12 * (1 + np.abs(c).max())
+
+
+def test_lemkes_one_call_path_answers_as_the_general_path(rng, monkeypatch):
+    import importlib
+
+    from conftest import random_p_matrix
+
+    from pympc.complementarity import lemke
+    lemke_module = importlib.import_module("pympc.complementarity.lemke")     # the module (the package exports lemke)
+    problems = []
+    for n in (1, 2, 3, 5, 8):
+        for kind in ("spd", "pd_skew", "tri"):
+            A = random_p_matrix(rng, n, kind)
+            problems.append(HLCP(A, -A @ random_p_matrix(rng, n, "spd"), rng.standard_normal(n)))
+        problems.append(HLCP(rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)))
+    problems.append(HLCP([[1.0, 1.0], [1.0, 1.0]], np.eye(2), [1.0, 1.0]))      # A singular: find_basis
+    A = random_p_matrix(rng, 4, "spd")
+    problems += [HLCP(A, -A, np.zeros(4)), HLCP(A, -A @ A, [0.0, 1.0, 0.0, -1.0])]      # degenerate
+    fast = [lemke(p) for p in problems]
+    general = lemke_module.lemke_through_a
+    monkeypatch.setattr(lemke_module, "lemke_through_a",
+                        lambda *args: (lemke_module.KERNEL_SINGULAR,) + general(*args)[1:])
+    slow = [lemke(p) for p in problems]
+    statuses = set()
+    for p, r1, r2 in zip(problems, fast, slow):
+        statuses.add(r1.status.name)
+        assert r1.status == r2.status and r1.message == r2.message and r1.pivots == r2.pivots
+        np.testing.assert_array_equal(r1.x, r2.x)
+        np.testing.assert_array_equal(r1.y, r2.y)
+        np.testing.assert_array_equal(r1.info["basis"], r2.info["basis"])
+        assert not r1.success or p.is_solution(r1.x, r1.y)
+    assert {"SOLVED", "RAY_TERMINATION"} <= statuses or {"SOLVED", "INFEASIBLE"} <= statuses
