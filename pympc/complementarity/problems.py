@@ -11,7 +11,6 @@ Conventions (DESIGN.md §2):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -193,21 +192,27 @@ class HLCP(_Problem):
         for arr in (self.A, self.B, self.c):
             arr.flags.writeable = False
 
-    @cached_property
+    @property
     def _a_diagonal(self):
         """Is A diagonal?  (The LCP form HLCP(I, -M, q), or a scaling of it, reduces in O(n²).)"""
-        return bool(np.count_nonzero(self.A) == np.count_nonzero(np.diagonal(self.A)))
+        d = self.__dict__.get("_a_diag")
+        if d is None:
+            d = self._a_diag = bool(np.count_nonzero(self.A) == np.count_nonzero(np.diagonal(self.A)))
+        return d
 
     @classmethod
-    def _trusted(cls, A, B, c, name=None):
+    def _trusted(cls, A, B, c, name=None, a_diagonal=None):
         """The problem of arrays pympc built itself, without the copies and checks of user input.
 
         For internal use only: ``A``, ``B`` (n×n) and ``c`` (n) must be finite C-contiguous float64
-        arrays that nothing else writes to (they are made read-only, as the constructor's copies are).
+        arrays that nothing else writes to (they are made read-only, as the constructor's copies are);
+        ``a_diagonal``, when the caller knows it, whether A is diagonal.
         """
         self = cls.__new__(cls)
         self.A, self.B, self.c, self.name = A, B, c, name
         self._seal()
+        if a_diagonal is not None:
+            self._a_diag = bool(a_diagonal)
         return self
 
     @property

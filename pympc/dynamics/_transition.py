@@ -99,9 +99,10 @@ def dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, 
 
     Returns
     -------
-    code, A, B, c, qdd0, Q
+    code, A, B, c, qdd0, Q, diagonal
         ``code`` is :data:`EVENT_OK` or why the kernel declined (then the arrays are not meaningful);
-        ``(A, B, c)`` the row-scaled HLCP, ``q̈ = qdd0 + Q z`` with ``z = (λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻)``.
+        ``(A, B, c)`` the row-scaled HLCP, ``q̈ = qdd0 + Q z`` with ``z = (λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻)``;
+        ``diagonal`` whether A is diagonal.
     """
     n = h.shape[0]
     s = dirs.shape[0]
@@ -137,9 +138,9 @@ def dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, 
                 XJ[i, a] = XJ[i, a] / md[i]
     else:
         if not _cholesky_solve(M, X):
-            return EVENT_NOT_SPD, empty, empty, np.zeros(0), np.zeros(0), empty
+            return EVENT_NOT_SPD, empty, empty, np.zeros(0), np.zeros(0), empty, False
         if r and not _cholesky_solve(M, XJ):
-            return EVENT_NOT_SPD, empty, empty, np.zeros(0), np.zeros(0), empty
+            return EVENT_NOT_SPD, empty, empty, np.zeros(0), np.zeros(0), empty, False
     al2, be2 = 2 * alpha, beta * beta
     if r:   # the bilateral multipliers: (J M⁻¹ Jᵀ) ν = −b − J M⁻¹ cols, b = (bI, 0, …)
         S = np.empty((r, r))
@@ -151,7 +152,7 @@ def dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, 
             for col in range(nz + 1):
                 R[a, col] = (-bI if col == 0 else -0.0) - _dot(J[a], X, col)
         if not lu_solve(S, R):
-            return EVENT_SINGULAR, empty, empty, np.zeros(0), np.zeros(0), empty
+            return EVENT_SINGULAR, empty, empty, np.zeros(0), np.zeros(0), empty, False
         for i in range(n):
             for col in range(nz + 1):
                 X[i, col] = X[i, col] + _dot(XJ[i], R, col)
@@ -207,8 +208,13 @@ def dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, 
         cv[i] = e[i] / sc
         finite = finite and np.isfinite(cv[i])
     if not finite:
-        return EVENT_NOT_FINITE, empty, empty, np.zeros(0), np.zeros(0), empty
-    return EVENT_OK, A, B, cv, qdd0, Q
+        return EVENT_NOT_FINITE, empty, empty, np.zeros(0), np.zeros(0), empty, False
+    diagonal = True
+    for i in range(m):
+        for j in range(m):
+            if i != j and A[i, j] != 0.0:
+                diagonal = False
+    return EVENT_OK, A, B, cv, qdd0, Q, diagonal
 
 
 @njit(cache=True, nogil=True)

@@ -15,7 +15,6 @@ and two per stick candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -54,15 +53,22 @@ class EventProblem:
     def nslots(self):
         return len(self.directions)
 
-    @cached_property
+    @property
     def tol(self):
         """Below this a member of a pair counts as zero when the mode is read (scaled to the data)."""
-        return 1e-9 * (1.0 + max(np.abs(self.hlcp.c).max(initial=0), 1.0))
+        tol = self.__dict__.get("_tol")
+        if tol is None:       # the largest |c| (c is finite: a validated HLCP)
+            tol = self._tol = 1e-9 * (1.0 + max(max(map(abs, self.hlcp.c.tolist()), default=0.0), 1.0))
+        return tol
 
-    @cached_property
+    @property
     def _motions(self):
         """The motion every slot keeps unless the HLCP decides it (its slip direction; candidates stick)."""
-        return [Motion(int(d)) for d in self.directions.tolist()]
+        motions = self.__dict__.get("_motion_list")
+        if motions is None:
+            motions = self._motion_list = [_MOTION[d] if d in _MOTION else Motion(int(d))
+                                           for d in self.directions.tolist()]
+        return motions
 
     def split(self, x, y):
         """(λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻) from an HLCP point."""
@@ -116,6 +122,8 @@ class EventProblem:
         return solve(self.hlcp)
 
 
+_MOTION = {-1.0: Motion.BACKWARD, 0.0: Motion.STICK, 1.0: Motion.FORWARD}
+
 SPARSE_FROM = 32
 """Event HLCPs of at least this many slots are built with sparse products (the same problem, to round-off)."""
 
@@ -164,13 +172,13 @@ def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
     cand = np.flatnonzero(directions == 0)
     hol = as_bools(a.holonomic)
     md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
-    code, A, B, c, qdd0, Q = dense_event(
+    code, A, B, c, qdd0, Q, diagonal = dense_event(
         as_floats(a.M), md, as_floats(a.J), as_floats(a.WN), as_floats(a.WT), as_floats(a.h), as_floats(a.w), as_floats(a.gdot),
         as_floats(a.g), hol, as_floats(a.bN), as_floats(a.vN), as_floats(a.gN), as_floats(a.bT), as_floats(a.vT),
         float(stab.alpha), float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand)
     if code != EVENT_OK:
         return None
-    return EventProblem(HLCP._trusted(A, B, c), cand.tolist(), directions, qdd0, Q)
+    return EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cand.tolist(), directions, qdd0, Q)
 
 
 _NO_DIAGONAL = np.zeros(0)
