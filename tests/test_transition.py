@@ -255,3 +255,15 @@ def test_lemkes_one_call_path_answers_as_the_general_path(rng, monkeypatch):
         np.testing.assert_array_equal(r1.info["basis"], r2.info["basis"])
         assert not r1.success or p.is_solution(r1.x, r1.y)
     assert {"SOLVED", "RAY_TERMINATION"} <= statuses or {"SOLVED", "INFEASIBLE"} <= statuses
+
+
+def test_slip_directions_are_the_numpy_rule(rng):
+    from pympc.dynamics._transition import slip_directions
+    for _ in range(50):
+        vT = rng.standard_normal(5) * 10.0 ** rng.integers(-12, 1, 5)
+        qd = rng.standard_normal(3) * 10.0 ** rng.integers(-1, 2)
+        vscale = max(1.0, float(np.abs(qd).max()))
+        want = np.where(np.abs(vT) <= 1e-9 * vscale, 0, np.sign(vT)).astype(int)
+        got = slip_directions(vT, qd, 1e-9)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == np.int64

@@ -21,7 +21,8 @@ from numba import njit
 
 from ..complementarity._kernel import back_substitute, lu_solve, rcond_1
 
-__all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_norm", "project_velocity", "check_mode"]
+__all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_norm", "project_velocity", "check_mode",
+           "slip_directions"]
 
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
 
@@ -348,3 +349,18 @@ def check_mode(lam, h, qdd, F, aT, walls, motions, mu_s, cand):
         if motions[k] != 0 and motions[k] * aT[k] < -acc:
             return 3, k
     return 0, -1
+
+
+@njit(cache=True, nogil=True)
+def slip_directions(vT, qd, velocity_tol):
+    """The slip direction of every slot at an event: 0 where ``|v_T| ≤ velocity_tol · max(1, max |q̇|)`` (a stick
+    candidate), else the sign of ``v_T``."""
+    big = 1.0
+    for v in qd:
+        big = max(big, abs(v))
+    bound = velocity_tol * big
+    dirs = np.zeros(vT.shape[0], np.int64)
+    for k in range(vT.shape[0]):
+        if not abs(vT[k]) <= bound:
+            dirs[k] = 1 if vT[k] > 0.0 else -1
+    return dirs

@@ -30,7 +30,7 @@ from . import _dop853 as dop853
 from ._variational import variational_run
 from .crossings import SPLIT, DenseStates, TimeScale, first_crossing
 from ._transition import (VELOCITY_PROJECTED, VELOCITY_SAME, as_bools, as_floats, check_mode, position_error,
-                          project_velocity)
+                          project_velocity, slip_directions)
 from .events import event_problem, read_mode
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
@@ -362,8 +362,7 @@ class _Run:
                          "no slots", 0, "none"), q, qd, None, None
         if a is None:
             a = self.form.assemble(q, qd, t)
-        vscale = max(1.0, float(np.abs(qd).max(initial=0)))
-        dirs = np.where(np.abs(a.vT) <= o["velocity_tol"] * vscale, 0, np.sign(a.vT)).astype(int)
+        dirs = slip_directions(as_floats(a.vT), as_floats(qd), o["velocity_tol"])
         if before is not None:
             for k, m in enumerate(before.motions):
                 if m == Motion.STICK:
