@@ -163,7 +163,8 @@ def dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, 
         qdd0[i] = X[i, 0]
         for col in range(nz):
             Q[i, col] = X[i, 1 + col]
-    # rows: WN q̈ + b̂N = 0 (one per slot), −(WT q̈ + b̂T) + a⁺ − a⁻ = 0 and f⁺ + f⁻ − 2 μ_s (λ⁺ + λ⁻) = 0 per candidate
+    # rows: WN q̈ + b̂N = 0 (one per slot); per candidate −(WT q̈ + b̂T) + a⁺ − a⁻ = 0
+    # and f⁺ + f⁻ − 2 μ_s (λ⁺ + λ⁻) = 0
     E = np.zeros((m, nz))
     e = np.zeros(m)
     for k in range(s):

@@ -172,10 +172,10 @@ def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
     cand = np.flatnonzero(directions == 0)
     hol = as_bools(a.holonomic)
     md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
+    f = as_floats
     code, A, B, c, qdd0, Q, diagonal = dense_event(
-        as_floats(a.M), md, as_floats(a.J), as_floats(a.WN), as_floats(a.WT), as_floats(a.h), as_floats(a.w), as_floats(a.gdot),
-        as_floats(a.g), hol, as_floats(a.bN), as_floats(a.vN), as_floats(a.gN), as_floats(a.bT), as_floats(a.vT),
-        float(stab.alpha), float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand)
+        f(a.M), md, f(a.J), f(a.WN), f(a.WT), f(a.h), f(a.w), f(a.gdot), f(a.g), hol, f(a.bN), f(a.vN), f(a.gN),
+        f(a.bT), f(a.vT), float(stab.alpha), float(stab.beta), directions, f(mu), f(mu_s), cand)
     if code != EVENT_OK:
         return None
     return EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cand.tolist(), directions, qdd0, Q)
