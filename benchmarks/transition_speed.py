@@ -102,13 +102,13 @@ def main():
     ref = per_call(lambda s: events._numpy_event_problem(*s, False),
                    [(a, d.astype(float), mu, mu_s, stab, md) for a, d, mu, mu_s, stab, md in states])
     print(f"{'event HLCP: dense_event / NumPy build':44s} {fast:9.1f} {ref:10.1f} {ref / fast:6.1f}")
-    general = _lemke.lemke_through_a          # the general path: as if the one-call path declined
+    mapped = _lemke.mapped_point          # the general path: as if the point needed _verify
     fast = per_call(_lemke.lemke, hlcps)
-    _lemke.lemke_through_a = lambda *args: (_lemke.KERNEL_SINGULAR,) + general(*args)[1:]
+    _lemke.mapped_point = lambda *args: mapped(*args)[:3] + (True,)
     try:
         ref = per_call(_lemke.lemke, hlcps)
     finally:
-        _lemke.lemke_through_a = general
+        _lemke.mapped_point = mapped
     print(f"{'Lemke, the ' + str(len(hlcps)) + ' with a non-diagonal A':44s} {fast:9.1f} {ref:10.1f} {ref / fast:6.1f}")
 
 

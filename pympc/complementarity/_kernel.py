@@ -498,38 +498,30 @@ def equilibrate_hlcp(A, B, c, a_diagonal, sweeps):
 
 
 @njit(cache=True, nogil=True)
-def equilibrate_hlcp_system(A, B, c, sweeps):
-    """:func:`equilibrate_hlcp` of an HLCP with a non-diagonal A, and the right-hand sides ``[−B' | c']`` of its
-    LCP form through A, in Fortran order (as LAPACK's ``gesv`` takes them): ``(A', B', c', dx, dy, R)``."""
-    As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, False, sweeps)
+def gesv_rhs(B, c):
+    """The right-hand sides ``[−B | c]`` of an HLCP's LCP form through A, in Fortran order (as LAPACK's
+    ``gesv`` takes them)."""
     n = c.shape[0]
     R = np.empty((n + 1, n))
     for j in range(n):
         for i in range(n):
-            R[j, i] = -Bs[i, j]
+            R[j, i] = -B[i, j]
     for i in range(n):
-        R[n, i] = cs[i]
-    return As, Bs, cs, dx, dy, R.T
+        R[n, i] = c[i]
+    return R.T
 
 
 @njit(cache=True, nogil=True)
-def lemke_through_a(As, Bs, cs, S, lu, d, max_pivots, piv_rel, tie_tol, A, B, c, dx, dy):
-    """:func:`solve_hlcp_kernel` through the basis "every x basic" of the equilibrated HLCP ``(A', B', c')``,
-    the point mapped back to the original ``(A, B, c)`` and its :func:`relative_residual` there, in one call.
-
-    Returns ``(code, pivots, x', y', enter_log, leave_log, x, y, residual, negative)`` with ``x = dx x'``,
-    ``y = dy y'`` and ``negative`` whether ``x'`` or ``y'`` has a negative entry.
-    """
-    n = cs.shape[0]
-    code, pivots, xs, ys, el, ll = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), S, lu, d, max_pivots,
-                                                     piv_rel, tie_tol)
+def mapped_point(xs, ys, dx, dy, A, B, c):
+    """``(x, y, relative residual in HLCP(A, B, c), negative)`` of the point ``(x', y')`` of the equilibrated
+    problem: ``x = dx x'``, ``y = dy y'``; ``negative`` whether ``x'`` or ``y'`` has a negative entry."""
     x = xs * dx
     y = ys * dy
     negative = False
-    for i in range(n):
+    for i in range(xs.shape[0]):
         if xs[i] < 0.0 or ys[i] < 0.0:
             negative = True
-    return code, pivots, xs, ys, el, ll, x, y, relative_residual(A, B, c, x, y), negative
+    return x, y, relative_residual(A, B, c, x, y), negative
 
 
 @njit(cache=True, nogil=True)

@@ -9,8 +9,8 @@ from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..errors import OptionError, ProblemError
 from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
-                      equilibrate_hlcp, equilibrate_hlcp_system, lcp_relative_residual, lemke_through_a,
-                      relative_residual, solve_lcp_equilibrated, solve_diagonal_hlcp_kernel, solve_hlcp_kernel)
+                      equilibrate_hlcp, gesv_rhs, lcp_relative_residual, mapped_point, relative_residual,
+                      solve_lcp_equilibrated, solve_diagonal_hlcp_kernel, solve_hlcp_kernel)
 from .problems import HLCP, LCP, Residual, as_vector
 from .results import Result, Status
 
@@ -272,21 +272,18 @@ def lemke(problem, **options):
             status, message = _certify(problem, status, message, info)
         return Result(problem, status, message, x, y, pivots, "lemke", info)
     # equilibrate [A | B | c]: (R A Dx) x' + (R B Dy) y' = g R c with x = Dx x' / g, y = Dy y' / g
+    As, Bs, cs, dx, dy = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
     form = fast = None
     if not problem._a_diagonal and d is None:
-        # the usual case (an event HLCP): equilibration, LAPACK's dgesv, Lemke and the check of its point in
-        # three calls (the arithmetic of the general path below, which takes whatever this one does not decide)
-        As, Bs, cs, dx, dy, rhs = equilibrate_hlcp_system(problem.A, problem.B, problem.c, _SWEEPS)
-        lu, _piv, sol, info = _dgesv(As, rhs)
+        # the usual case (an event HLCP): _solve_hlcp's dgesv and Lemke, and the point mapped back and checked,
+        # in few calls (the arithmetic of the general path below, which takes whatever this one does not decide)
+        lu, _piv, sol, info = _dgesv(As, gesv_rhs(Bs, cs))
         if info == 0:
-            fast = lemke_through_a(As, Bs, cs, sol, lu, _ones(n), max_pivots, piv_tol, 1e-12,
-                                   problem.A, problem.B, problem.c, dx, dy)
-            if fast[0] != KERNEL_SINGULAR:
-                form = np.ones(n, bool), fast[:6]
-    else:
-        As, Bs, cs, dx, dy = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
+            out = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), sol, lu, _ones(n), max_pivots, piv_tol, 1e-12)
+            if out[0] != KERNEL_SINGULAR:
+                form = np.ones(n, bool), out
+                fast = mapped_point(out[2], out[3], dx, dy, problem.A, problem.B, problem.c)
     if form is None:
-        fast = None
         form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
         if form is None:
             info = {}
@@ -295,8 +292,8 @@ def lemke(problem, **options):
                 status, message = _certify(problem, status, message, info)
             return Result(problem, status, message, np.zeros(n), np.zeros(n), 0, "lemke", info)
     basis, (code, pivots, xs, ys, el, ll) = form
-    if fast is not None and not (code == KERNEL_SOLVED and (fast[9] or max(fast[8]) > tol)):
-        x, y, res = fast[6:9]      # what _verify returns unchanged: a point with no negative entry that passes
+    if fast is not None and not (code == KERNEL_SOLVED and (fast[3] or max(fast[2]) > tol)):
+        x, y, res = fast[:3]      # what _verify returns unchanged: a point with no negative entry that passes
     else:
         (x, y), res = _verify(lambda a, b: relative_residual(problem.A, problem.B, problem.c, a * dx, b * dy),
                               lambda: (As, Bs, cs), xs, ys, tol, code == KERNEL_SOLVED)

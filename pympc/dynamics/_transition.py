@@ -276,14 +276,17 @@ def small_min_norm(J, r, d):
 
 @njit(cache=True, nogil=True)
 def _stack(a, b, c, idx, out):
-    """``out = [a; b; c[idx]]`` (rows of matrices, or entries of vectors)."""
-    m, s = a.shape[0], b.shape[0]
+    """``out = [a; b; c[idx]]`` for matrices (rows), element by element."""
+    m, s, w = a.shape[0], b.shape[0], out.shape[1]
     for i in range(m):
-        out[i] = a[i]
+        for j in range(w):
+            out[i, j] = a[i, j]
     for i in range(s):
-        out[m + i] = b[i]
-    for j in range(idx.shape[0]):
-        out[m + s + j] = c[idx[j]]
+        for j in range(w):
+            out[m + i, j] = b[i, j]
+    for i in range(idx.shape[0]):
+        for j in range(w):
+            out[m + s + i, j] = c[idx[i], j]
 
 
 @njit(cache=True, nogil=True)
@@ -297,8 +300,9 @@ def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd):
     """
     n = qd.shape[0]
     k = J.shape[0] + WN.shape[0] + stick.shape[0]
-    r = np.empty(k)
-    _stack(gdot, vN, vT, stick, r)
+    r = np.empty((k, 1))
+    _stack(gdot.reshape((-1, 1)), vN.reshape((-1, 1)), vT.reshape((-1, 1)), stick, r)
+    r = r.reshape(k)
     zero = True
     for i in range(k):
         if r[i] != 0.0:
@@ -319,6 +323,14 @@ def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd):
 
 
 @njit(cache=True, nogil=True)
+def _all_finite(v):
+    for x in v:
+        if not np.isfinite(x):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def check_mode(lam, h, qdd, F, aT, walls, motions, mu_s, cand):
     """The consistency test of a mode's forces and accelerations (see ``_Run.verify``).
 
@@ -336,10 +348,8 @@ def check_mode(lam, h, qdd, F, aT, walls, motions, mu_s, cand):
     for v in qdd:
         big = max(big, abs(v))
     acc = 1e-7 * big
-    for v in (lam, F, qdd):
-        for x in v:
-            if not np.isfinite(x):
-                return 4, -1
+    if not (_all_finite(lam) and _all_finite(F) and _all_finite(qdd)):
+        return 4, -1
     for k in range(lam.shape[0]):
         if walls[k] * lam[k] < -fs:
             return 1, k
