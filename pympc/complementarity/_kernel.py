@@ -498,6 +498,33 @@ def equilibrate_hlcp(A, B, c, a_diagonal, sweeps):
 
 
 @njit(cache=True, nogil=True)
+def gesv_rhs(B, c):
+    """The right-hand sides ``[−B | c]`` of an HLCP's LCP form through A, in Fortran order (as LAPACK's
+    ``gesv`` takes them)."""
+    n = c.shape[0]
+    R = np.empty((n + 1, n))
+    for j in range(n):
+        for i in range(n):
+            R[j, i] = -B[i, j]
+    for i in range(n):
+        R[n, i] = c[i]
+    return R.T
+
+
+@njit(cache=True, nogil=True)
+def mapped_point(xs, ys, dx, dy, A, B, c):
+    """``(x, y, relative residual in HLCP(A, B, c), negative)`` of the point ``(x', y')`` of the equilibrated
+    problem: ``x = dx x'``, ``y = dy y'``; ``negative`` whether ``x'`` or ``y'`` has a negative entry."""
+    x = xs * dx
+    y = ys * dy
+    negative = False
+    for i in range(xs.shape[0]):
+        if xs[i] < 0.0 or ys[i] < 0.0:
+            negative = True
+    return x, y, relative_residual(A, B, c, x, y), negative
+
+
+@njit(cache=True, nogil=True)
 def solve_lcp_equilibrated(M, q, d, default_d, max_pivots, piv_rel, tie_tol, sweeps):
     """Lemke on the equilibrated LCP(M, q) (:func:`equilibrate_lcp`), the point mapped back and its
     :func:`lcp_relative_residual` on the original data, in one call.
@@ -512,6 +539,110 @@ def solve_lcp_equilibrated(M, q, d, default_d, max_pivots, piv_rel, tie_tol, swe
     z = zs * s
     w = ws / r
     return code, pivots, z, w, el, ll, lcp_relative_residual(M, q, z, w), r, s
+
+
+@njit(cache=True, nogil=True)
+def lu_solve(S, R):
+    """``S⁻¹ R`` into ``R`` by Gaussian elimination with partial pivoting (S is overwritten; False on an
+    exactly zero pivot, as LAPACK's ``gesv`` reports it)."""
+    r = S.shape[0]
+    k = R.shape[1]
+    for col in range(r):
+        p = col
+        big = abs(S[col, col])
+        for i in range(col + 1, r):
+            if abs(S[i, col]) > big:
+                big = abs(S[i, col])
+                p = i
+        if big == 0.0:
+            return False
+        if p != col:
+            for j in range(r):
+                S[col, j], S[p, j] = S[p, j], S[col, j]
+            for j in range(k):
+                R[col, j], R[p, j] = R[p, j], R[col, j]
+        for i in range(col + 1, r):
+            f = S[i, col] / S[col, col]
+            if f != 0.0:
+                for j in range(col + 1, r):
+                    S[i, j] -= f * S[col, j]
+                for j in range(k):
+                    R[i, j] -= f * R[col, j]
+    back_substitute(S, R)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def back_substitute(U, R):
+    """``U⁻¹ R`` into ``R`` for an upper triangular U (its strictly lower part is not read)."""
+    r = U.shape[0]
+    for i in range(r - 1, -1, -1):
+        for j in range(R.shape[1]):
+            v = R[i, j]
+            for k in range(i + 1, r):
+                v -= U[i, k] * R[k, j]
+            R[i, j] = v / U[i, i]
+
+
+@njit(cache=True, nogil=True)
+def rcond_1(C, Ci):
+    """The reciprocal 1-norm condition number ``1 / (‖C‖₁ ‖C⁻¹‖₁)`` of C, given its inverse ``Ci``."""
+    n = C.shape[0]
+    nc = 0.0
+    ni = 0.0
+    for j in range(n):
+        sc = 0.0
+        si = 0.0
+        for i in range(n):
+            sc += abs(C[i, j])
+            si += abs(Ci[i, j])
+        nc = max(nc, sc)
+        ni = max(ni, si)
+    return 1.0 / (nc * ni)
+
+
+@njit(cache=True, nogil=True)
+def range_residual(C, c):
+    """``max |C u − c|`` of the least-squares ``u`` (what ``lstsq`` leaves): the part of ``c`` outside the range
+    of C, by Gram–Schmidt with column pivoting (twice) over the columns above ``n ε`` of the largest."""
+    n, m = C.shape
+    V = C.copy()
+    Qb = np.empty((n, m))
+    used = np.zeros(m, np.bool_)
+    big = 0.0
+    for j in range(m):
+        big = max(big, np.sqrt(np.sum(V[:, j] ** 2)))
+    rank = 0
+    for _ in range(m):
+        best, bn = -1, 0.0
+        for j in range(m):
+            if not used[j]:
+                nj = np.sqrt(np.sum(V[:, j] ** 2))
+                if nj > bn:
+                    best, bn = j, nj
+        if best < 0 or bn <= n * 2.220446049250313e-16 * big:
+            break
+        used[best] = True
+        for i in range(n):
+            Qb[i, rank] = V[i, best] / bn
+        for j in range(m):
+            if not used[j]:
+                for _twice in range(2):
+                    p = 0.0
+                    for i in range(n):
+                        p += Qb[i, rank] * V[i, j]
+                    for i in range(n):
+                        V[i, j] -= p * Qb[i, rank]
+        rank += 1
+    res = c.copy()
+    for _twice in range(2):
+        for k in range(rank):
+            p = 0.0
+            for i in range(n):
+                p += Qb[i, k] * res[i]
+            for i in range(n):
+                res[i] -= p * Qb[i, k]
+    return np.abs(res).max()
 
 
 @njit(cache=True, nogil=True)
@@ -531,33 +662,21 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     U = np.zeros((N, 2 * n))
     status = np.zeros(N, np.int64)
     C = np.empty((n, n))
+    W = np.empty((n, n))
+    Ci = np.empty((n, n))
+    I = np.eye(n)
     v = np.empty(n)
     for k in range(N):
         for i in range(n):
             for j in range(n):
                 C[i, j] = A[i, j] if xs[k, j] else B[i, j]
-        if np.linalg.det(C) == 0.0:      # an exact zero pivot: LAPACK's estimate is 0 as well
-            sol = np.linalg.lstsq(C, c)[0]
-            r = 0.0
-            for i in range(n):
-                s = -c[i]
-                for j in range(n):
-                    s += C[i, j] * sol[j]
-                r = max(r, abs(s))
+        W[:, :] = C
+        Ci[:, :] = I
+        if not lu_solve(W, Ci):      # an exact zero pivot: LAPACK's estimate is 0 as well
+            r = range_residual(C, c)
             status[k] = -3 if r <= lp_tol * (1.0 + np.abs(c).max()) else -2
             continue
-        Ci = np.linalg.inv(C)
-        na = 0.0
-        ni = 0.0
-        for j in range(n):
-            sa = 0.0
-            si = 0.0
-            for i in range(n):
-                sa += abs(C[i, j])
-                si += abs(Ci[i, j])
-            na = max(na, sa)
-            ni = max(ni, si)
-        rc[k] = 1.0 / (na * ni)
+        rc[k] = rcond_1(C, Ci)
         finite = True
         for i in range(n):
             s = 0.0

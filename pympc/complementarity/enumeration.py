@@ -163,7 +163,6 @@ def _enumerate(hlcp, back, tol, batched):
     # singularity, sign and distinctness tests follow the scales of the rows and columns
     hlcp, dx, dy = orig.equilibrated()
     scale = np.concatenate([dx, dy])
-    Aeq = np.hstack([hlcp.A, hlcp.B])
     c = hlcp.c
     points, cont_pts, dirs, cont_fixed = [], [], [], []
     counter = [0]
@@ -211,6 +210,7 @@ def _enumerate(hlcp, back, tol, batched):
 
     found = _batched_leaves(hlcp, tol) if batched and n <= BATCHED_PAIRS else None
     if found is None:
+        Aeq = np.hstack([hlcp.A, hlcp.B])
         walk([])
     else:
         for u in found:
@@ -253,10 +253,11 @@ def _batched_leaves(hlcp, tol):
     # of C_α (the walk's first test of a singular support, a least-squares residual above lp_tol = 1e3 tol):
     # no point.  Anything else (a singular support that may hold points, a continuum, or the estimate's grey
     # zone): the walk itself.  Exactly singular supports are decided in the kernel (status −2, −3).
-    if (status == -3).any():
+    st = status.tolist()
+    if -3 in st:
         return None
-    near = status == -1
-    if near.any():
+    if -1 in st:
+        near = status == -1
         Cs = np.where(xs[near][:, None, :], As[None, :, :], Bs[None, :, :])
         if any(lu_rcond(M)[2] > 1e-11 for M in Cs):
             return None
@@ -264,8 +265,10 @@ def _batched_leaves(hlcp, tol):
                for M in Cs):
             return None
     points = []
-    for k in np.flatnonzero(status > 0):
-        if status[k] == 1:
+    for k, sk in enumerate(st):
+        if sk <= 0:
+            continue
+        if sk == 1:
             points.append(U[k])
             continue
         u = U[k]

@@ -9,8 +9,8 @@ from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..errors import OptionError, ProblemError
 from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
-                      equilibrate_hlcp, lcp_relative_residual, relative_residual, solve_lcp_equilibrated,
-                      solve_diagonal_hlcp_kernel, solve_hlcp_kernel)
+                      equilibrate_hlcp, gesv_rhs, lcp_relative_residual, mapped_point, relative_residual,
+                      solve_lcp_equilibrated, solve_diagonal_hlcp_kernel, solve_hlcp_kernel)
 from .problems import HLCP, LCP, Residual, as_vector
 from .results import Result, Status
 
@@ -260,7 +260,7 @@ def lemke(problem, **options):
         if status == Status.RAY_TERMINATION and certify:
             status, message = _certify(problem, status, message, info)
         return Result(problem, status, message, z, w, pivots, "lemke", info)
-    a = np.diagonal(problem.A)
+    a = np.diagonal(problem.A) if problem._a_diagonal else None
     if problem._a_diagonal and a.all():
         # the LCP form, row by row: x = w, y = z of LCP(-B/a, c/a) (relative residuals are the same)
         code, pivots, y, x, log, _, scaling = _lemke_lcp(-problem.B / a[:, None], problem.c / a, d, max_pivots,
@@ -273,17 +273,31 @@ def lemke(problem, **options):
         return Result(problem, status, message, x, y, pivots, "lemke", info)
     # equilibrate [A | B | c]: (R A Dx) x' + (R B Dy) y' = g R c with x = Dx x' / g, y = Dy y' / g
     As, Bs, cs, dx, dy = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
-    form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
+    form = fast = None
+    if not problem._a_diagonal and d is None:
+        # the usual case (an event HLCP): _solve_hlcp's dgesv and Lemke, and the point mapped back and checked,
+        # in few calls (the arithmetic of the general path below, which takes whatever this one does not decide)
+        lu, _piv, sol, info = _dgesv(As, gesv_rhs(Bs, cs))
+        if info == 0:
+            out = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), sol, lu, _ones(n), max_pivots, piv_tol, 1e-12)
+            if out[0] != KERNEL_SINGULAR:
+                form = np.ones(n, bool), out
+                fast = mapped_point(out[2], out[3], dx, dy, problem.A, problem.B, problem.c)
     if form is None:
-        info = {}
-        status, message = Status.NO_BASIS, "no nonsingular complementary basis: Lemke's method cannot start"
-        if certify:
-            status, message = _certify(problem, status, message, info)
-        return Result(problem, status, message, np.zeros(n), np.zeros(n), 0, "lemke", info)
+        form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
+        if form is None:
+            info = {}
+            status, message = Status.NO_BASIS, "no nonsingular complementary basis: Lemke's method cannot start"
+            if certify:
+                status, message = _certify(problem, status, message, info)
+            return Result(problem, status, message, np.zeros(n), np.zeros(n), 0, "lemke", info)
     basis, (code, pivots, xs, ys, el, ll) = form
-    (x, y), res = _verify(lambda a, b: relative_residual(problem.A, problem.B, problem.c, a * dx, b * dy),
-                          lambda: (As, Bs, cs), xs, ys, tol, code == KERNEL_SOLVED)
-    x, y = x * dx, y * dy
+    if fast is not None and not (code == KERNEL_SOLVED and (fast[3] or max(fast[2]) > tol)):
+        x, y, res = fast[:3]      # what _verify returns unchanged: a point with no negative entry that passes
+    else:
+        (x, y), res = _verify(lambda a, b: relative_residual(problem.A, problem.B, problem.c, a * dx, b * dy),
+                              lambda: (As, Bs, cs), xs, ys, tol, code == KERNEL_SOLVED)
+        x, y = x * dx, y * dy
     status, message = _interpret(code, pivots, res, tol, max_pivots, (el, ll), verbose, n)
     info = {"log": (el, ll), "basis": basis, "scaling": (dx, dy)}
     if status == Status.RAY_TERMINATION and certify:

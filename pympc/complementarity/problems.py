@@ -186,12 +186,34 @@ class HLCP(_Problem):
         self.B = as_matrix("B", B, (n, n))
         self.c = as_vector("c", c, n)
         self.name = name
+        self._seal()
+
+    def _seal(self):
         for arr in (self.A, self.B, self.c):
             arr.flags.writeable = False
-        # right-hand sides of the LCP form through A: A [M q] = [-B c]
-        self._rhs_for_a = np.asfortranarray(np.column_stack([-self.B, self.c]))
-        # a diagonal A (the LCP form HLCP(I, -M, q), or a scaling of it) reduces in O(n²)
-        self._a_diagonal = bool(np.count_nonzero(self.A) == np.count_nonzero(np.diagonal(self.A)))
+
+    @property
+    def _a_diagonal(self):
+        """Is A diagonal?  (The LCP form HLCP(I, -M, q), or a scaling of it, reduces in O(n²).)"""
+        d = self.__dict__.get("_a_diag")
+        if d is None:
+            d = self._a_diag = bool(np.count_nonzero(self.A) == np.count_nonzero(np.diagonal(self.A)))
+        return d
+
+    @classmethod
+    def _trusted(cls, A, B, c, name=None, a_diagonal=None):
+        """The problem of arrays pympc built itself, without the copies and checks of user input.
+
+        For internal use only: ``A``, ``B`` (n×n) and ``c`` (n) must be finite C-contiguous float64
+        arrays that nothing else writes to (they are made read-only, as the constructor's copies are);
+        ``a_diagonal``, when the caller knows it, whether A is diagonal.
+        """
+        self = cls.__new__(cls)
+        self.A, self.B, self.c, self.name = A, B, c, name
+        self._seal()
+        if a_diagonal is not None:
+            self._a_diag = bool(a_diagonal)
+        return self
 
     @property
     def n(self):
@@ -257,7 +279,7 @@ class HLCP(_Problem):
         problem back to this one (the scales are exact powers of two).
         """
         As, Bs, cs, dx, dy = equilibrate_hlcp(self.A, self.B, self.c, self._a_diagonal, 20)
-        return HLCP(As, Bs, cs, name=self.name), dx, dy
+        return HLCP._trusted(As, Bs, cs, name=self.name), dx, dy
 
     def column_matrix(self, basis):
         """The column-representative matrix ``C_α`` (column ``i`` from A where ``basis[i]``)."""

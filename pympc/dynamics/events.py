@@ -21,6 +21,7 @@ import numpy as np
 from ..complementarity import HLCP, LCP, solve
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
+from ._transition import EVENT_OK, as_bools, as_floats, dense_event
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
@@ -55,7 +56,19 @@ class EventProblem:
     @property
     def tol(self):
         """Below this a member of a pair counts as zero when the mode is read (scaled to the data)."""
-        return 1e-9 * (1.0 + max(np.abs(self.hlcp.c).max(initial=0), 1.0))
+        tol = self.__dict__.get("_tol")
+        if tol is None:       # the largest |c| (c is finite: a validated HLCP)
+            tol = self._tol = 1e-9 * (1.0 + max(max(map(abs, self.hlcp.c.tolist()), default=0.0), 1.0))
+        return tol
+
+    @property
+    def _motions(self):
+        """The motion every slot keeps unless the HLCP decides it (its slip direction; candidates stick)."""
+        motions = self.__dict__.get("_motion_list")
+        if motions is None:
+            motions = self._motion_list = [_MOTION[d] if d in _MOTION else Motion(int(d))
+                                           for d in self.directions.tolist()]
+        return motions
 
     def split(self, x, y):
         """(λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻) from an HLCP point."""
@@ -109,6 +122,8 @@ class EventProblem:
         return solve(self.hlcp)
 
 
+_MOTION = {-1.0: Motion.BACKWARD, 0.0: Motion.STICK, 1.0: Motion.FORWARD}
+
 SPARSE_FROM = 32
 """Event HLCPs of at least this many slots are built with sparse products (the same problem, to round-off)."""
 
@@ -136,7 +151,42 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
         formed sparse (a slot couples only the bodies it joins) and the problem
         keeps sparse copies of A and B for :meth:`EventProblem.solve`.
     """
-    directions = np.asarray(directions, dtype=float)
+    directions = as_floats(np.asarray(directions, dtype=float))
+    s = len(directions)
+    use_sparse = mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM
+    if not use_sparse and a.M.shape[0] <= COMPILED_UP_TO and a.J.shape[0] <= COMPILED_UP_TO:
+        ev = _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal)
+        if ev is not None:
+            return ev
+    return _numpy_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, use_sparse)
+
+
+COMPILED_UP_TO = 64
+"""Dense event HLCPs of systems with at most this many coordinates and bilateral rows are built by one compiled
+call (:func:`pympc.dynamics._transition.dense_event`); larger ones with NumPy (its products call BLAS)."""
+
+
+def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
+    """The dense event HLCP by :func:`~pympc.dynamics._transition.dense_event`, or None where it declines (a mass
+    matrix that is not positive definite, singular bilateral rows, a non-finite entry): the NumPy build decides."""
+    cand = np.flatnonzero(directions == 0)
+    hol = as_bools(a.holonomic)
+    md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
+    f = as_floats
+    code, A, B, c, qdd0, Q, diagonal = dense_event(
+        f(a.M), md, f(a.J), f(a.WN), f(a.WT), f(a.h), f(a.w), f(a.gdot), f(a.g), hol, f(a.bN), f(a.vN), f(a.gN),
+        f(a.bT), f(a.vT), float(stab.alpha), float(stab.beta), directions, f(mu), f(mu_s), cand)
+    if code != EVENT_OK:
+        return None
+    return EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cand.tolist(), directions, qdd0, Q)
+
+
+_NO_DIAGONAL = np.zeros(0)
+
+
+def _numpy_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, use_sparse):
+    """:func:`event_problem` with NumPy: the sparse products of a long joint-free chain, the dense build of a large
+    system, and every case the compiled build declines."""
     s = len(directions)
     cand = [k for k in range(s) if directions[k] == 0]
     c = len(cand)
@@ -144,7 +194,6 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
     nz = 2 * s + 4 * c
     fr = -mu * directions
     bI, bN, bT = _biases(a, stab, cand)
-    use_sparse = mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM
     if use_sparse:
         E, qdd0, Q = _sparse_products(a, cand, fr, mass_diagonal)
         e = np.zeros(s + 2 * c)
@@ -236,25 +285,28 @@ def read_mode(ev, x, y, previous_walls, tol=None):
         zero reserve on one side).
     """
     tol = ev.tol if tol is None else tol
-    lp, lm, ap, am, fp, fm = ev.split(x, y)
-    s = ev.nslots
-    walls, motions, degenerate = [], [], []
+    s, cand = ev.nslots, ev.candidates
+    c = len(cand)
+    x = x.tolist() if isinstance(x, np.ndarray) else list(x)     # Python floats: the same IEEE arithmetic,
+    y = y.tolist() if isinstance(y, np.ndarray) else list(y)     # without a NumPy scalar per operation
+    walls, degenerate = [], []
     for k in range(s):
-        lam = lp[k] - lm[k]
+        lam = x[k] - y[k]                        # λ⁺ − λ⁻
         if abs(lam) <= tol:
             degenerate.append(("wall", k))
             walls.append(int(previous_walls[k]))
         else:
             walls.append(1 if lam > 0 else -1)
-        motions.append(Motion(int(ev.directions[k])))
-    for j, k in enumerate(ev.candidates):
-        acc = ap[j] - am[j]      # a⁺ and a⁻ may both be positive when both reserves are zero (λ = 0)
+    motions = list(ev._motions)
+    for j, k in enumerate(cand):
+        acc = x[s + j] - y[s + c + j]      # a⁺ − a⁻: both may be positive when both reserves are zero (λ = 0)
         if acc > tol:
             motions[k] = Motion.FORWARD
         elif acc < -tol:
             motions[k] = Motion.BACKWARD
         else:
             motions[k] = Motion.STICK
-            if fp[j] <= tol or fm[j] <= tol:
+            if y[s + j] <= tol or x[s + c + j] <= tol:      # f⁺ or f⁻ at zero
                 degenerate.append(("stick", k))
     return Mode(tuple(walls), tuple(motions)), degenerate
+

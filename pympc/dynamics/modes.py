@@ -29,6 +29,7 @@ from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
 from ..mechanics.assembly import _Z0, SparseAssembly, time_program
 from ._flat import flat_rows
+from ._transition import SMALL_ROWS, as_floats, small_min_norm
 
 __all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm",
            "csr"]
@@ -156,22 +157,27 @@ def min_norm(J, r):
     """The least-norm ``d`` with ``J d = r`` (what ``lstsq`` returns for a J of full row rank).
 
     A J of at most four rows whose ``J Jᵀ`` has a reciprocal condition
-    (LAPACK's estimate) above 1e-4 goes through ``Jᵀ (J Jᵀ)⁻¹ r`` by LU: J is
-    then conditioned well enough that the normal equations lose nothing that
-    matters, and LAPACK's SVD is not called for a 1×2 system.  Large J (at
+    above 1e-4 goes through ``Jᵀ (J Jᵀ)⁻¹ r`` by LU: J is then conditioned
+    well enough that the normal equations lose nothing that matters, and
+    LAPACK's SVD is not called for a 1×2 system (one right-hand side: one
+    compiled call, :func:`pympc.dynamics._transition.small_min_norm`, with
+    the exact condition number; several: LAPACK and its estimate).  Large J (at
     least :data:`SPARSE_FROM` rows, no more rows than columns) go through
     ``Jᵀ (J Jᵀ)⁻¹ r`` with J sparse (:func:`banded_solve`); the others, and
     any J whose J Jᵀ is singular or leaves a residual, through ``lstsq``.
     """
     k, n = J.shape
-    if 0 < k <= 4 and k <= n:          # a few rows: the normal equations by LU when J Jᵀ is well conditioned
-        lu, piv, rc = lu_rcond(J @ J.T)
-        if rc > 1e-4:
-            if np.ndim(r) == 1:
-                return J.T @ _lapack.dgetrs(lu, piv, r)[0]
-            # several right-hand sides (the sensitivities' columns) one by one: LAPACK's multi-column solve
-            # (trsm) may wake OpenBLAS threads, which took milliseconds per 2×2 solve on the shared machine
-            return J.T @ np.column_stack([_lapack.dgetrs(lu, piv, r[:, j])[0] for j in range(r.shape[1])])
+    if 0 < k <= SMALL_ROWS and k <= n:   # a few rows: the normal equations when J Jᵀ is well conditioned
+        if np.ndim(r) == 1:
+            d = np.empty(n)
+            if small_min_norm(as_floats(J), as_floats(r), d):
+                return d
+        else:
+            lu, piv, rc = lu_rcond(J @ J.T)
+            if rc > 1e-4:
+                # several right-hand sides (the sensitivities' columns) one by one: LAPACK's multi-column solve
+                # (trsm) may wake OpenBLAS threads, which took milliseconds per 2×2 solve on the shared machine
+                return J.T @ np.column_stack([_lapack.dgetrs(lu, piv, r[:, j])[0] for j in range(r.shape[1])])
     if SPARSE_FROM <= k <= n:
         Js = csr(J)
         y = banded_solve(Js @ Js.T, r, symmetric=True)

@@ -29,6 +29,8 @@ from ..mechanics.assembly import AbsoluteModel
 from . import _dop853 as dop853
 from ._variational import variational_run
 from .crossings import SPLIT, DenseStates, TimeScale, first_crossing
+from ._transition import (VELOCITY_PROJECTED, VELOCITY_SAME, as_bools, as_floats, check_mode, position_error,
+                          project_velocity, slip_directions)
 from .events import event_problem, read_mode
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
@@ -75,6 +77,7 @@ class _Run:
         self._cache_key, self._cache = None, None
         self.integrators = set()       # which integrators ran (Trajectory.info["integrator"])
         self._tables = {}              # mode → the event functions' coefficients (_vector)
+        self._modes = {}               # mode → its walls and motions as arrays (verify)
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     # ----------------------------------------------------------------- smooth phase
@@ -321,36 +324,45 @@ class _Run:
     def project(self, t, q, qd, stick=(), assembly=None):
         """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones
         (``assembly``: the assembly at (q, q̇, t) when the caller has it)."""
+        return self._project(t, q, qd, stick, assembly)[:2]
+
+    def _project(self, t, q, qd, stick=(), assembly=None):
+        """:meth:`project`, and the assembly at the projected (q, q̇) when it is the last one made (q̇ was
+        already on the velocity constraints, exactly), else None."""
         form = self.form
         last = np.inf
         for i in range(20):
             a = assembly if i == 0 and assembly is not None else form.assemble(q, qd, t)
-            g = np.concatenate([a.g[a.holonomic], a.gN])
-            err = np.abs(g).max(initial=0)
-            if err <= 1e-13 * (1 + np.abs(q).max(initial=0)) or err > 0.5 * last:   # converged, or at round-off
+            err, bound = position_error(as_floats(a.g), as_bools(a.holonomic), as_floats(a.gN), as_floats(q))
+            if err <= bound or err > 0.5 * last:   # converged, or at round-off
                 break
             last = err
+            g = np.concatenate([a.g[a.holonomic], a.gN])
             Jh = np.vstack([a.J[a.holonomic], a.WN])
             q = q - min_norm(Jh, g)
         else:  # out of iterations: q moved after the last assembly
             a = form.assemble(q, qd, t)
-        stick = list(stick)
+        stick = np.asarray(stick, dtype=np.int64).reshape(-1)
+        code, qdp = project_velocity(as_floats(a.J), as_floats(a.WN), as_floats(a.WT), stick, as_floats(a.gdot),
+                                     as_floats(a.vN), as_floats(a.vT), as_floats(qd))
+        if code == VELOCITY_SAME:        # a zero residual: the correction would be exactly zero
+            return q, qd, a
+        if code == VELOCITY_PROJECTED:
+            return q, qdp, None
         Jv = np.vstack([a.J, a.WN, a.WT[stick]])
         r = np.concatenate([a.gdot, a.vN, a.vT[stick]])
-        if Jv.shape[0]:
-            qd = qd - min_norm(Jv, r)
-        return q, qd
+        return q, qd - min_norm(Jv, r), None
 
     def transition(self, t, q, qd, kind, slot, before):
         """Choose the mode at an event; returns (Event, q, q̇, status or None, message)."""
         o = self.opts
-        q, qd = self.project(t, q, qd)
+        q, qd, a = self._project(t, q, qd)
         if not len(self.mu):  # no slots: nothing to decide
             return Event(t, kind, slot, before, Mode((), ()), None, [], np.zeros(0), np.zeros(0),
                          "no slots", 0, "none"), q, qd, None, None
-        a = self.form.assemble(q, qd, t)
-        vscale = max(1.0, float(np.abs(qd).max(initial=0)))
-        dirs = np.where(np.abs(a.vT) <= o["velocity_tol"] * vscale, 0, np.sign(a.vT)).astype(int)
+        if a is None:
+            a = self.form.assemble(q, qd, t)
+        dirs = slip_directions(as_floats(a.vT), as_floats(qd), o["velocity_tol"])
         if before is not None:
             for k, m in enumerate(before.motions):
                 if m == Motion.STICK:
@@ -424,7 +436,11 @@ class _Run:
 
     def _probe(self, t, q, qd, a, ev, x, y, dirs, before, mode, degenerate, kind, slot):
         d = self.opts["probe_delta"]
-        if before is not None:
+        if before is not None and self._fast is not None and isinstance(before, Mode):   # the compiled solve
+            self._cache_key = None
+            self._fast.compute(t, q, qd, before)
+            qdd = self._fast.plan(before).view["qdd"].copy()
+        elif before is not None:
             qdd = solve_mode(a, before, self.mu, self.mu_s, self.stab, self.md).qdd
         else:
             qdd = ev.accelerations(x, y)
@@ -461,18 +477,25 @@ class _Run:
                 lam, h, qdd, F, aT = s.lam, a.h, s.qdd, s.F, s.aT
         except SimulationError as exc:
             return False, str(exc)
-        fs = 1e-7 * max(1.0, float(np.abs(lam).max(initial=0)), float(np.abs(h).max(initial=0)))
-        acc = 1e-7 * max(1.0, float(np.abs(qdd).max(initial=0)))
-        w, m = np.asarray(mode.walls), np.asarray(mode.motions)
-        if np.any(w * lam < -fs):
-            return False, f"puts a normal force on the wrong wall (σλ = {w * lam})"
-        st = m == 0
-        if np.any((self.mu_s * np.abs(lam) - np.abs(F))[st] < -fs):
+        walls, motions = self._mode_arrays(mode)
+        code, k = check_mode(as_floats(lam), as_floats(h), as_floats(qdd), as_floats(F), as_floats(aT), walls, motions,
+                             self.mu_s, np.asarray(candidates, dtype=np.int64))
+        if code == 1:
+            return False, f"puts a normal force on the wrong wall (σλ = {walls.astype(int) * lam})"
+        if code == 2:
             return False, "needs more static friction than μ_s|λ|"
-        for k in candidates:
-            if m[k] != 0 and m[k] * aT[k] < -acc:
-                return False, f"starts slot {k} slipping against its acceleration"
+        if code == 3:
+            return False, f"starts slot {k} slipping against its acceleration"
+        if code == 4:
+            return False, "has forces or accelerations that are not finite"
         return True, ""
+
+    def _mode_arrays(self, mode):
+        """``(walls, motions)`` of ``mode`` as float arrays (made once per mode and run)."""
+        arrays = self._modes.get(mode)
+        if arrays is None:
+            arrays = self._modes[mode] = (np.array(mode.walls, dtype=float), np.array(mode.motions, dtype=float))
+        return arrays
 
     def _crosscheck(self, event):
         from ..mpec import crosscheck

@@ -1,0 +1,116 @@
+"""Transitions of small mechanisms: what the event transitions cost, one run.
+
+Table 1: for the forced friction oscillator (30 s, general and tree formulation) and the slider-crank (2 s):
+the whole simulation and the time spent in ``_Run.transition`` (projection, event HLCP, Lemke, enumeration of
+the solution set, the look-ahead probe, verification of the new mode), per run and per transition (best of
+several batches: the machine is shared).
+
+Table 2: the compiled pieces against the paths they stand beside in the package, on the oscillator's own event
+states, per call: the event HLCP by one compiled call (``dense_event``) against the NumPy build, and Lemke on
+an event HLCP in three calls (``lemke_through_a``) against its general path.
+
+    python benchmarks/transition_speed.py
+"""
+
+import importlib
+import time
+from pathlib import Path
+
+import numpy as np
+
+import pympc
+from pympc.dynamics import events
+
+MODELS = Path(__file__).parents[1] / "models"
+_driver = importlib.import_module("pympc.dynamics.simulate")
+_lemke = importlib.import_module("pympc.complementarity.lemke")
+
+
+def transition_cost(path, t_end, formulation=None, batches=15, runs=2):
+    """(transitions, ms per run, ms in transition per run): best of ``batches`` batches of ``runs`` runs."""
+    spent = [0.0]
+    inner = _driver._Run.transition
+
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    def run():
+        return _driver.simulate(pympc.load_model(path), (0.0, t_end), samples=2, formulation=formulation)
+    _driver._Run.transition = timed
+    try:
+        tr = run()
+        best = None
+        for _ in range(batches):
+            spent[0] = 0.0
+            t = time.perf_counter()
+            for _ in range(runs):
+                run()
+            total = (time.perf_counter() - t) / runs
+            if best is None or total < best[0]:
+                best = (total, spent[0] / runs)
+    finally:
+        _driver._Run.transition = inner
+    return len(tr.events) - 1, best[0] * 1e3, best[1] * 1e3
+
+
+def event_states():
+    """The (run, assembly, directions) of every event HLCP the oscillator's 30 s run builds."""
+    seen = []
+    build = _driver.event_problem
+
+    def recording(a, dirs, mu, mu_s, stab, md=None):
+        seen.append((a, np.array(dirs), mu, mu_s, stab, md))
+        return build(a, dirs, mu, mu_s, stab, md)
+    _driver.event_problem = recording
+    try:
+        _driver.simulate(pympc.load_model(MODELS / "friction_oscillator.toml"), (0.0, 30.0), samples=2)
+    finally:
+        _driver.event_problem = build
+    return seen
+
+
+def per_call(fn, items, repeats=200):
+    """Best mean µs per call of ``fn(item)`` over the items."""
+    best = np.inf
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(repeats // 5):
+            for it in items:
+                fn(it)
+        best = min(best, (time.perf_counter() - t) / (repeats // 5 * len(items)))
+    return best * 1e6
+
+
+def main():
+    print("Table 1: transitions of small mechanisms (best of 15 batches of 2 runs)")
+    print(f"{'case':34s} {'transitions':>11s} {'run ms':>8s} {'transition ms':>14s} {'µs/transition':>14s}")
+    for name, path, t_end, form in (("friction oscillator 30 s, general", "friction_oscillator.toml", 30.0, None),
+                                    ("friction oscillator 30 s, tree", "friction_oscillator.toml", 30.0, "tree"),
+                                    ("slider-crank 2 s, general", "slider_crank.toml", 2.0, None)):
+        n, total, spent = transition_cost(MODELS / path, t_end, form)
+        print(f"{name:34s} {n:11d} {total:8.1f} {spent:14.2f} {spent / n * 1e3:14.0f}")
+
+    states = event_states()
+    hlcps = [h for h in (events.event_problem(*s).hlcp for s in states) if not h._a_diagonal]
+    print(f"\nTable 2: pieces on the oscillator's {len(states)} event HLCPs, µs per call (one run)")
+    print(f"{'piece':44s} {'compiled':>9s} {'reference':>10s} {'ratio':>6s}")
+    fast = per_call(lambda s: events.event_problem(*s), states)
+    ref = per_call(lambda s: events._numpy_event_problem(*s, False),
+                   [(a, d.astype(float), mu, mu_s, stab, md) for a, d, mu, mu_s, stab, md in states])
+    print(f"{'event HLCP: dense_event / NumPy build':44s} {fast:9.1f} {ref:10.1f} {ref / fast:6.1f}")
+    mapped = _lemke.mapped_point          # the general path: as if the point needed _verify
+    fast = per_call(_lemke.lemke, hlcps)
+    _lemke.mapped_point = lambda *args: mapped(*args)[:3] + (True,)
+    try:
+        ref = per_call(_lemke.lemke, hlcps)
+    finally:
+        _lemke.mapped_point = mapped
+    print(f"{'Lemke, the ' + str(len(hlcps)) + ' with a non-diagonal A':44s} {fast:9.1f} {ref:10.1f} {ref / fast:6.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,377 @@
+"""Compiled pieces of a transition for small systems: the dense event HLCP in one call, the projection onto
+the constraints and the consistency test of a mode without NumPy temporaries.
+
+:func:`dense_event` builds what :func:`pympc.dynamics.events.event_problem`
+builds with NumPy on its dense path (the biases with the Baumgarte terms, the
+force columns of every pair, the accelerations ``q̈ = qdd0 + Q z`` under the
+bilateral constraints, the rows of the HLCP and their scaling), without the
+two dozen small NumPy calls and temporaries that made a 3-pair event HLCP cost
+~100 µs.  The linear algebra is written out (Cholesky of a dense mass matrix,
+Gaussian elimination with partial pivoting of ``J M⁻¹ Jᵀ``): the systems are a
+few rows; the results equal the NumPy build's to round-off.  Anything the
+kernel cannot decide (a mass matrix that is not positive definite, a singular
+``J M⁻¹ Jᵀ``, a non-finite entry) is reported by a code, and the caller takes
+the NumPy path, which raises or falls back exactly as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..complementarity._kernel import back_substitute, lu_solve, rcond_1
+
+__all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_norm", "project_velocity", "check_mode",
+           "slip_directions"]
+
+EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
+
+
+def as_floats(v):
+    """``v`` as the compiled build takes every array: float64, C-contiguous, writable (one compiled version)."""
+    if type(v) is np.ndarray and v.dtype == np.float64 and v.flags.c_contiguous and v.flags.writeable:
+        return v
+    return np.array(v, dtype=float)
+
+
+def as_bools(v):
+    """``v`` as a bool array the kernels take (as :func:`as_floats`)."""
+    if type(v) is np.ndarray and v.dtype == np.bool_ and v.flags.c_contiguous and v.flags.writeable:
+        return v
+    return np.array(v, dtype=bool)
+
+
+@njit(cache=True, nogil=True)
+def _cholesky_solve(M, R):
+    """``M⁻¹ R`` into ``R`` for a symmetric positive definite M (False if it is not, numerically)."""
+    n = M.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        d = M[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            return False
+        L[j, j] = np.sqrt(d)
+        for i in range(j + 1, n):
+            v = M[i, j]
+            for k in range(j):
+                v -= L[i, k] * L[j, k]
+            L[i, j] = v / L[j, j]
+    for col in range(R.shape[1]):
+        for i in range(n):
+            v = R[i, col]
+            for k in range(i):
+                v -= L[i, k] * R[k, col]
+            R[i, col] = v / L[i, i]
+    back_substitute(L.T, R)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _dot(u, X, col):
+    """``u · X[:, col]``."""
+    v = 0.0
+    for i in range(u.shape[0]):
+        v += u[i] * X[i, col]
+    return v
+
+
+@njit(cache=True, nogil=True)
+def dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, alpha, beta, dirs, mu, mu_s, cand):
+    """The dense event HLCP of one assembly (see :func:`pympc.dynamics.events.event_problem`).
+
+    Parameters
+    ----------
+    M : ndarray (n, n)
+        Mass matrix (used only when ``md`` is empty).
+    md : ndarray (n,) or (0,)
+        The mass matrix's diagonal when it is diagonal (all entries > 0); empty otherwise.
+    J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT : ndarray
+        The assembly's arrays (bilateral rows, slot rows, forces, biases, velocities).
+    alpha, beta : float
+        Baumgarte parameters.
+    dirs : ndarray of float
+        Slip direction of every slot, 0 for the stick candidates.
+    mu, mu_s : ndarray
+        Kinetic and static coefficients.
+    cand : ndarray of int64
+        The stick candidates (the slots with ``dirs == 0``, ascending).
+
+    Returns
+    -------
+    code, A, B, c, qdd0, Q, diagonal
+        ``code`` is :data:`EVENT_OK` or why the kernel declined (then the arrays are not meaningful);
+        ``(A, B, c)`` the row-scaled HLCP, ``q̈ = qdd0 + Q z`` with ``z = (λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻)``;
+        ``diagonal`` whether A is diagonal.
+    """
+    n = h.shape[0]
+    s = dirs.shape[0]
+    c = cand.shape[0]
+    r = J.shape[0]
+    nz = 2 * s + 4 * c
+    m = s + 2 * c
+    empty = np.zeros((0, 0))
+    # generalized-force columns: 0 the applied forces, then one per member of z
+    X = np.zeros((n, nz + 1))
+    for i in range(n):
+        X[i, 0] = h[i]
+    for k in range(s):
+        fr = -mu[k] * dirs[k]
+        for i in range(n):
+            X[i, 1 + k] = WN[k, i] + fr * WT[k, i]
+            X[i, 1 + s + k] = -WN[k, i] + fr * WT[k, i]
+    for j in range(c):
+        k = cand[j]
+        for i in range(n):
+            X[i, 1 + 2 * s + 2 * c + j] = 0.5 * WT[k, i]
+            X[i, 1 + 2 * s + 3 * c + j] = -0.5 * WT[k, i]
+    # M⁻¹ of the columns and of Jᵀ
+    XJ = np.empty((n, r))
+    for i in range(n):
+        for a in range(r):
+            XJ[i, a] = J[a, i]
+    if md.shape[0]:
+        for i in range(n):
+            for col in range(nz + 1):
+                X[i, col] = X[i, col] / md[i]
+            for a in range(r):
+                XJ[i, a] = XJ[i, a] / md[i]
+    else:
+        if not _cholesky_solve(M, X):
+            return EVENT_NOT_SPD, empty, empty, np.zeros(0), np.zeros(0), empty, False
+        if r and not _cholesky_solve(M, XJ):
+            return EVENT_NOT_SPD, empty, empty, np.zeros(0), np.zeros(0), empty, False
+    al2, be2 = 2 * alpha, beta * beta
+    if r:   # the bilateral multipliers: (J M⁻¹ Jᵀ) ν = −b − J M⁻¹ cols, b = (bI, 0, …)
+        S = np.empty((r, r))
+        R = np.empty((r, nz + 1))
+        for a in range(r):
+            for b in range(r):
+                S[a, b] = _dot(J[a], XJ, b)
+            bI = w[a] + al2 * gdot[a] + be2 * (g[a] if holonomic[a] else 0.0)
+            for col in range(nz + 1):
+                R[a, col] = (-bI if col == 0 else -0.0) - _dot(J[a], X, col)
+        if not lu_solve(S, R):
+            return EVENT_SINGULAR, empty, empty, np.zeros(0), np.zeros(0), empty, False
+        for i in range(n):
+            for col in range(nz + 1):
+                X[i, col] = X[i, col] + _dot(XJ[i], R, col)
+    qdd0 = np.empty(n)
+    Q = np.empty((n, nz))
+    for i in range(n):
+        qdd0[i] = X[i, 0]
+        for col in range(nz):
+            Q[i, col] = X[i, 1 + col]
+    # rows: WN q̈ + b̂N = 0 (one per slot); per candidate −(WT q̈ + b̂T) + a⁺ − a⁻ = 0
+    # and f⁺ + f⁻ − 2 μ_s (λ⁺ + λ⁻) = 0
+    E = np.zeros((m, nz))
+    e = np.zeros(m)
+    for k in range(s):
+        for col in range(nz):
+            E[k, col] = _dot(WN[k], Q, col)
+        e[k] = -(bN[k] + al2 * vN[k] + be2 * gN[k]) - _dot(WN[k], X, 0)
+    for j in range(c):
+        k = cand[j]
+        row = s + j
+        for col in range(nz):
+            E[row, col] = -_dot(WT[k], Q, col)
+        e[row] = (bT[k] + al2 * vT[k]) + _dot(WT[k], X, 0)
+        E[row, 2 * s + j] += 1.0
+        E[row, 2 * s + c + j] -= 1.0
+        row = s + c + j
+        E[row, 2 * s + 2 * c + j] = 1.0
+        E[row, 2 * s + 3 * c + j] = 1.0
+        E[row, k] = -2.0 * mu_s[k]
+        E[row, s + k] = -2.0 * mu_s[k]
+    # x = (λ⁺, a⁺, f⁻), y = (λ⁻, f⁺, a⁻); every row scaled by its largest entry
+    A = np.empty((m, m))
+    B = np.empty((m, m))
+    cv = np.empty(m)
+    finite = True
+    for i in range(m):
+        for j in range(s):
+            A[i, j] = E[i, j]
+            B[i, j] = E[i, s + j]
+        for j in range(c):
+            A[i, s + j] = E[i, 2 * s + j]
+            A[i, s + c + j] = E[i, 2 * s + 3 * c + j]
+            B[i, s + j] = E[i, 2 * s + 2 * c + j]
+            B[i, s + c + j] = E[i, 2 * s + c + j]
+        sc = 0.0
+        for j in range(m):
+            sc = max(sc, abs(A[i, j]), abs(B[i, j]))
+        if sc == 0.0:
+            sc = 1.0
+        for j in range(m):
+            A[i, j] = A[i, j] / sc
+            B[i, j] = B[i, j] / sc
+            finite = finite and np.isfinite(A[i, j]) and np.isfinite(B[i, j])
+        cv[i] = e[i] / sc
+        finite = finite and np.isfinite(cv[i])
+    if not finite:
+        return EVENT_NOT_FINITE, empty, empty, np.zeros(0), np.zeros(0), empty, False
+    diagonal = True
+    for i in range(m):
+        for j in range(m):
+            if i != j and A[i, j] != 0.0:
+                diagonal = False
+    return EVENT_OK, A, B, cv, qdd0, Q, diagonal
+
+
+@njit(cache=True, nogil=True)
+def position_error(g, holonomic, gN, q):
+    """``(max |g|, bound)`` over the position-level bilateral rows and the slot gaps, and the bound
+    ``1e-13 (1 + max |q|)`` below which the projection calls them satisfied."""
+    err = 0.0
+    for i in range(g.shape[0]):
+        if holonomic[i]:
+            err = max(err, abs(g[i]))
+    for i in range(gN.shape[0]):
+        err = max(err, abs(gN[i]))
+    big = 0.0
+    for i in range(q.shape[0]):
+        big = max(big, abs(q[i]))
+    return err, 1e-13 * (1.0 + big)
+
+
+VELOCITY_SAME, VELOCITY_PROJECTED, VELOCITY_DECLINED = 0, 1, 2
+SMALL_ROWS = 4
+"""Least-norm corrections of at most this many rows go through the normal equations in the kernels."""
+
+
+@njit(cache=True, nogil=True)
+def small_min_norm(J, r, d):
+    """The least-norm ``d`` with ``J d = r`` by ``Jᵀ (J Jᵀ)⁻¹ r`` for a J of at most :data:`SMALL_ROWS` rows
+    (no more than columns) whose ``J Jᵀ`` has an exact reciprocal 1-norm condition above 1e-4 (then the
+    normal equations lose nothing that matters); False, ``d`` untouched, otherwise."""
+    k, n = J.shape
+    if k == 0 or k > SMALL_ROWS or k > n:
+        return False
+    S = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            v = 0.0
+            for i in range(n):
+                v += J[a, i] * J[b, i]
+            S[a, b] = v
+    # the inverse, for the exact condition number (k ≤ 4: cheaper than an estimate's bookkeeping)
+    Si = np.eye(k)
+    W = S.copy()
+    if not lu_solve(W, Si):
+        return False
+    if not rcond_1(S, Si) > 1e-4:
+        return False
+    y = r.copy()
+    W = S.copy()
+    Y = y.reshape((k, 1))
+    lu_solve(W, Y)
+    for i in range(n):
+        v = 0.0
+        for a in range(k):
+            v += J[a, i] * Y[a, 0]
+        d[i] = v
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _stack(a, b, c, idx, out):
+    """``out = [a; b; c[idx]]`` for matrices (rows), element by element."""
+    m, s, w = a.shape[0], b.shape[0], out.shape[1]
+    for i in range(m):
+        for j in range(w):
+            out[i, j] = a[i, j]
+    for i in range(s):
+        for j in range(w):
+            out[m + i, j] = b[i, j]
+    for i in range(idx.shape[0]):
+        for j in range(w):
+            out[m + s + i, j] = c[idx[i], j]
+
+
+@njit(cache=True, nogil=True)
+def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd):
+    """q̇ projected onto the velocity constraints of the joints, the slots and the sticking slots.
+
+    Returns ``(code, q̇')``: :data:`VELOCITY_SAME` (every row already exactly satisfied: ``q̇`` itself, as
+    the least-norm correction of a zero residual is zero), :data:`VELOCITY_PROJECTED` (``q̇ − d`` with
+    :func:`small_min_norm`'s ``d``) or :data:`VELOCITY_DECLINED` (the caller projects with
+    :func:`pympc.dynamics.modes.min_norm`).
+    """
+    n = qd.shape[0]
+    k = J.shape[0] + WN.shape[0] + stick.shape[0]
+    r = np.empty((k, 1))
+    _stack(gdot.reshape((-1, 1)), vN.reshape((-1, 1)), vT.reshape((-1, 1)), stick, r)
+    r = r.reshape(k)
+    zero = True
+    for i in range(k):
+        if r[i] != 0.0:
+            zero = False
+    if zero:
+        return VELOCITY_SAME, qd
+    if k > SMALL_ROWS or k > n:
+        return VELOCITY_DECLINED, qd
+    R = np.empty((k, n))
+    _stack(J, WN, WT, stick, R)
+    d = np.empty(n)
+    if not small_min_norm(R, r, d):
+        return VELOCITY_DECLINED, qd
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = qd[i] - d[i]
+    return VELOCITY_PROJECTED, out
+
+
+@njit(cache=True, nogil=True)
+def _all_finite(v):
+    for x in v:
+        if not np.isfinite(x):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def check_mode(lam, h, qdd, F, aT, walls, motions, mu_s, cand):
+    """The consistency test of a mode's forces and accelerations (see ``_Run.verify``).
+
+    Returns ``(code, k)``: 0 consistent; 1 a normal force on the wrong wall; 2 a sticking slot needs more
+    static friction than μ_s|λ|; 3 candidate ``k`` starts slipping against its acceleration; 4 a force or an
+    acceleration is not finite.
+    """
+    big = 1.0
+    for v in lam:
+        big = max(big, abs(v))
+    for v in h:
+        big = max(big, abs(v))
+    fs = 1e-7 * big
+    big = 1.0
+    for v in qdd:
+        big = max(big, abs(v))
+    acc = 1e-7 * big
+    if not (_all_finite(lam) and _all_finite(F) and _all_finite(qdd)):
+        return 4, -1
+    for k in range(lam.shape[0]):
+        if walls[k] * lam[k] < -fs:
+            return 1, k
+    for k in range(lam.shape[0]):
+        if motions[k] == 0 and mu_s[k] * abs(lam[k]) - abs(F[k]) < -fs:
+            return 2, k
+    for k in cand:
+        if motions[k] != 0 and motions[k] * aT[k] < -acc:
+            return 3, k
+    return 0, -1
+
+
+@njit(cache=True, nogil=True)
+def slip_directions(vT, qd, velocity_tol):
+    """The slip direction of every slot at an event: 0 where ``|v_T| ≤ velocity_tol · max(1, max |q̇|)`` (a stick
+    candidate), else the sign of ``v_T``."""
+    big = 1.0
+    for v in qd:
+        big = max(big, abs(v))
+    bound = velocity_tol * big
+    dirs = np.zeros(vT.shape[0], np.int64)
+    for k in range(vT.shape[0]):
+        if not abs(vT[k]) <= bound:
+            dirs[k] = 1 if vT[k] > 0.0 else -1
+    return dirs

@@ -1,0 +1,268 @@
+"""The fast paths of a transition (issue 17): they build and decide what the NumPy paths do.
+
+Oracles: the NumPy build of the event HLCP (``events._numpy_event_problem``) on random assemblies (diagonal and
+dense mass matrices, bilateral joints, stick candidates) and on the shipped models; the validating HLCP
+constructor; the simulations themselves (same events, to the bit or to round-off).
+"""
+
+import numpy as np
+import pytest
+from conftest import MODELS
+
+import pympc
+from pympc.complementarity import HLCP, enumerate_solutions
+from pympc.dynamics import Baumgarte, events as events_module
+from pympc.dynamics.events import _numpy_event_problem, event_problem
+from pympc.errors import ProblemError
+from pympc.mechanics import GeneralMethod, TreeMethod
+from pympc.mechanics.assembly import Assembly
+
+
+def random_assembly(rng, n, r, s, diagonal):
+    """An assembly of random data: n coordinates, r bilateral rows (some not holonomic), s slots."""
+    if diagonal:
+        md = rng.uniform(0.5, 3.0, n)
+        M = np.diag(md)
+    else:
+        G = rng.standard_normal((n, n))
+        M, md = G @ G.T + n * np.eye(n), None
+    v = lambda *shape: rng.standard_normal(shape)  # noqa: E731
+    a = Assembly(0.0, M, v(n), v(r), v(r, n), v(r), v(r), rng.random(r) < 0.7, v(s), v(s, n), v(s), v(s),
+                 v(s, n), v(s), v(s), 0.0, 0.0, 0.0)
+    return a, md
+
+
+def assert_same_problem(ev, ref, rtol=1e-12):
+    for key in ("A", "B", "c"):
+        got, want = getattr(ev.hlcp, key), getattr(ref.hlcp, key)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * max(1.0, np.abs(want).max()))
+    for got, want in ((ev.qdd0, ref.qdd0), (ev.Q, ref.Q)):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * max(1.0, np.abs(want).max()))
+    assert ev.candidates == ref.candidates and all(type(k) is int for k in ev.candidates)
+    np.testing.assert_array_equal(ev.directions, ref.directions)
+    assert ev.hlcp._a_diagonal == ref.hlcp._a_diagonal
+    assert not ev.hlcp.A.flags.writeable and not ev.hlcp.c.flags.writeable
+
+
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_compiled_event_hlcp_is_the_numpy_one_on_random_systems(rng, diagonal):
+    stab = Baumgarte(7.0, 4.0)
+    for trial in range(40):
+        # more coordinates than rows: where the joints and the slots lock everything, a slot's row of the
+        # HLCP is all cancellation, and its scaling to 1 magnifies rounding noise (either build's)
+        r, s = int(rng.integers(0, 4)), int(rng.integers(1, 5))
+        n = r + s + int(rng.integers(1, 5))
+        a, md = random_assembly(rng, n, r, s, diagonal)
+        dirs = rng.integers(-1, 2, s)
+        dirs[rng.integers(0, s)] = 0                       # at least one stick candidate
+        if trial % 4 == 0:
+            dirs[:] = rng.choice([-1, 1], s)                # and sometimes none
+        mu, mu_s = rng.uniform(0.1, 0.6, s), rng.uniform(0.6, 0.9, s)
+        ev = event_problem(a, dirs, mu, mu_s, stab, md)
+        ref = _numpy_event_problem(a, np.asarray(dirs, float), mu, mu_s, stab, md, False)
+        assert_same_problem(ev, ref)
+        # the problem the simulator sees solves alike
+        r1, r2 = ev.solve(), pympc.solve(ref.hlcp)
+        assert r1.status == r2.status
+        if r1.success:
+            np.testing.assert_allclose(np.concatenate([r1.x, r1.y]), np.concatenate([r2.x, r2.y]),
+                                       atol=1e-9 * (1 + np.abs(r2.x).max() + np.abs(r2.y).max()))
+
+
+@pytest.mark.parametrize("model", ["slider_crank.toml", "cross_slide.toml", "friction_oscillator.toml"])
+@pytest.mark.parametrize("formulation", [GeneralMethod, TreeMethod])
+def test_compiled_event_hlcp_is_the_numpy_one_on_the_models(model, formulation, rng):
+    form = formulation(pympc.load_model(MODELS / model))
+    q, qd = form.initial_state()
+    a = form.assemble(q, qd + 0.1 * rng.standard_normal(q.size), 0.37)
+    s = len(form.slots)
+    mu, mu_s = np.full(s, 0.3), np.full(s, 0.45)
+    for dirs in (np.zeros(s, int), np.ones(s, int), -np.ones(s, int)):
+        ev = event_problem(a, dirs, mu, mu_s, Baumgarte(), form.mass_diagonal)
+        assert_same_problem(ev, _numpy_event_problem(a, dirs.astype(float), mu, mu_s, Baumgarte(),
+                                                     form.mass_diagonal, False))
+
+
+def test_what_the_compiled_build_declines_is_decided_by_the_numpy_build(rng):
+    # a zero mass on a coordinate that a joint fixes: M is singular, the saddle-point system is not
+    a, _ = random_assembly(rng, 3, 1, 1, True)
+    a.M = np.diag([1.0, 2.0, 0.0])
+    a.J = np.array([[0.0, 0.0, 1.0]])
+    dirs, mu = np.array([0]), np.array([0.3])
+    ev = event_problem(a, dirs, mu, mu, Baumgarte(), None)
+    assert_same_problem(ev, _numpy_event_problem(a, dirs.astype(float), mu, mu, Baumgarte(), None, False))
+    # redundant bilateral rows: the NumPy build's error, as before
+    a, md = random_assembly(rng, 4, 2, 1, True)
+    a.J = np.array([[0.0, 2.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0]])     # J M⁻¹ Jᵀ exactly singular
+    with pytest.raises(np.linalg.LinAlgError):
+        event_problem(a, dirs, mu, mu, Baumgarte(), md)
+    # a non-finite force: the HLCP's own message
+    a, md = random_assembly(rng, 4, 1, 1, True)
+    a.h[2] = np.nan
+    with pytest.raises(ProblemError, match="non-finite"):
+        event_problem(a, dirs, mu, mu, Baumgarte(), md)
+
+
+def test_large_systems_keep_the_numpy_build(rng, monkeypatch):
+    a, md = random_assembly(rng, 6, 1, 2, True)
+    calls = []
+    monkeypatch.setattr(events_module, "_numpy_event_problem",
+                        lambda *args: calls.append(1) or _numpy_event_problem(*args))
+    event_problem(a, [0, 1], np.full(2, 0.3), np.full(2, 0.4), Baumgarte(), md)
+    assert not calls
+    monkeypatch.setattr(events_module, "COMPILED_UP_TO", 5)
+    event_problem(a, [0, 1], np.full(2, 0.3), np.full(2, 0.4), Baumgarte(), md)
+    assert calls
+
+
+def test_trusted_constructor_gives_the_validated_problem(rng):
+    for n in (1, 3, 5):
+        A, B, c = rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)
+        for AA in (A, np.diag(np.diag(A))):
+            ref = HLCP(AA, B, c)
+            got = HLCP._trusted(AA.copy(), B.copy(), c.copy())
+            for key in ("A", "B", "c"):
+                np.testing.assert_array_equal(getattr(got, key), getattr(ref, key))
+                assert not getattr(got, key).flags.writeable
+            assert got._a_diagonal == ref._a_diagonal and got.n == ref.n
+            r1, r2 = pympc.solve(got), pympc.solve(ref)
+            assert r1.status == r2.status
+            np.testing.assert_array_equal(r1.x, r2.x)
+            s1, s2 = enumerate_solutions(got), enumerate_solutions(ref)
+            assert s1.kind == s2.kind and len(s1.points) == len(s2.points)
+    with pytest.raises(ProblemError):      # user input is still validated
+        HLCP([[np.nan]], [[1.0]], [1.0])
+
+
+def test_small_least_norm_is_lstsq_and_declines_ill_conditioned_rows(rng):
+    from pympc.dynamics._transition import small_min_norm
+    from pympc.dynamics.modes import min_norm
+    for k in range(1, 5):
+        for n in range(k, k + 4):
+            J, r = rng.standard_normal((k, n)), rng.standard_normal(k)
+            d = np.empty(n)
+            assert small_min_norm(J, r, d)
+            np.testing.assert_allclose(d, np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(min_norm(J, r), d, rtol=0, atol=0)
+    J = np.array([[1.0, 0.0, 0.0], [1.0, 1e-3, 0.0]])             # J Jᵀ has condition ~4e6: lstsq's answer
+    r = np.array([1.0, 2.0])
+    assert not small_min_norm(J, r, np.empty(3))
+    np.testing.assert_allclose(min_norm(J, r), np.linalg.lstsq(J, r, rcond=None)[0], rtol=1e-12)
+    assert not small_min_norm(rng.standard_normal((5, 6)), rng.standard_normal(5), np.empty(6))   # too many rows
+
+
+def test_compiled_velocity_projection_and_position_error(rng):
+    from pympc.dynamics._transition import (VELOCITY_DECLINED, VELOCITY_PROJECTED, VELOCITY_SAME,
+                                            position_error, project_velocity)
+    seen = set()
+    for _ in range(30):
+        r, s = int(rng.integers(0, 3)), int(rng.integers(1, 3))
+        n = r + s + int(rng.integers(1, 4))
+        a, _ = random_assembly(rng, n, r, s, True)
+        stick = np.flatnonzero(rng.random(s) < 0.5)
+        qd = rng.standard_normal(n)
+        code, qdp = project_velocity(a.J, a.WN, a.WT, stick, a.gdot, a.vN, a.vT, qd)
+        Jv = np.vstack([a.J, a.WN, a.WT[stick]])
+        rv = np.concatenate([a.gdot, a.vN, a.vT[stick]])
+        k = Jv.shape[0]
+        seen.add(code)
+        if k > 4 or k > n or np.linalg.cond(Jv @ Jv.T, 1) >= 1e4:
+            assert code == VELOCITY_DECLINED
+            continue
+        assert code == VELOCITY_PROJECTED
+        np.testing.assert_allclose(qdp, qd - np.linalg.lstsq(Jv, rv, rcond=None)[0], rtol=1e-12, atol=1e-12)
+        # nothing to remove: the very same array back
+        code, same = project_velocity(a.J, a.WN, a.WT, stick, 0 * a.gdot, 0 * a.vN, 0 * a.vT, qd)
+        assert code == VELOCITY_SAME and same is qd
+        q = rng.standard_normal(n)
+        err, bound = position_error(a.g, a.holonomic, a.gN, q)
+        assert err == np.abs(np.concatenate([a.g[a.holonomic], a.gN])).max()
+        assert bound == 1e-13 * (1 + np.abs(q).max())
+    assert seen == {VELOCITY_DECLINED, VELOCITY_PROJECTED}
+
+
+def test_compiled_mode_check_is_the_numpy_test(rng):
+    from pympc.dynamics._transition import check_mode
+
+    def numpy_check(lam, h, qdd, F, aT, w, m, mu_s, cand):       # the test _Run.verify made with NumPy
+        fs = 1e-7 * max(1.0, float(np.abs(lam).max()), float(np.abs(h).max()))
+        acc = 1e-7 * max(1.0, float(np.abs(qdd).max()))
+        if np.any(w * lam < -fs):
+            return 1
+        if np.any((mu_s * np.abs(lam) - np.abs(F))[m == 0] < -fs):
+            return 2
+        return 3 if any(m[k] != 0 and m[k] * aT[k] < -acc for k in cand) else 0
+
+    codes = set()
+    for _ in range(400):
+        s, n = int(rng.integers(1, 4)), int(rng.integers(2, 6))
+        lam, F, aT = rng.standard_normal(s), 0.5 * rng.standard_normal(s), rng.standard_normal(s)
+        h, qdd = rng.standard_normal(n), rng.standard_normal(n)
+        w, m = rng.choice([-1.0, 1.0], s), rng.integers(-1, 2, s).astype(float)
+        w = np.where(rng.random(s) < 0.6, np.sign(lam), w)          # mostly consistent walls
+        mu_s = rng.uniform(0.2, 1.0, s)
+        cand = np.flatnonzero(rng.random(s) < 0.5)
+        code, _ = check_mode(lam, h, qdd, F, aT, w, m, mu_s, cand)
+        assert code == numpy_check(lam, h, qdd, F, aT, w, m, mu_s, cand)
+        codes.add(code)
+    assert codes == {0, 1, 2, 3}
+    lam = np.array([np.nan])
+    assert check_mode(lam, np.zeros(2), np.zeros(2), np.zeros(1), np.zeros(1), np.ones(1), np.zeros(1),
+                      np.ones(1), np.zeros(0, np.int64))[0] == 4
+
+
+def test_range_residual_is_what_lstsq_leaves(rng):
+    from pympc.complementarity._kernel import range_residual
+    for _ in range(50):
+        n = int(rng.integers(1, 7))
+        rank = int(rng.integers(0, n))
+        C = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, n))     # singular
+        if rank and rng.random() < 0.5:
+            C[:, -1] = -C[:, 0]                                                  # opposite columns, as a⁺/a⁻
+        for c in (rng.standard_normal(n), C @ rng.standard_normal(n)):         # off and in the range
+            want = np.abs(C @ np.linalg.lstsq(C, c, rcond=None)[0] - c).max()
+            assert abs(range_residual(C, c) - want) <= 1e-12 * (1 + np.abs(c).max())
+
+
+def test_lemkes_short_path_answers_as_the_general_path(rng, monkeypatch):
+    import importlib
+
+    from conftest import random_p_matrix
+
+    from pympc.complementarity import lemke
+    lemke_module = importlib.import_module("pympc.complementarity.lemke")     # the module (the package exports lemke)
+    problems = []
+    for n in (1, 2, 3, 5, 8):
+        for kind in ("spd", "pd_skew", "tri"):
+            A = random_p_matrix(rng, n, kind)
+            problems.append(HLCP(A, -A @ random_p_matrix(rng, n, "spd"), rng.standard_normal(n)))
+        problems.append(HLCP(rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)))
+    problems.append(HLCP([[1.0, 1.0], [1.0, 1.0]], np.eye(2), [1.0, 1.0]))      # A singular: find_basis
+    A = random_p_matrix(rng, 4, "spd")
+    problems += [HLCP(A, -A, np.zeros(4)), HLCP(A, -A @ A, [0.0, 1.0, 0.0, -1.0])]      # degenerate
+    fast = [lemke(p) for p in problems]
+    mapped = lemke_module.mapped_point         # as if the point needed _verify: the general path's answer
+    monkeypatch.setattr(lemke_module, "mapped_point", lambda *args: mapped(*args)[:3] + (True,))
+    slow = [lemke(p) for p in problems]
+    statuses = set()
+    for p, r1, r2 in zip(problems, fast, slow):
+        statuses.add(r1.status.name)
+        assert r1.status == r2.status and r1.message == r2.message and r1.pivots == r2.pivots
+        np.testing.assert_array_equal(r1.x, r2.x)
+        np.testing.assert_array_equal(r1.y, r2.y)
+        np.testing.assert_array_equal(r1.info["basis"], r2.info["basis"])
+        assert not r1.success or p.is_solution(r1.x, r1.y)
+    assert {"SOLVED", "RAY_TERMINATION"} <= statuses or {"SOLVED", "INFEASIBLE"} <= statuses
+
+
+def test_slip_directions_are_the_numpy_rule(rng):
+    from pympc.dynamics._transition import slip_directions
+    for _ in range(50):
+        vT = rng.standard_normal(5) * 10.0 ** rng.integers(-12, 1, 5)
+        qd = rng.standard_normal(3) * 10.0 ** rng.integers(-1, 2)
+        vscale = max(1.0, float(np.abs(qd).max()))
+        want = np.where(np.abs(vT) <= 1e-9 * vscale, 0, np.sign(vT)).astype(int)
+        got = slip_directions(vT, qd, 1e-9)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == np.int64
