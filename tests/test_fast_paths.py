@@ -433,3 +433,21 @@ def test_event_samples_from_the_dense_output_equal_the_sampled_states(rng):
     got = funcs.vector.dense(ts, states)
     ref = np.array([funcs.vector(t, sol.sol(t)) for t in ts])
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-13)
+
+
+def test_kernels_without_reference_counting_return_no_arrays():
+    """A kernel compiled without NRT (``_kernels._PLAIN``) must not return an array: a caller with NRT would
+    release it (memory corruption, not an error). Checked on every signature compiled by a simulation."""
+    from numba.core import types
+
+    from pympc.mechanics import _kernels
+    pympc.simulate(pympc.load_model(Path(__file__).parents[1] / "models" / "friction_oscillator.toml"), (0.0, 2.0))
+    plain = [f for f in vars(_kernels).values() if getattr(f, "targetoptions", {}).get("_nrt") is False]
+    assert len(plain) >= 10
+
+    def has_array(t):
+        return isinstance(t, types.Array) or (isinstance(t, types.BaseTuple) and any(has_array(e) for e in t))
+
+    compiled = [(f.py_func.__name__, s.return_type) for f in plain for s in f.nopython_signatures]
+    assert compiled, "no kernel without NRT was compiled"
+    assert [name for name, rt in compiled if has_array(rt)] == []
