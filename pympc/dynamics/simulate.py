@@ -437,9 +437,7 @@ class _Run:
     def _probe(self, t, q, qd, a, ev, x, y, dirs, before, mode, degenerate, kind, slot):
         d = self.opts["probe_delta"]
         if before is not None and self._fast is not None and isinstance(before, Mode):   # the compiled solve
-            self._cache_key = None
-            self._fast.compute(t, q, qd, before)
-            qdd = self._fast.plan(before).view["qdd"].copy()
+            qdd = self._compiled(t, q, qd, before)["qdd"].copy()
         elif before is not None:
             qdd = solve_mode(a, before, self.mu, self.mu_s, self.stab, self.md).qdd
         else:
@@ -464,13 +462,17 @@ class _Run:
         probe = {"delta": d, "hlcp": evp.hlcp, "x": rp.x, "y": rp.y, "parts": degenerate}
         return Mode(tuple(walls), tuple(motions)), probe
 
+    def _compiled(self, t, q, qd, mode):
+        """The compiled mode solve at (q, q̇, t): the views of its buffers (valid until the next evaluation)."""
+        self._cache_key = None           # the compiled buffers will hold this point
+        self._fast.compute(t, q, qd, mode)
+        return self._fast.plan(mode).view
+
     def verify(self, t, q, qd, mode, candidates):
         """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips accelerating)."""
         try:
             if self._fast is not None and isinstance(mode, Mode):    # the compiled solve, read in its buffers
-                self._cache_key = None
-                self._fast.compute(t, q, qd, mode)
-                v = self._fast.plan(mode).view
+                v = self._compiled(t, q, qd, mode)
                 lam, h, qdd, F, aT = v["lam"], v["Q"], v["qdd"], v["F"], v["aT"]
             else:
                 a, s = self.evaluate(t, np.concatenate([q, qd]), mode)
