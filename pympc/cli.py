@@ -101,10 +101,12 @@ def _parse_sets(items):
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise OptionError(f"--set expects NAME=VALUE, got {item!r}")
+        if not value.strip():
+            raise OptionError(f"--set {name}: no value; give a number or an expression such as pi/6")
         try:
             out[name.strip()] = float(value)
-        except ValueError:
-            raise OptionError(f"--set {name}: {value!r} is not a number") from None
+        except ValueError:          # an expression in the model file's language, parsed when the model binds it
+            out[name.strip()] = value.strip()
     return out
 
 
@@ -286,7 +288,7 @@ def build_parser():
     m.add_argument("--t-end", type=float, default=None, metavar="T",
                    help="end time in s (default: the model's [simulation] t_end)")
     m.add_argument("--set", action="append", metavar="NAME=VALUE",
-                   help="override a model parameter (repeatable), e.g. --set mu=0.2")
+                   help="override a model parameter (repeatable): a number or an expression in the model file's language, e.g. --set mu=0.2 --set alpha=pi/6")
     m.add_argument("--crosscheck", choices=["ipopt", "milp", "all"], default=None,
                    help="also solve every event's Pyomo MPEC model with these solvers (default: none)")
     m.add_argument("--formulation", choices=["general", "tree"], default=None,

@@ -57,7 +57,11 @@ def test_bind_leaves_the_original_and_derived_parameters_follow(tmp_path):
 @pytest.mark.parametrize("values, needle", [
     ({"nu": 0.3}, "unknown parameter(s) ['nu']; known: "),
     ({"mu": float("nan")}, "finite number"),
-    ({"mu": "a lot"}, "expected a number"),
+    ({"mu": "a lot"}, "parameter 'mu': cannot parse 'a lot'"),
+    ({"mu": "nu/2"}, "parameter 'mu': unknown name 'nu'"),
+    ({"mu": "t/10"}, "parameter 'mu': unknown name 't'"),      # a parameter is a number, not a function of time
+    ({"mu": None}, "expected a number or an expression string"),
+    ({"mu": [0.3]}, "expected a number or an expression string"),
     ({"mu": 0.5}, "below mu"),                     # μ_s = 0.4 < μ: element validation runs on binding
     ({"m": -1.0}, "must be > 0"),
     ({"mu_s": 3.0}, "outside its bounds"),
@@ -66,6 +70,29 @@ def test_binding_is_validated(values, needle):
     with pytest.raises(ModelError, match=None) as exc:
         oscillator_in_python().bind(values)
     assert needle in str(exc.value)
+
+
+def test_values_may_be_expressions_of_the_model_language():
+    """Strings are parsed by the model file's safe parser (constants, functions, the other parameters), never float()."""
+    s = oscillator_in_python()
+    t = s.bind({"F0": "3*pi", "mu": "mu_s/2"})
+    assert t.parameters["F0"] == 3 * np.pi and t.parameters["mu"] == 0.2
+    # a number given in the same call is what the expression sees
+    assert s.bind({"mu_s": 0.8, "mu": "mu_s - 0.1"}).parameters["mu"] == pytest.approx(0.7)
+    # a numeric string is an expression too (the same value), not a silent float() of anything
+    assert s.bind(mu="0.25").parameters["mu"] == 0.25
+    assert load_model(OSC, w="2*pi/10").parameters["w"] == pytest.approx(np.pi / 5)
+    tr = pympc.simulate(OSC, (0.0, 1.0), params={"w": "pi/4"}, samples=11)
+    assert tr.parameters["w"] == np.pi / 4
+
+
+@pytest.mark.parametrize("given", [["mu", 0.3], 0.3, "mu=0.3", (("mu", 0.3),)])
+def test_parameter_values_that_are_not_a_mapping_are_refused_by_name(given):
+    with pytest.raises(ModelError, match="must be a mapping"):
+        oscillator_in_python().bind(given)
+    for keyword in ("params", "overrides"):
+        with pytest.raises(pympc.errors.OptionError, match=f"^{keyword} must be a mapping"):
+            pympc.simulate(OSC, (0.0, 1.0), **{keyword: given})
 
 
 def test_binding_a_parameter_that_nothing_uses_is_an_error():
@@ -175,3 +202,13 @@ def test_parameter_names_may_not_hide_time_state_or_functions():
     for bad in ("t", "vx", "sin", "pi", "2mu"):
         with pytest.raises(ModelError, match=f"parameter '{bad}'"):
             s.add_parameter(bad, 1.0)
+
+
+def test_command_line_overrides_take_the_model_language(tmp_path, capsys):
+    from pympc.cli import main
+    assert main(["simulate", str(OSC), "--t-end", "1", "--set", "w=pi/4", "--set", "F0=2*K",
+                 "--no-plots", "--out", str(tmp_path)]) == 0
+    tr = pympc.Trajectory.load(tmp_path / "trajectory.npz")
+    assert tr.parameters["w"] == np.pi / 4 and tr.parameters["F0"] == 30.0
+    assert main(["simulate", str(OSC), "--t-end", "1", "--set", "w=pi/", "--no-plots", "--out", str(tmp_path)]) != 0
+    assert "parameter 'w': cannot parse 'pi/'" in capsys.readouterr().err

@@ -15,6 +15,7 @@ inside every step of the integrated phases (dense output).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -613,7 +614,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     t_span : (float, float), optional
         Default: ``t_start``/``t_end`` of the model's ``[simulation]`` table.
     params : dict, optional
-        Parameter values to bind (``{"mu": 0.4}``): :meth:`System.bind`, no
+        Parameter values to bind (``{"mu": 0.4}``, or expression strings of the
+        model file's language, ``{"alpha": "pi/6"}``): :meth:`System.bind`, no
         re-parsing; unknown names, values outside the bounds and parameters that
         nothing uses are errors.  Recorded in ``Trajectory.parameters``.
     sensitivities : sequence of str, optional
@@ -707,6 +709,10 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     >>> tr.status.name, round(float(tr.qd[-1, 0]), 9), str(tr.events[0].mode_after)
     ('SUCCESS', 1.0, '[+ fwd]')
     """
+    for name, given in (("params", params), ("overrides", overrides)):
+        if given is not None and not isinstance(given, Mapping):
+            raise OptionError(f"{name} must be a mapping name -> value (e.g. {{'mu': 0.3}}), "
+                              f"got {type(given).__name__} {given!r}")
     values = {**(overrides or {}), **(params or {})}
     if isinstance(system, (str, Path)):
         system = load_model(system, **values)

@@ -66,9 +66,10 @@ def load_model(path, **overrides):
     Parameters
     ----------
     path : str or Path
-    **overrides : float
+    **overrides : float or str
         New values of parameters named in the file's ``[parameters]`` table
-        (expressions that depend on them follow); bound with
+        (expressions that depend on them follow): numbers, or strings in the
+        file's expression language (``alpha="pi/6"``); bound with
         :meth:`System.bind`, so an unknown name or one that nothing uses is an error.
 
     Returns

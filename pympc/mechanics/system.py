@@ -37,7 +37,9 @@ import copy
 import dataclasses
 import hashlib
 import math
+import numbers
 from dataclasses import dataclass
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import ClassVar
 
@@ -483,8 +485,11 @@ class System:
         Parameters
         ----------
         values : dict, optional
-            ``name -> number``; keywords work too.  Derived parameters follow
-            the ones they depend on unless they are given themselves.
+            ``name -> number`` or ``name -> expression string`` in the model
+            file's language (``"pi/6"``, ``"2*m*g"``: constants, functions and
+            the other parameters' values, those given as numbers in the same
+            call included); keywords work too.  Derived parameters follow the
+            ones they depend on unless they are given themselves.
 
         Raises
         ------
@@ -492,8 +497,12 @@ class System:
             An unknown name (the known ones are listed), a value that is not a
             finite number or is outside the parameter's bounds, a parameter
             that nothing in the model uses (binding it would change nothing),
-            or a bound model that is invalid (mass ≤ 0, μ_s < μ, ...).
+            or a bound model that is invalid (mass ≤ 0, μ_s < μ, ...); an
+            expression that does not parse or names no parameter of the model.
         """
+        if not isinstance(values, (Mapping, type(None))):
+            raise ModelError(f"system {self.name!r}: parameter values must be a mapping name -> value "
+                             f"(e.g. {{'mu': 0.3}}), got {type(values).__name__} {values!r}")
         return self._bind({**(values or {}), **kw}, check=True)
 
     def perturbed(self, values):
@@ -511,15 +520,22 @@ class System:
         if unknown:
             raise ModelError(f"system {self.name!r}: unknown parameter(s) {unknown}; "
                              f"known: {sorted(self._params) or 'none (add them with System.add_parameter)'}")
-        clean = {}
+        clean, texts = {}, {}
         for k, v in values.items():
-            try:
-                fv = float(v)
-            except (TypeError, ValueError):
-                raise ModelError(f"parameter {k!r}: expected a number, got {v!r}") from None
-            if isinstance(v, bool) or not math.isfinite(fv):
+            if isinstance(v, str):
+                texts[k] = v
+                continue
+            if isinstance(v, bool) or not (isinstance(v, numbers.Real) or getattr(v, "shape", None) == ()):
+                raise ModelError(f"parameter {k!r}: expected a number or an expression string such as 'pi/6', "
+                                 f"got {type(v).__name__} {v!r}")
+            fv = float(v)
+            if not math.isfinite(fv):
                 raise ModelError(f"parameter {k!r}: expected a finite number, got {v!r}")
             clean[k] = fv
+        if texts:     # the model file's expression language, over the values as bound with the numbers given
+            env = dict(self._bind(clean, check=False).parameters)
+            for k, text in texts.items():
+                clean[k] = env[k] = parse(text, env, variables=(), where=f"parameter {k!r}").value
         unused = sorted(set(clean) - self.used_parameters())
         if unused and check:
             raise ModelError(f"system {self.name!r}: parameter(s) {unused} are not used by any body, joint, force "
