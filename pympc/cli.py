@@ -283,7 +283,10 @@ def _cmd_design(args):
             status = 1
         if args.plot:
             x, _, y = args.plot.partition(",")
-            fig = plot_design_map(df, x, y or None)
+            rest = {k: spec.points[0][k] for k in spec.axes if k not in (x, y)}   # a map is a slice at the others' first values
+            drawn = df[np.logical_and.reduce([df[k] == v for k, v in rest.items()] + [np.ones(len(df), bool)])]
+            fig = plot_design_map(drawn, x, y or None, title=f"{spec.criterion} over ({x}, {y})" + "".join(
+                f", {k} = {v}" for k, v in rest.items()))
             fig.savefig(out / "design_map.png", dpi=110)
             print(f"wrote     {out / 'design_map.png'}")
     if args.optimize:

@@ -218,3 +218,26 @@ def test_cli_exit_statuses(tmp_path, capsys):
     assert main(args + ["--set", "F00=1"]) == 2
     assert "design variable 'F00'" in capsys.readouterr().err
     assert main(["design", str(OSC), str(tmp_path / "none.toml")]) == 2
+
+
+def test_sample_exploration_stays_in_its_bounds():
+    spec = _spec(sample={"method": "sobol", "n": 4, "seed": 3, "bounds": {"F0": [5.0, 12.0], "w": [0.5, 2.0]}})
+    df = explore(spec, serial=True)
+    assert len(df) == 4 and df["F0"].between(5.0, 12.0).all() and df["w"].between(0.5, 2.0).all()
+    assert (df["status"] == "ok").all() and (df["regime"] == "stick-slip").all()
+
+
+def test_optimize_ends_at_the_best_design_it_evaluated_and_reports_its_information():
+    """Multistart Nelder–Mead: the answer is the minimum of the loss over every evaluated design, inside the box,
+    no worse than the best initial point, and its information is the one evaluate() gives there."""
+    from pympc.design import optimize
+    spec = _spec(optimize={"variables": {"F0": [2.0, 12.0], "w": [0.5, 2.5]}, "starts": 2, "initial": 4,
+                           "maxfev": 8})
+    res = optimize(spec, serial=True)
+    h = res.history
+    assert len(h) > 4 and res.value == pytest.approx(h.loc[h["loss"].idxmin(), "D"])
+    assert -res.value <= h["loss"].iloc[:4].min()
+    assert 2.0 <= res.design["F0"] <= 12.0 and 0.5 <= res.design["w"] <= 2.5
+    again = evaluate(spec, {"F0": res.design["F0"], "w": res.design["w"]})
+    assert again.values["D"] == pytest.approx(res.value) and not res.information.singular
+    assert len(res.starts) == 2 and (res.starts["nfev"] <= 8 + 1).all()
