@@ -241,3 +241,19 @@ def test_optimize_ends_at_the_best_design_it_evaluated_and_reports_its_informati
     again = evaluate(spec, {"F0": res.design["F0"], "w": res.design["w"]})
     assert again.values["D"] == pytest.approx(res.value) and not res.information.singular
     assert len(res.starts) == 2 and (res.starts["nfev"] <= 8 + 1).all()
+
+
+def test_criteria_follow_pyomo_contrib_doe_on_pympc_fims():
+    """pyomo.contrib.doe's own metrics (log10 of det F, tr F⁻¹, λ_min, cond F) of pympc's FIMs give our D, A, E, ME."""
+    doe_utils = pytest.importorskip("pyomo.contrib.doe.utils")
+    t = np.linspace(0, 4, 41)
+    for design in ({"F0": 10.0, "w": 1.0}, {"F0": 5.0, "w": 2.0}):
+        info, _ = information(OSC, ["mu", "mu_s"], {"mu": 0.3, "mu_s": 0.4, **design}, t, ["mass.x"],
+                              {"mass.x": ("sigma", 0.01)})
+        for F in (info.fim, info.scaled):
+            m = doe_utils.get_FIM_metrics(F)
+            ours = criteria(F)
+            assert ours["D"] == pytest.approx(np.log(10) * m["log10(D-Optimality)"], rel=1e-9)
+            assert ours["A"] == pytest.approx(10 ** m["log10(A-Optimality)"], rel=1e-9)
+            assert ours["E"] == pytest.approx(10 ** m["log10(E-Optimality)"], rel=1e-9)
+            assert ours["ME"] == pytest.approx(10 ** m["log10(Modified E-Optimality)"], rel=1e-9)
