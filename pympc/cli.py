@@ -7,6 +7,7 @@
 ``pympc sweep SPEC.toml``  a parameter sweep on Dask (resumable), its summary and regime maps.
 ``pympc chain N``  the model file of a chain of N friction slots (for scaling studies).
 ``pympc identify MODEL DATA --fit mu,mu_s``  estimate parameters from measured data; table, plots, result file.
+``pympc design MODEL DESIGN.toml``  experiment design: Fisher information, criteria, exploration, optimum.
 """
 
 from __future__ import annotations
@@ -252,6 +253,53 @@ def _cmd_sweep(args):
     return 0 if report.complete and not report.failed else 1
 
 
+def _cmd_design(args):
+    from pathlib import Path
+
+    from .design import evaluate, explore, load_design, optimize, plot_design_map
+
+    spec = load_design(args.spec, model=args.model)        # a bad spec stops here, before anything runs
+    sets = args.set or []
+    point = _parse_sets([x for x in sets if not x.startswith("outputs=")])
+    point.update(("outputs", x.partition("=")[2]) for x in sets if x.startswith("outputs="))
+    print(f"design    {spec.name}: estimate {', '.join(spec.names)} of {spec.model.name}; criterion {spec.criterion}; "
+          f"{'prior of ' + str(spec.draws) + ' draws' if spec.distribution else 'prior values'}", flush=True)
+    info = evaluate(spec, point)
+    print("point     " + ", ".join(f"{k} = {v}" for k, v in {**spec.base, **point}.items()))
+    print(info.summary())
+    status = 1 if info.singular else 0
+    out = Path(args.out or Path("results") / f"design_{spec.name}")
+    dask = dict(scheduler=args.scheduler, n_workers=args.workers, serial=args.serial)
+    if args.explore:
+        df = explore(spec, **dask)
+        out.mkdir(parents=True, exist_ok=True)
+        df.to_csv(out / "explore.csv", index=False)
+        counts = df["status"].value_counts().to_dict()
+        print(f"explore   {len(df)} designs over {', '.join(spec.axes)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        ok = df[df["status"] == "ok"]
+        if len(ok):
+            best = ok.loc[ok["loss"].idxmin()]
+            print("best      " + ", ".join(f"{k} = {best[k]}" for k in spec.axes) + f": {spec.criterion} = {best[spec.criterion]:.6g}")
+        print(f"wrote     {out / 'explore.csv'}")
+        if counts.get("failed"):
+            status = 1
+        if args.plot:
+            x, _, y = args.plot.partition(",")
+            rest = {k: spec.points[0][k] for k in spec.axes if k not in (x, y)}   # a map is a slice at the others' first values
+            drawn = df[np.logical_and.reduce([df[k] == v for k, v in rest.items()] + [np.ones(len(df), bool)])]
+            fig = plot_design_map(drawn, x, y or None, title=f"{spec.criterion} over ({x}, {y})" + "".join(
+                f", {k} = {v}" for k, v in rest.items()))
+            fig.savefig(out / "design_map.png", dpi=110)
+            print(f"wrote     {out / 'design_map.png'}")
+    if args.optimize:
+        res = optimize(spec, **dask)
+        out.mkdir(parents=True, exist_ok=True)
+        res.history.to_csv(out / "optimize.csv", index=False)
+        print(res.summary())
+        print(f"wrote     {out / 'optimize.csv'}")
+    return status
+
+
 def build_parser():
     from . import __version__
 
@@ -350,6 +398,22 @@ def build_parser():
     idf.add_argument("--out", default=None, help="output directory (default: results/identify_<model>)")
     idf.add_argument("--no-plots", action="store_true", help="write the result file only")
     idf.set_defaults(func=_cmd_identify)
+    de = _sub(sub, "design", "experiment design: Fisher information, criteria and the best experiment (exit 0: the "
+                             "design informs every parameter; 1: it does not, or explored designs failed; 2: bad input)",
+              "pympc design models/friction_oscillator.toml examples/design_oscillator.toml --explore --plot F0,w")
+    de.add_argument("model", help="a TOML model file (replaces the spec's [design] model)")
+    de.add_argument("spec", help="a TOML design spec (see examples/design_*.toml)")
+    de.add_argument("--set", action="append", metavar="NAME=VALUE",
+                    help="a design variable of the design to evaluate (repeatable; outputs=SET names an output set; "
+                         "default: the spec's base design)")
+    de.add_argument("--explore", action="store_true", help="evaluate the spec's [grid] or [sample] (on Dask)")
+    de.add_argument("--optimize", action="store_true", help="optimize over [optimize] variables (multistart Nelder-Mead)")
+    de.add_argument("--plot", default=None, metavar="X,Y", help="with --explore: draw the criterion map over X and Y")
+    de.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a running Dask scheduler; default: a local cluster")
+    de.add_argument("--workers", type=int, default=None, help="worker processes of the local cluster (default: cores)")
+    de.add_argument("--serial", action="store_true", help="evaluate in this process, without Dask")
+    de.add_argument("--out", default=None, help="output directory (default: results/design_<spec>)")
+    de.set_defaults(func=_cmd_design)
     return ap
 
 
