@@ -14,7 +14,8 @@ from .experiment import Experiment
 from .parameters import Parametrization
 from .result import IdentificationResult
 from .shooting import ShootingProblem, fit_starts, gauss_newton_step, stationarity
-from .uncertainty import covariance, identifiability, profile_parameter, stick_information, wald
+from .parameters import as_number
+from .uncertainty import covariance, identifiability, informative_values, profile_parameter, stick_information, wald
 
 __all__ = ["estimate", "METHODS"]
 
@@ -100,8 +101,13 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
     if method == "mpec" and (starts != 1 or profile):
         raise OptionError("method='mpec' solves once from the initial values: give starts=1 and no profile "
                           "(use method='shooting' for a multistart or profiles)")
+    confidence = as_number(confidence, "confidence")
     if not 0 < confidence < 1:
         raise OptionError(f"confidence must be in (0, 1), got {confidence}")
+    if time_limit is not None and not as_number(time_limit, "time_limit", finite=False) > 0:
+        raise OptionError(f"time_limit must be a positive number of seconds (None for no limit), got {time_limit}")
+    if time_limit is not None and np.isinf(time_limit):
+        time_limit = None
     known = [e.sigma is not None for e in experiments]
     if any(known) and not all(known):
         raise OptionError("noise levels are given for some experiments and not others; give them for all or none")
@@ -208,7 +214,8 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
             side += " (μ_s − μ)" if side == "lower" else ""
         active.append(side)
     report, corr = identifiability(par.names, theta, cov, flat, svals, active)
-    stick = stick_information(problem, trs, par.names) if sims_ok else {}
+    report["informative"] = informative_values(J) if np.all(np.isfinite(J)) else None
+    stick = stick_information(problem, trs, par.names, z) if sims_ok else {}
     for name, info in (mpec_info or {}).get("static", {}).items():
         if name not in stick:   # the time-stepping law proves μ_s only from below (pympc.mpec.trajectory)
             stick[name] = {"kind": "lower bound", "bound": info["bound"],
