@@ -288,12 +288,15 @@ def _cmd_identify(args):
         print(f"exit      {EXIT_FIT_FAILED}: the fit failed its checks (see the FAIL lines)")
         return EXIT_FIT_FAILED
     if not result.reliable:
-        bad = [k for k in ("identifiable", "noise", "multistart") if not result.checks()[k][0]]
+        checks = result.checks()
+        why = {"identifiable": "a parameter is not identified (its row above shows no interval, or only a bound)",
+               "noise": "the residuals contradict the stated noise (no interval holds)",
+               "multistart": "fewer than two starts reached the best cost (it may be a local minimum)"}
+        bad = "; ".join(f"check {k} failed: {why[k]}" for k in why if not checks[k][0])
         if args.accept_unidentifiable:
-            print(f"exit      {EXIT_OK}: accepted with --accept-unidentifiable although check {', '.join(bad)} failed")
+            print(f"exit      {EXIT_OK}: accepted with --accept-unidentifiable although {bad}")
             return EXIT_OK
-        print(f"exit      {EXIT_NOT_IDENTIFIED}: the fit is done but check {', '.join(bad)} failed: no interval above "
-              "is printed for a parameter that is not identified (--accept-unidentifiable exits 0)")
+        print(f"exit      {EXIT_NOT_IDENTIFIED}: the fit is done but {bad} (--accept-unidentifiable exits 0)")
         return EXIT_NOT_IDENTIFIED
     return EXIT_OK
 
