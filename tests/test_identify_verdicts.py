@@ -119,6 +119,25 @@ def test_a_wald_interval_wider_than_the_box_is_not_an_identification(record):
     assert res.table()[["wald_low", "wald_high"]].isna().all().all()
 
 
+def test_mu_s_equal_to_mu_gets_one_verdict_with_or_without_profile_and_noise():
+    """μ_s = μ in the truth: the fit ends with μ_s − μ at its bound 0, where the sensitivity to μ_s vanishes.
+    Whether a profile is asked for and whether the noise is stated, μ_s gets the same verdict (from its
+    profile, computed automatically) and the interval holds the truth."""
+    df, sigma = synthetic_record(OSC, T, ["mass.x"], 0.01, 3, mu_s=0.3)
+    specs = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))]
+    seen = set()
+    for noise in (None, sigma["mass.x"]):
+        for profile in ((), ("mu_s",)):
+            res = estimate(Experiment(OSC, df, noise=noise), specs, profile=profile)
+            v = res.verdict("mu_s")
+            seen.add(v["status"])
+            assert v["status"] == "identified" and v["interval"] == "profile", res.summary()
+            assert v["low"] <= 0.3 < v["high"] and v["high"] - v["low"] < 0.1
+            assert res.verdict("mu")["status"] == "identified"
+            assert ("mu_s" in res.method.get("auto_profiled", [])) == (not profile)
+    assert seen == {"identified"}
+
+
 # ----------------------------------------------------------------------------- one-sided bounds
 def _reversal_ratio(tr, K=15.0, F0=10.0, w=1.0, m=1.0, g=9.8):
     """min over velocity reversals of |F0 sin(wt) − K x|/(m g): the μ_s at which the block would stick there."""

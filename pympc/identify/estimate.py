@@ -27,7 +27,8 @@ METHODS = {
 
 def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", starts=1, include_initial=True, seed=0,
              profile=(), confidence=0.95, fd_step=None, fd_scheme="forward", max_nfev=60, ftol=1e-8, xtol=1e-8,
-             gtol=1e-8, profile_steps=6, step=None, relaxation=None, static_penalty=None, time_limit=None):
+             gtol=1e-8, profile_steps=6, step=None, relaxation=None, static_penalty=None, time_limit=None,
+             auto_profile=True):
     """Estimate model parameters from measured experiments.
 
     Parameters
@@ -71,6 +72,13 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         Passed to :func:`scipy.optimize.least_squares` (per start).
     profile_steps : int
         At most this many refits per side of a profile.
+    auto_profile : bool
+        Also profile (shooting route) every parameter that the Jacobian cannot decide
+        — in a flat direction, at a bound, or with a Wald interval wider than its box —
+        unless what stick phases prove decides it or there are fewer informative values
+        than parameters; the profile then gives its verdict
+        (:mod:`pympc.identify.verdict`), so the verdict does not depend on whether a
+        profile was asked for.  Listed in ``result.method["auto_profiled"]``.
     step, relaxation, static_penalty, time_limit
         Only for ``method="mpec"``: the time step (default
         :data:`pympc.identify.mpec_route.STEP`), the relaxation schedule
@@ -228,6 +236,13 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         # the exact model's Gauss–Newton step from the MPEC estimate: the estimate's discretization bias
         mpec_info["exact_step"] = gauss_newton_step(J, r, free).tolist()
 
+    if auto_profile and mpec_info is None and np.all(np.isfinite(J)) and report["informative"] >= p:
+        for k, name in enumerate(par.names):
+            wide = not (np.isfinite(se[k]) and 0.5 * (wh[k] - wl[k]) <= par.theta_hi[k] - par.theta_lo[k])
+            if name not in stick and name not in profile and np.isfinite(par.theta_hi[k] - par.theta_lo[k]) and \
+                    (name in report["not_identifiable"] or active[k] or wide):
+                profile.append(name)
+                method_info.setdefault("auto_profiled", []).append(name)
     profiles = {}
     for name in profile:
         k = par.names.index(name)

@@ -10,7 +10,8 @@ The rule, in order (the first that applies decides):
    reversals without sticking: μ_s < X) → ``one-sided`` with that bound.
 2. **Data**: fewer informative values (residuals whose Jacobian row is not zero) than
    parameters → ``not identifiable``.
-3. **Profile likelihood**, where it was computed: bounded → ``identified`` with the
+3. **Profile likelihood**, where it was computed (asked for, or automatically for a
+   parameter that rules 4–6 would not call identified: ``estimate(..., auto_profile=True)``): bounded → ``identified`` with the
    profile interval; one-sided → ``one-sided`` (bounded below/above by the side that
    crossed); flat → ``not identifiable``.
 4. **Rank**: a parameter in a flat direction of the weighted Jacobian →
@@ -121,17 +122,20 @@ def verdict(r, k):
     prof = r.profiles.get(name)
     if prof is not None:
         a, b = prof["interval"]
+        auto = " (profiled automatically: the Jacobian alone could not decide)" \
+            if name in (r.method or {}).get("auto_profiled", ()) else ""
         if prof["kind"] == "bounded":
-            return sigma_based("identified", "profile likelihood bounded on both sides", estimate=theta, low=a,
+            return sigma_based("identified", "profile likelihood bounded on both sides" + auto, estimate=theta, low=a,
                                high=b, interval="profile", **wald)
         if prof["kind"] == "one-sided":
             side = "below" if prof["sides"]["lower"] == "crossed" else "above"
             bound = a if side == "below" else b
             return sigma_based("one-sided", f"profile likelihood crosses its threshold only {side} the estimate: "
-                                            f"the data prove {name} {'≥' if side == 'below' else '≤'} {bound:.6g}",
+                                            f"the data prove {name} {'≥' if side == 'below' else '≤'} {bound:.6g}"
+                                            + auto,
                                side=side, bound=bound, low=a if side == "below" else lo_box,
                                high=b if side == "above" else hi_box)
-        return sigma_based("not identifiable", "profile likelihood is flat on both sides within the bounds")
+        return sigma_based("not identifiable", "profile likelihood is flat on both sides within the bounds" + auto)
     why = rep.get("not_identifiable", {}).get(name)
     if why is not None:
         return done("not identifiable", why)
