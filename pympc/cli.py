@@ -187,7 +187,8 @@ EXIT_ERROR = 2
 EXIT_NOT_IDENTIFIED = 3
 """``pympc identify``: the fit is done but not every parameter is trustworthy: one is not identifiable, only
 bounded on one side, or its interval is unreliable (the residuals contradict the stated noise), or fewer than two
-of several starts reached the best cost.  ``--accept-unidentifiable`` turns this into 0."""
+of several starts reached the best cost.  A best start on a plateau (the outputs do not depend on the parameters)
+whose parameters are reported not identified also exits 3.  ``--accept-unidentifiable`` turns this into 0."""
 
 
 def _parse_assignments(items, option, parse):
@@ -284,7 +285,9 @@ def _cmd_identify(args):
     if not args.no_plots:
         written += result.write_plots(out)
     print("wrote     " + ", ".join(str(p) for p in written))
-    if not result.ok:
+    best = result.method.get("best_start")
+    plateau = best is not None and result.starts.loc[best, "status"] == "flat"
+    if not result.ok and not (plateau and not result.checks()["identifiable"][0]):
         print(f"exit      {EXIT_FIT_FAILED}: the fit failed its checks (see the FAIL lines)")
         return EXIT_FIT_FAILED
     if not result.reliable:

@@ -176,6 +176,21 @@ def test_data_that_never_stick_bound_mu_s_from_above(tmp_path):
     assert res.table().loc["mu", "wald_low"] < 0.3 < res.table().loc["mu", "wald_high"]
 
 
+def test_cli_stick_only_record_exits_3_with_a_lower_bound_in_the_json(tmp_path, capsys):
+    t = np.round(np.arange(0, 61) * 0.1, 10)
+    pd.DataFrame({"t": t, "mass.x": 1e-3 * np.random.default_rng(0).standard_normal(t.size)}).to_csv(
+        tmp_path / "still.csv", index=False)
+    code, out, _ = _run(capsys, OSC, tmp_path / "still.csv", "--fit", "mu,mu_s", "--set", "F0=3", "--noise", "1e-3",
+                        "--no-plots", "--out", tmp_path / "o")
+    assert code == EXIT_NOT_IDENTIFIED, out
+    d = json.loads((tmp_path / "o" / "result.json").read_text())
+    v = d["verdicts"]
+    assert v["mu"]["status"] == "not identifiable"
+    assert v["mu_s"]["status"] == "one-sided" and v["mu_s"]["side"] == "below"
+    assert 3.0 * np.cos(0.05) / 9.8 <= v["mu_s"]["bound"] <= 3.0 / 9.8
+    assert "≥ 0.30" in out and "(bounded below)" in out
+
+
 # ----------------------------------------------------------------------------- multistart
 def test_multistart_check_needs_the_best_cost_twice_and_says_why_starts_failed(record, monkeypatch):
     from pympc.identify import shooting
