@@ -180,12 +180,73 @@ def _sub(sub, name, help, example, description=None):
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+EXIT_OK = 0
+"""``pympc identify``: the fit is sound and every fitted parameter is identified (or at a bound) with an interval."""
+EXIT_FIT_FAILED = 1
+"""``pympc identify``: the fit itself failed its checks (not converged, not stationary, a simulation failed, or the
+MPEC answer not verified)."""
+EXIT_ERROR = 2
+"""Bad input or options (every subcommand; printed as ``pympc: error: ...``)."""
+EXIT_NOT_IDENTIFIED = 3
+"""``pympc identify``: the fit is done but not every parameter is trustworthy: one is not identifiable, only
+bounded on one side, or its interval is unreliable (the residuals contradict the stated noise), or fewer than two
+of several starts reached the best cost.  A best start on a plateau (the outputs do not depend on the parameters)
+whose parameters are reported not identified also exits 3.  ``--accept-unidentifiable`` turns this into 0."""
+
+
+def _parse_assignments(items, option, parse):
+    """``NAME=VALUE`` items (repeatable options, each possibly comma-separated) → {name: parse(name, value)}."""
+    out = {}
+    for item in items or ():
+        for part in (p for p in item.split(",") if p.strip()):
+            name, sep, value = part.partition("=")
+            name = name.strip()
+            if not sep or not name:
+                raise OptionError(f"{option} expects NAME=VALUE, got {part!r}")
+            if name in out:
+                raise OptionError(f"{option} {name}: given twice")
+            out[name] = parse(name, value.strip())
+    return out
+
+
+def _cli_number(option, name, text, open_side=False):
+    """A number given on the command line for ``option`` (``""`` → None when ``open_side``)."""
+    if open_side and text == "":
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise OptionError(f"{option} {name}: {text!r} is not a number") from None
+    if np.isnan(v) or (np.isinf(v) and not open_side):
+        raise OptionError(f"{option} {name}: {text!r} must be a finite number")
+    return v
+
+
+def _cli_bounds(name, text):
+    lo, sep, hi = text.partition(":")
+    if not sep:
+        raise OptionError(f"--bounds {name}: expects LOW:HIGH (either side may be empty for no bound), got {text!r}")
+    return (_cli_number("--bounds", name, lo.strip(), True), _cli_number("--bounds", name, hi.strip(), True))
+
+
 def _cmd_identify(args):
     from pathlib import Path
 
-    from .identify import Experiment, estimate
+    from .identify import Experiment, Parameter, estimate
 
     fixed = _parse_sets(args.set)
+    fit = [n for n in (s.strip() for s in args.fit.split(",")) if n]
+    starts = _parse_assignments(args.start, "--start", lambda n, v: _cli_number("--start", n, v))
+    bounds = _parse_assignments(args.bounds, "--bounds", _cli_bounds)
+    for name in fixed:
+        if name in fit:
+            raise OptionError(f"--set {name}: {name} is fitted (--fit {args.fit}); to start its fit at a value "
+                              f"use --start {name}=VALUE (and --bounds {name}=LOW:HIGH for its box)")
+    for option, given in (("--start", starts), ("--bounds", bounds)):
+        for name in given:
+            if name not in fit:
+                raise OptionError(f"{option} {name}: {name} is not fitted (--fit {args.fit}); "
+                                  "to hold a parameter at a value use --set NAME=VALUE")
     noise = None
     if args.noise is not None:
         noise = {}
@@ -210,12 +271,16 @@ def _cmd_identify(args):
     extra = {"step": args.step} if args.step is not None else {}
     if args.step is not None and args.method != "mpec":
         raise OptionError("--step is the time step of --method mpec")
-    result = estimate(exp, args.fit, method=args.method, jac=args.jac, starts=args.starts, seed=args.seed,
+    specs = [Parameter(n, initial=starts.get(n), bounds=bounds.get(n)) for n in fit]
+    result = estimate(exp, specs, method=args.method, jac=args.jac, starts=args.starts, seed=args.seed,
                       profile=args.profile.split(",") if args.profile else (), **extra)
     print(f"model     {args.model}, data {args.data}: {len(exp.t)} samples of {', '.join(exp.outputs)}")
     print(result.summary())
-    print(result.starts[["start", "cost", "status", "at_best"] + [c for c in result.starts.columns
-                                                                   if c.endswith("_end")]].to_string(index=False))
+    table = result.starts[["start", "cost", "status", "at_best"] + [c for c in result.starts.columns
+                                                                     if c.endswith("_start") or c.endswith("_end")]
+                          + ["message"]].copy()
+    table["message"] = table["message"].astype(str).str.slice(0, 100)
+    print(table.to_string(index=False))
     out = Path(args.out if args.out is not None else Path("results") / f"identify_{exp.model.stem}")
     out.mkdir(parents=True, exist_ok=True)
     result.save(out / "result.json")
@@ -223,7 +288,23 @@ def _cmd_identify(args):
     if not args.no_plots:
         written += result.write_plots(out)
     print("wrote     " + ", ".join(str(p) for p in written))
-    return 0 if result.ok else 1
+    best = result.method.get("best_start")
+    plateau = best is not None and result.starts.loc[best, "status"] == "flat"
+    if not result.ok and not (plateau and not result.checks()["identifiable"][0]):
+        print(f"exit      {EXIT_FIT_FAILED}: the fit failed its checks (see the FAIL lines)")
+        return EXIT_FIT_FAILED
+    if not result.reliable:
+        checks = result.checks()
+        why = {"identifiable": "a parameter is not identified (its row above shows no interval, or only a bound)",
+               "noise": "the residuals contradict the stated noise (no interval holds)",
+               "multistart": "fewer than two starts reached the best cost (it may be a local minimum)"}
+        bad = "; ".join(f"check {k} failed: {why[k]}" for k in why if not checks[k][0])
+        if args.accept_unidentifiable:
+            print(f"exit      {EXIT_OK}: accepted with --accept-unidentifiable although {bad}")
+            return EXIT_OK
+        print(f"exit      {EXIT_NOT_IDENTIFIED}: the fit is done but {bad} (--accept-unidentifiable exits 0)")
+        return EXIT_NOT_IDENTIFIED
+    return EXIT_OK
 
 
 def _cmd_sweep(args):
@@ -374,12 +455,25 @@ def build_parser():
     ch.add_argument("--out", default=None, help="file to write (default: standard output)")
     ch.set_defaults(func=_cmd_chain)
     idf = _sub(sub, "identify", "estimate model parameters (e.g. mu, mu_s) from measured data",
-               "pympc identify models/friction_oscillator.toml examples/data/friction_oscillator.csv --fit mu,mu_s")
+               "pympc identify models/friction_oscillator.toml examples/data/friction_oscillator.csv --fit mu,mu_s "
+               "--start mu=0.2,mu_s=0.5 --bounds mu=0.05:1 --starts 8",
+               description="estimate model parameters (e.g. mu, mu_s) from measured data.\n\n"
+                           "Exit status: 0 every fitted parameter identified (or at a bound) with an interval; "
+                           "1 the fit failed its checks; 2 bad input; 3 the fit is done but a parameter is not "
+                           "identifiable, only bounded on one side, or unreliable (residuals contradict --noise), "
+                           "or the multistart did not reach its best twice (0 with --accept-unidentifiable).")
     idf.add_argument("model", help="a TOML model file")
     idf.add_argument("data", help="measured data (.csv, .parquet or .npz): a column t and outputs named like "
                                   "the trajectory's columns (e.g. mass.x)")
     idf.add_argument("--fit", required=True, help="comma-separated parameters to estimate, e.g. mu,mu_s")
-    idf.add_argument("--set", action="append", metavar="NAME=VALUE", help="hold a model parameter at a value (repeatable)")
+    idf.add_argument("--start", action="append", metavar="NAME=VALUE",
+                     help="start value of a fitted parameter (repeatable or comma-separated; default: its value "
+                          "in the model file)")
+    idf.add_argument("--bounds", action="append", metavar="NAME=LOW:HIGH",
+                     help="box of a fitted parameter (repeatable; a side may be empty: no bound; default: the bounds "
+                          "the model file declares for it, else [0, 2] for a friction coefficient, else none)")
+    idf.add_argument("--set", action="append", metavar="NAME=VALUE",
+                     help="hold a parameter that is not fitted at a value (repeatable; default: the model file's)")
     idf.add_argument("--outputs", default=None, help="comma-separated data columns to fit (default: all but t)")
     idf.add_argument("--noise", default=None, help="noise standard deviation: SIGMA or OUTPUT=SIGMA,... "
                                                    "(default: estimated from the residuals)")
@@ -388,13 +482,18 @@ def build_parser():
                           "Pyomo MPEC, first-order time stepping)")
     idf.add_argument("--step", type=float, default=None,
                      help="time step of --method mpec in seconds (default 0.02); the estimate is O(step) off")
-    idf.add_argument("--t-end", type=float, default=None, help="fit the data up to this time only (seconds)")
+    idf.add_argument("--t-end", type=float, default=None, help="fit the data up to this time only (seconds; "
+                                                               "default: the whole record)")
     idf.add_argument("--jac", choices=["fd", "sensitivity"], default="sensitivity",
                      help="Jacobian of the residuals: the simulator's forward sensitivities (default) or finite "
                           "differences of the simulator")
-    idf.add_argument("--starts", type=int, default=1, help="number of starts (initial values, then Sobol points)")
-    idf.add_argument("--seed", type=int, default=0, help="seed of the Sobol sample")
-    idf.add_argument("--profile", default=None, help="comma-separated parameters to profile")
+    idf.add_argument("--starts", type=_count(1), default=1, metavar="N",
+                     help="number of starts: the start values first, then a scrambled Sobol sample inside the bounds "
+                          "(which must then be finite) (default: %(default)s)")
+    idf.add_argument("--seed", type=int, default=0, help="seed of the Sobol sample (default: %(default)s)")
+    idf.add_argument("--profile", default=None, help="comma-separated parameters to profile (default: none)")
+    idf.add_argument("--accept-unidentifiable", action="store_true",
+                     help="exit 0 (not 3) when the fit is sound but a parameter is not identified")
     idf.add_argument("--out", default=None, help="output directory (default: results/identify_<model>)")
     idf.add_argument("--no-plots", action="store_true", help="write the result file only")
     idf.set_defaults(func=_cmd_identify)

@@ -14,7 +14,8 @@ from .experiment import Experiment
 from .parameters import Parametrization
 from .result import IdentificationResult
 from .shooting import ShootingProblem, fit_starts, gauss_newton_step, stationarity
-from .uncertainty import covariance, identifiability, profile_parameter, stick_information, wald
+from .parameters import as_number
+from .uncertainty import covariance, identifiability, informative_values, profile_parameter, stick_information, wald
 
 __all__ = ["estimate", "METHODS"]
 
@@ -26,7 +27,8 @@ METHODS = {
 
 def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", starts=1, include_initial=True, seed=0,
              profile=(), confidence=0.95, fd_step=None, fd_scheme="forward", max_nfev=60, ftol=1e-8, xtol=1e-8,
-             gtol=1e-8, profile_steps=6, step=None, relaxation=None, static_penalty=None, time_limit=None):
+             gtol=1e-8, profile_steps=6, step=None, relaxation=None, static_penalty=None, time_limit=None,
+             auto_profile=True):
     """Estimate model parameters from measured experiments.
 
     Parameters
@@ -70,6 +72,13 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         Passed to :func:`scipy.optimize.least_squares` (per start).
     profile_steps : int
         At most this many refits per side of a profile.
+    auto_profile : bool
+        Also profile (shooting route) every parameter that the Jacobian cannot decide
+        — in a flat direction, at a bound, or with a Wald interval wider than its box —
+        unless what stick phases prove decides it or there are fewer informative values
+        than parameters; the profile then gives its verdict
+        (:mod:`pympc.identify.verdict`), so the verdict does not depend on whether a
+        profile was asked for.  Listed in ``result.method["auto_profiled"]``.
     step, relaxation, static_penalty, time_limit
         Only for ``method="mpec"``: the time step (default
         :data:`pympc.identify.mpec_route.STEP`), the relaxation schedule
@@ -100,8 +109,13 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
     if method == "mpec" and (starts != 1 or profile):
         raise OptionError("method='mpec' solves once from the initial values: give starts=1 and no profile "
                           "(use method='shooting' for a multistart or profiles)")
+    confidence = as_number(confidence, "confidence")
     if not 0 < confidence < 1:
         raise OptionError(f"confidence must be in (0, 1), got {confidence}")
+    if time_limit is not None and not as_number(time_limit, "time_limit", finite=False) > 0:
+        raise OptionError(f"time_limit must be a positive number of seconds (None for no limit), got {time_limit}")
+    if time_limit is not None and np.isinf(time_limit):
+        time_limit = None
     known = [e.sigma is not None for e in experiments]
     if any(known) and not all(known):
         raise OptionError("noise levels are given for some experiments and not others; give them for all or none")
@@ -208,7 +222,8 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
             side += " (μ_s − μ)" if side == "lower" else ""
         active.append(side)
     report, corr = identifiability(par.names, theta, cov, flat, svals, active)
-    stick = stick_information(problem, trs, par.names) if sims_ok else {}
+    report["informative"] = informative_values(J) if np.all(np.isfinite(J)) else None
+    stick = stick_information(problem, trs, par.names, z) if sims_ok else {}
     for name, info in (mpec_info or {}).get("static", {}).items():
         if name not in stick:   # the time-stepping law proves μ_s only from below (pympc.mpec.trajectory)
             stick[name] = {"kind": "lower bound", "bound": info["bound"],
@@ -221,6 +236,13 @@ def estimate(experiments, parameters, method="shooting", *, jac="sensitivity", s
         # the exact model's Gauss–Newton step from the MPEC estimate: the estimate's discretization bias
         mpec_info["exact_step"] = gauss_newton_step(J, r, free).tolist()
 
+    if auto_profile and mpec_info is None and np.all(np.isfinite(J)) and report["informative"] >= p:
+        for k, name in enumerate(par.names):
+            wide = not (np.isfinite(se[k]) and 0.5 * (wh[k] - wl[k]) <= par.theta_hi[k] - par.theta_lo[k])
+            if name not in stick and name not in profile and np.isfinite(par.theta_hi[k] - par.theta_lo[k]) and \
+                    (name in report["not_identifiable"] or active[k] or wide):
+                profile.append(name)
+                method_info.setdefault("auto_profiled", []).append(name)
     profiles = {}
     for name in profile:
         k = par.names.index(name)

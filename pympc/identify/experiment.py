@@ -16,8 +16,9 @@ import numpy as np
 from ..dynamics import make_formulation, simulate
 from ..errors import OptionError, SimulationError
 from ..mechanics import Expression, System, load_model
+from .parameters import as_number
 
-__all__ = ["Experiment", "output_names", "friction_pairs", "simulate_experiment", "read_data", "synthetic_record",
+__all__ = ["Experiment", "output_names", "fittable_outputs", "friction_pairs", "simulate_experiment", "read_data", "synthetic_record",
            "sample_rows", "trajectory_output"]
 
 _SLOT_OUTPUTS = ("normal_force", "friction_force", "slip_velocity")
@@ -34,6 +35,15 @@ def output_names(system):
     names = [f"{c}{suffix}" for c in form.absolute_names for suffix in ("", "_dot")]
     names += [f"{s.name}.{q}" for s in form.slots for q in _SLOT_OUTPUTS]
     return names + list(_ENERGIES)
+
+
+def fittable_outputs(system):
+    """The outputs a fit can use: those with forward sensitivities (coordinates, velocities, slot forces, slip).
+
+    The energies (kinetic, potential, dissipated, work) have none, so the default
+    sensitivity Jacobian could not differentiate them.
+    """
+    return [o for o in output_names(system) if o not in _ENERGIES]
 
 
 def friction_pairs(model):
@@ -129,8 +139,13 @@ class Experiment:
                  simulate_options=None):
         if isinstance(model, System):
             raise OptionError("Experiment needs the model file path (its [parameters] name the friction pairs)")
+        if not isinstance(model, (str, Path)):
+            raise OptionError(f"Experiment: model must be the path of a TOML model file, got {type(model).__name__}")
         self.model = Path(model)
-        self.fixed = {k: float(v) for k, v in (fixed or {}).items()}
+        if fixed is not None and not isinstance(fixed, dict):
+            raise OptionError(f"Experiment: fixed must be a dict {{parameter name: number}}, got {fixed!r} "
+                              f"({type(fixed).__name__})")
+        self.fixed = {k: as_number(v, f"Experiment: fixed[{k!r}]") for k, v in (fixed or {}).items()}
         self.system = load_model(self.model, **self.fixed)       # unknown parameter names raise ModelError here
         self.name = name or self.model.stem
         self.simulate_options = dict(simulate_options or {})
@@ -141,15 +156,25 @@ class Experiment:
         where = f"experiment {self.name!r}"
         if time not in df.columns:
             raise OptionError(f"{where}: the data have no time column {time!r} (columns: {list(df.columns)})")
-        known = output_names(self.system)
+        if len(df) == 0:
+            raise OptionError(f"{where}: the data have no rows (only a header: columns {list(df.columns)}); "
+                              "give at least one sample")
+        known = fittable_outputs(self.system)
+        if isinstance(outputs, str):
+            outputs = [o.strip() for o in outputs.split(",") if o.strip()]
         outputs = [c for c in df.columns if c != time] if outputs is None else list(outputs)
         if not outputs:
             raise OptionError(f"{where}: no output columns to fit")
         for o in outputs:
             if o not in df.columns:
                 raise OptionError(f"{where}: output {o!r} is not a column of the data (columns: {list(df.columns)})")
+            if o in _ENERGIES:
+                raise OptionError(f"{where}: output {o!r} (an energy) cannot be fitted: it has no sensitivity to "
+                                  f"the parameters; drop that column or pick outputs with --outputs / outputs=; "
+                                  f"fittable outputs of model {self.model.name} are {known}")
             if o not in known:
-                raise OptionError(f"{where}: {o!r} is not an output of model {self.model.name}; outputs are {known}")
+                raise OptionError(f"{where}: {o!r} is not an output of model {self.model.name}; "
+                                  f"fittable outputs are {known}")
         try:
             t = df[time].to_numpy(dtype=float)
             y = df[outputs].to_numpy(dtype=float)
@@ -197,9 +222,9 @@ class Experiment:
             if missing:
                 raise OptionError(f"{where}: noise is given for some outputs but not for {missing}; "
                                   "give it for every output or for none (then σ is estimated)")
-            sigma = np.array([noise[o] for o in outputs], dtype=float)
+            sigma = np.array([as_number(noise[o], f"{where}: noise[{o!r}]") for o in outputs], dtype=float)
         else:
-            sigma = np.full(len(outputs), noise, dtype=float)
+            sigma = np.full(len(outputs), as_number(noise, f"{where}: noise"), dtype=float)
         if not np.all(np.isfinite(sigma) & (sigma > 0)):
             raise OptionError(f"{where}: noise levels must be positive numbers, got {sigma.tolist()}")
         return sigma

@@ -10,13 +10,14 @@ reported for μ and μ_s again (the map is linear, θ = T z).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 from scipy.stats import qmc
 
 from ..errors import OptionError
 
-__all__ = ["Parameter", "Parametrization", "FRICTION_BOUNDS"]
+__all__ = ["Parameter", "Parametrization", "FRICTION_BOUNDS", "as_number", "declared_bounds"]
 
 FRICTION_BOUNDS = (0.0, 2.0)
 """Default bounds of a friction coefficient that has none (other parameters default to unbounded)."""
@@ -46,11 +47,35 @@ class Parameter:
     excess: tuple | None = None
 
 
+def as_number(value, what, finite=True):
+    """``value`` as a float when it is a real number (not a bool, not a string); OptionError naming ``what`` otherwise.
+
+    ``finite=False`` lets ±inf through (an open side of a box); NaN is always refused.
+    """
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise OptionError(f"{what} must be a number, got {value!r} ({type(value).__name__})"
+                          + ("; write it as a number, not a string" if isinstance(value, str) else ""))
+    v = float(value)
+    if np.isnan(v) or (finite and not np.isfinite(v)):
+        raise OptionError(f"{what} must be a finite number, got {v}")
+    return v
+
+
+def declared_bounds(system, name):
+    """The bounds the model file declares for parameter ``name`` (``(low, high)``), or None."""
+    definition = system.parameter_definitions.get(name)
+    return None if definition is None else definition.bounds
+
+
 def _as_parameters(parameters, allow_empty=False):
     if isinstance(parameters, str):
         parameters = [p for p in (s.strip() for s in parameters.split(",")) if p]
     if isinstance(parameters, (Parameter, dict)):
         parameters = [parameters]
+    if not isinstance(parameters, (list, tuple)):
+        raise OptionError(f"parameters must be a comma-separated string of names, a Parameter, or a list of names "
+                          f"and Parameters (e.g. \"mu,mu_s\" or [Parameter(\"mu\", 0.2, (0, 1))]), "
+                          f"got {parameters!r} ({type(parameters).__name__})")
     out = []
     for p in parameters:
         if isinstance(p, str):
@@ -62,6 +87,10 @@ def _as_parameters(parameters, allow_empty=False):
                 raise OptionError(f"a parameter given as a dict takes name, initial, bounds, excess ({exc})") from None
         if not isinstance(p, Parameter):
             raise OptionError(f"parameters must be names or pympc.identify.Parameter, got {p!r}")
+        if not isinstance(p.name, str) or not p.name:
+            raise OptionError(f"a Parameter's name must be a non-empty string, got {p.name!r}")
+        if p.initial is not None:
+            as_number(p.initial, f"parameter {p.name!r}: initial")
         out.append(p)
     names = [p.name for p in out]
     if not out and not allow_empty:
@@ -72,9 +101,12 @@ def _as_parameters(parameters, allow_empty=False):
 
 
 def _bounds(b, where):
-    lo, hi = (None, None) if b is None else b
-    lo = -np.inf if lo is None else float(lo)
-    hi = np.inf if hi is None else float(hi)
+    if b is None:
+        b = (None, None)
+    if isinstance(b, (str, bytes)) or not hasattr(b, "__len__") or len(b) != 2:
+        raise OptionError(f"{where}: bounds must be a pair (low, high) of numbers (None for an open side), got {b!r}")
+    lo = -np.inf if b[0] is None else as_number(b[0], f"{where}: lower bound", finite=False)
+    hi = np.inf if b[1] is None else as_number(b[1], f"{where}: upper bound", finite=False)
     if not lo < hi:
         raise OptionError(f"{where}: bounds ({lo}, {hi}) are empty; give lower < upper")
     return lo, hi
@@ -118,13 +150,17 @@ class Parametrization:
         self.friction = {n for n in self.names if n in kinetic or n in static_of.values()}
         self.pairs = [(self.names.index(k), self.names.index(s)) for k, s in static_of.items()
                       if k in self.names and s in self.names and k != s]    # μ_s = μ (one parameter): no pair
-        declared = getattr(first.system, "parameter_bounds", None) or {}
         theta0, lo, hi = [], [], []
         values = {**first.parameters, **self.fixed}
         for p in specs:
-            default = declared.get(p.name) or (FRICTION_BOUNDS if p.name in self.friction else None)
+            declared = declared_bounds(first.system, p.name)
+            default = declared or (FRICTION_BOUNDS if p.name in self.friction else None)
             a, b = _bounds(p.bounds if p.bounds is not None else default, f"parameter {p.name!r}")
-            x0 = float(values[p.name]) if p.initial is None else float(p.initial)
+            if p.bounds is not None and declared is not None and (a < declared[0] or b > declared[1]):
+                raise OptionError(f"parameter {p.name!r}: bounds [{a:g}, {b:g}] reach outside the bounds "
+                                  f"[{declared[0]:g}, {declared[1]:g}] that model {first.model.name} declares for it "
+                                  "(the model refuses such values); give bounds inside them")
+            x0 = float(values[p.name]) if p.initial is None else as_number(p.initial, f"parameter {p.name!r}: initial")
             if not a <= x0 <= b:
                 raise OptionError(f"parameter {p.name!r}: the start {x0:g} is outside its bounds [{a:g}, {b:g}]; "
                                   "give an initial value inside the bounds or widen them")
@@ -180,19 +216,34 @@ class Parametrization:
         return out
 
     def starts(self, n, seed=0, include_initial=True):
-        """``n`` start points z: the initial values first (if ``include_initial``), then a scrambled Sobol sample over the box."""
+        """``n`` start points z: the initial values first (if ``include_initial``), then a scrambled Sobol sample.
+
+        The sample covers the user parameters' boxes (declared or given bounds) and keeps μ_s ≥ μ
+        for a reparametrized pair: μ is drawn in its box, then μ_s in the part of its own box at or
+        above μ (and within the ``excess`` bounds), so every start is a value the model accepts.
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise OptionError(f"starts must be an integer >= 1, got {n!r}")
         n = int(n)
         if n < 1:
             raise OptionError(f"starts must be >= 1, got {n}")
         k = n - 1 if include_initial else n
         pts = [self.z0.copy()] if include_initial else []
         if k > 0:
-            if not (np.all(np.isfinite(self.lo)) and np.all(np.isfinite(self.hi))):
+            if not (np.all(np.isfinite(self.theta_lo)) and np.all(np.isfinite(self.theta_hi))):
                 raise OptionError(f"a multistart needs finite bounds for every parameter; bounds are "
-                                  f"{dict(zip(self.z_names(), zip(self.lo.tolist(), self.hi.tolist())))}")
+                                  f"{dict(zip(self.names, zip(self.theta_lo.tolist(), self.theta_hi.tolist())))}; "
+                                  "give them (Parameter(..., bounds=(lo, hi)), --bounds NAME=LO:HI) or use one start")
             m = int(np.ceil(np.log2(max(k, 1))))
-            u = qmc.Sobol(self.size, scramble=True, seed=seed).random_base2(m)[:k]
-            pts += list(qmc.scale(u, self.lo, self.hi)) if self.size else []
+            u = qmc.Sobol(self.size, scramble=True, seed=seed).random_base2(m)[:k] if self.size else np.zeros((k, 0))
+            for row in u:
+                theta = self.theta_lo + row * (self.theta_hi - self.theta_lo)
+                for i, j in self.pairs:
+                    mu = min(theta[i], self.theta_hi[j] - self.lo[j])        # room for μ_s ≥ μ + excess low
+                    a = max(self.theta_lo[j], mu + self.lo[j])
+                    b = min(self.theta_hi[j], mu + self.hi[j])
+                    theta[i], theta[j] = mu, a + row[j] * max(b - a, 0.0)
+                pts.append(self.Tinv @ theta)
         return [np.clip(p, self.lo, self.hi) for p in pts]
 
     def without(self, name, value, start):

@@ -7,10 +7,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from ..errors import OptionError
 from .shooting import GRADIENT_TOL, STEP_TOL, is_stationary
+from .verdict import POINT, noise_test, verdict
 
 __all__ = ["IdentificationResult"]
 
@@ -97,26 +97,26 @@ class IdentificationResult:
     def sse(self):
         return 2.0 * self.cost
 
+    def verdict(self, name):
+        """The verdict on parameter ``name`` (:func:`pympc.identify.verdict.verdict`): status, reason, interval."""
+        if name not in self.names:
+            raise OptionError(f"{name!r} is not an estimated parameter ({self.names})")
+        return verdict(self, self.names.index(name))
+
+    def verdicts(self):
+        """``{name: verdict}`` of every estimated parameter (what the table, the JSON and the exit status show)."""
+        return {n: verdict(self, k) for k, n in enumerate(self.names)}
+
     def status_of(self, name):
-        """``"identified"``, ``"at bound"``, ``"one-sided"`` or ``"not identifiable"`` (with the reason)."""
-        if name in self.stick:
-            s = self.stick[name]
-            return ("one-sided", s["reason"]) if s["kind"] == "lower bound" else ("not identifiable", s["reason"])
-        if name in self.identifiability["not_identifiable"]:
-            return "not identifiable", self.identifiability["not_identifiable"][name]
-        for n, side, v in self.identifiability["at_bound"]:
-            if n == name:
-                return "at bound", f"at its {side} bound ({v:g}); the Wald interval ignores the bound"
-        prof = self.profiles.get(name)
-        if prof is not None and prof["kind"] != "bounded":
-            return prof["kind"], f"profile likelihood is {prof['kind']} (sides: {prof['sides']})"
-        return "identified", ""
+        """``(status, reason)``: ``"identified"``, ``"at bound"``, ``"one-sided"``, ``"unreliable"`` or
+        ``"not identifiable"`` (see :mod:`pympc.identify.verdict`)."""
+        v = self.verdict(name)
+        return v["status"], v["reason"]
 
     @property
     def estimates(self):
         """``{name: value}`` of the parameters with a point estimate (not the not-identifiable or one-sided ones)."""
-        return {n: float(v) for n, v in zip(self.names, self.optimum)
-                if self.status_of(n)[0] in ("identified", "at bound")}
+        return {n: float(v) for n, v in zip(self.names, self.optimum) if self.status_of(n)[0] in POINT}
 
     def checks(self):
         """Self-checks: name → (passed, detail)."""
@@ -127,19 +127,8 @@ class IdentificationResult:
                             (f"; first-order optimality {self.optimality:.2e}" if np.isfinite(self.optimality) else "")),
                "simulations": (self.simulations_ok, "every simulation at the optimum reached the last data time"
                                if self.simulations_ok else "a simulation at the optimum failed")}
-        dof = self.n - self.p
-        if self.known_noise and dof > 0:
-            lo, hi = stats.chi2.ppf([0.001, 0.999], dof)
-            out["noise"] = (bool(lo <= self.sse <= hi), f"weighted SSE {self.sse:.4g} vs χ²({dof}) 99.8% range "
-                                                        f"[{lo:.4g}, {hi:.4g}]: the residuals "
-                                                        f"{'match' if lo <= self.sse <= hi else 'do NOT match'} the stated noise")
-        else:
-            out["noise"] = (True, f"σ estimated from the residuals: σ̂ = {np.sqrt(self.sigma2):.4g}")
-        st = self.starts
-        if st is not None and len(st):
-            at = int(st["at_best"].sum())
-            failed = int((st["status"] == "failed").sum())
-            out["multistart"] = (True, f"{at} of {len(st)} starts reached the best cost; {failed} failed")
+        out["noise"] = noise_test(self.sse, self.n, self.p, self.known_noise)
+        out["multistart"] = self._multistart()
         mp = self.method.get("mpec") if isinstance(self.method, dict) else None
         if mp:
             better = mp.get("improved", True)
@@ -153,7 +142,7 @@ class IdentificationResult:
             if d is not None:
                 # the bias of the step against the statistical uncertainty (only where there is a point estimate)
                 est = [k for k, n in enumerate(self.names) if np.isfinite(self.stderr[k]) and
-                       self.status_of(n)[0] in ("identified", "at bound")]
+                       self.status_of(n)[0] in POINT]
                 within = all(abs(d[k]) <= self.stderr[k] for k in est)
                 out["discretization"] = (within, "the exact model's Gauss–Newton step from the MPEC estimate (its "
                                          "discretization bias, O(step)): " +
@@ -164,10 +153,36 @@ class IdentificationResult:
             out["gradient"] = (True, f"not applicable: the exact model's relative gradient at the MPEC estimate is "
                                      f"{self.gradient:.2e} (Gauss–Newton step {self.newton_step:.1e}), the MPEC's "
                                      "discretization error, O(h); the MPEC's own optimality is check mpec")
-        bad = [n for n in self.names if self.status_of(n)[0] not in ("identified", "at bound")]
-        out["identifiable"] = (not bad, "all parameters have a point estimate" if not bad else
+        bad = [n for n in self.names if self.status_of(n)[0] not in POINT]
+        out["identifiable"] = (not bad, "every parameter has a point estimate and an interval" if not bad else
                                "; ".join(f"{n}: {self.status_of(n)[0]}" for n in bad))
         return out
+
+    def _multistart(self):
+        """(passed, detail): the best cost was reached by at least two starts (a single start: not applicable)."""
+        st = self.starts
+        if st is None or not len(st):
+            return True, "no starts recorded"
+        cost = st["cost"].to_numpy(dtype=float)
+        failed = st[st["status"] == "failed"]
+        why = "".join(f"; start {int(r.start)} failed: {str(r.message)[:120]}" for r in failed.itertuples())
+        if len(st) == 1:
+            return True, "not applicable: one start (give starts=N / --starts N to check that the optimum is global)"
+        best = np.min(cost) if np.isfinite(cost).any() else np.inf
+        reached = int(np.sum(np.isfinite(cost) & (cost <= best * (1 + 1e-6) + 1e-12 + 1e-3 * self.sigma2 *
+                                                  (1.0 if np.isfinite(self.sigma2) else 0.0))))
+        ok = reached >= 2
+        return ok, (f"{reached} of {len(st)} starts reached the best cost {best:.6g} (within 1e-6 relative)"
+                    + ("" if ok else "; fewer than 2: the best may be a lucky local minimum, add starts")
+                    + f"; {len(failed)} failed" + why)
+
+    @property
+    def reliable(self):
+        """The fit is sound (:attr:`ok`) and every parameter has a trustworthy point estimate: every verdict is
+        ``identified`` or ``at bound``, the residuals agree with a stated noise level and, with several starts,
+        at least two reached the best cost."""
+        c = self.checks()
+        return self.ok and all(c[k][0] for k in ("identifiable", "noise", "multistart"))
 
     @property
     def ok(self):
@@ -184,17 +199,17 @@ class IdentificationResult:
 
         rows = []
         for k, n in enumerate(self.names):
-            status, why = self.status_of(n)
-            point = status in ("identified", "at bound")
+            v = self.verdict(n)
+            point = v["status"] in POINT
             prof = self.profiles.get(n)
-            rows.append({"parameter": n, "estimate": self.optimum[k] if point else np.nan,
+            rows.append({"parameter": n, "estimate": v["estimate"],
                          "stderr": self.stderr[k] if point else np.nan,
-                         "wald_low": self.wald_low[k] if point else np.nan,
-                         "wald_high": self.wald_high[k] if point else np.nan,
+                         "wald_low": v["wald_low"], "wald_high": v["wald_high"],
                          "profile_low": prof["interval"][0] if prof else np.nan,
                          "profile_high": prof["interval"][1] if prof else np.nan,
-                         "lower_bound_only": self.stick[n]["bound"] if n in self.stick else np.nan,
-                         "status": status, "note": why})
+                         "lower_bound_only": v["bound"] if v["side"] == "below" else np.nan,
+                         "upper_bound_only": v["bound"] if v["side"] == "above" else np.nan,
+                         "status": v["status"], "note": v["reason"]})
         return pd.DataFrame(rows).set_index("parameter")
 
     def residuals(self):
@@ -228,16 +243,26 @@ class IdentificationResult:
         if m.get("reparametrized"):
             lines.append("fitted internally as " + ", ".join(m["reparametrized"]) + " (≥ 0)")
         lines.append("")
-        head = f"{'parameter':12s} {'estimate':>12s} {'stderr':>10s}  {pct}% Wald interval          {'profile':28s} status"
+        head = f"{'parameter':12s} {'estimate':>12s} {'stderr':>10s}  {pct}% interval                  status"
         lines.append(head)
-        for n, row in self.table().iterrows():
-            prof = self.profiles.get(n)
-            ptxt = (f"[{row.profile_low:.5g}, {row.profile_high:.5g}] {prof['kind']}" if prof else "")
-            if row.status in ("identified", "at bound"):
-                lines.append(f"{n:12s} {row.estimate:12.6g} {row.stderr:10.3g}  [{row.wald_low:10.6g}, "
-                             f"{row.wald_high:10.6g}]  {ptxt:28s} {row.status}")
+        for n in self.names:
+            v = self.verdict(n)
+            k = self.names.index(n)
+            est = f"{v['estimate']:12.6g}" if np.isfinite(v["estimate"]) else f"{'—':>12s}"
+            se = f"{self.stderr[k]:10.3g}" if v["status"] in POINT else f"{'':10s}"
+            if v["status"] in POINT:
+                iv = f"[{v['low']:10.6g}, {v['high']:10.6g}] {v['interval']:7s}"
+            elif v["side"]:
+                iv = f"{'≥' if v['side'] == 'below' else '<'} {v['bound']:.6g} (bounded {v['side']})"
+                iv = f"{iv:34s}"
             else:
-                lines.append(f"{n:12s} {'—':>12s} {'':10s}  {'':26s} {ptxt:28s} {row.status}: {row.note}")
+                iv = f"{'no interval':34s}"
+            lines.append(f"{n:12s} {est} {se}  {iv} {v['status']}" + (f": {v['reason']}" if v["reason"] and
+                                                                       v["status"] not in POINT else ""))
+            prof = self.profiles.get(n)
+            if prof is not None:
+                lines.append(f"{'':12s} profile likelihood [{prof['interval'][0]:.6g}, {prof['interval'][1]:.6g}] "
+                             f"{prof['kind']} (sides: {prof['sides']['lower']}, {prof['sides']['upper']})")
         lines.append("")
         for k, (ok, detail) in self.checks().items():
             lines.append(f"check {k:14s} {'ok  ' if ok else 'FAIL'} {detail}")
@@ -261,6 +286,7 @@ class IdentificationResult:
         for k in _ARRAYS:
             d[k] = np.asarray(getattr(self, k), dtype=float).tolist()
         d["starts"] = None if self.starts is None else self.starts.to_dict(orient="split")
+        d["verdicts"] = self.verdicts()          # what the table and the exit status read (recomputed on load)
         Path(path).write_text(json.dumps(_clean(d), indent=1), encoding="utf-8")
 
     @classmethod
@@ -273,6 +299,7 @@ class IdentificationResult:
         except (OSError, ValueError) as exc:
             raise OptionError(f"{path}: not a pympc identification result ({exc})") from None
         d = _unclean(d)
+        d.pop("verdicts", None)
         for k in _ARRAYS:
             d[k] = np.asarray(d[k], dtype=float)
         if d["starts"] is not None:

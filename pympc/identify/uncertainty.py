@@ -25,7 +25,7 @@ from scipy.optimize import least_squares
 
 from ..errors import PympcError
 
-__all__ = ["covariance", "wald", "identifiability", "stick_information", "profile_parameter",
+__all__ = ["covariance", "wald", "identifiability", "stick_information", "profile_parameter", "informative_values",
            "FLAT_TOL", "CORRELATION_TOL"]
 
 FLAT_TOL = 1e-6
@@ -35,9 +35,23 @@ CORRELATION_TOL = 0.95
 
 
 def _svd(J, theta):
+    """Singular values (p of them: zeros where n < p) and right singular vectors of the column-scaled J."""
     scale = np.maximum(np.abs(theta), 1e-8)
-    U, s, Vt = np.linalg.svd(J * scale, full_matrices=False)
-    return s, Vt, scale
+    p = J.shape[1]
+    if J.shape[0] == 0:
+        return np.zeros(p), np.eye(p), scale
+    U, s, Vt = np.linalg.svd(J * scale, full_matrices=True)
+    return np.concatenate([s, np.zeros(p - s.size)]), Vt, scale
+
+
+def informative_values(J):
+    """How many residuals depend on the parameters: rows of J not zero (above 1e-9 of the largest row norm)."""
+    J = np.asarray(J, float)
+    if J.size == 0 or not np.all(np.isfinite(J)):
+        return int(J.shape[0]) if J.ndim == 2 else 0
+    norms = np.linalg.norm(J, axis=1)
+    top = norms.max(initial=0.0)
+    return int(np.sum(norms > 1e-9 * top)) if top > 0 else 0
 
 
 def covariance(J, sse, n, theta, known_noise):
@@ -102,17 +116,24 @@ def identifiability(names, theta, cov, flat, svals, active):
     return rep, corr
 
 
-def stick_information(problem, trajectories, names):
+def stick_information(problem, trajectories, names, z=None):
     """What stick phases say about the friction coefficients being fitted.
 
     Returns
     -------
     dict
-        name → {"kind": "lower bound" | "none", "bound": float, "reason": str}: a
-        static coefficient of a slot that sticks but never breaks away in any
-        experiment is bounded below by max|F|/|λ| over its stick samples (the
-        simulated states at the data times); a
-        kinetic coefficient of a slot that never slips is not informed at all.
+        name → {"kind": "lower bound" | "upper bound" | "none", "bound": float, "reason": str}:
+
+        * a static coefficient of a slot that sticks but never breaks away in any
+          experiment is bounded below by max|F|/|λ| over its stick samples (the
+          simulated states at the data times);
+        * a static coefficient of a slot that never sticks but slips through velocity
+          reversals is bounded above: a larger μ_s would have made it stick at a
+          reversal.  The bound is the smallest μ_s at which the simulation at the
+          estimate (``z``; the other parameters held) sticks, found by bisection
+          (:func:`static_upper_bound`); without ``z``, or when even the box's upper
+          bound does not stick, or without reversals, the coefficient is not informed;
+        * a kinetic coefficient of a slot that never slips is not informed at all.
     """
     out = {}
     per_slot = {}
@@ -122,17 +143,18 @@ def stick_information(problem, trajectories, names):
                 continue
             k = tr.slot_names.index(slot)
             info = per_slot.setdefault(slot, {"mu": mu, "mu_s": mus, "slip": False, "stick": False,
-                                             "breakaway": False, "ratio": 0.0})
+                                             "breakaway": False, "ratio": 0.0, "reversals": 0})
             m = tr.motions[:, k]
             info["slip"] |= bool(np.any(m != 0))
             stick = m == 0
+            info["stick"] |= _sticks(tr, k)
             if stick.any():
-                info["stick"] = True
                 lam, F = np.abs(tr.normal_force[stick, k]), np.abs(tr.friction_force[stick, k])
                 ok = lam > 1e-12 * max(1.0, lam.max(initial=0))
                 if ok.any():
                     info["ratio"] = max(info["ratio"], float((F[ok] / lam[ok]).max()))
             info["breakaway"] |= any(ev.kind.name == "BREAKAWAY" and ev.slot == k for ev in tr.events)
+            info["reversals"] += sum(ev.kind.name == "SLIP_STOP" and ev.slot == k for ev in tr.events)
     for slot, info in per_slot.items():
         if info["mu"] in names and not info["slip"]:
             out[info["mu"]] = {"kind": "none", "bound": np.nan,
@@ -140,12 +162,70 @@ def stick_information(problem, trajectories, names):
         static = info["mu_s"] or info["mu"]
         if static in names and info["stick"] and not info["breakaway"] and not (static == info["mu"] and info["slip"]):
             out[static] = {"kind": "lower bound", "bound": info["ratio"],
-                           "reason": f"slot {slot!r} sticks but never breaks away: the data prove only "
-                                     f"{static} ≥ max|F|/|λ| = {info['ratio']:.6g}"}
+                           "reason": f"bounded below: slot {slot!r} sticks but never breaks away, so the data prove "
+                                     f"only {static} ≥ max|F|/|λ| = {info['ratio']:.6g}"}
         elif info["mu_s"] in names and not info["stick"]:
-            out[info["mu_s"]] = {"kind": "none", "bound": np.nan,
-                                 "reason": f"slot {slot!r} never sticks: the motion does not depend on its static coefficient"}
+            name = info["mu_s"]
+            bound = static_upper_bound(problem, z, name, slot) if z is not None and info["reversals"] else None
+            if bound is not None:
+                out[name] = {"kind": "upper bound", "bound": bound,
+                             "reason": f"bounded above: slot {slot!r} never sticks though its slip velocity reverses "
+                                       f"{info['reversals']} time(s); with {name} ≥ {bound:.6g} it would stick at a "
+                                       f"reversal, so the data prove {name} < {bound:.6g}"}
+            else:
+                out[name] = {"kind": "none", "bound": np.nan,
+                             "reason": f"slot {slot!r} never sticks" +
+                                       (" and never reverses" if not info["reversals"] else
+                                        ", not even with the static coefficient at its upper bound") +
+                                       ": the motion does not depend on its static coefficient"}
     return out
+
+
+def _sticks(tr, k):
+    """Does slot ``k`` stick anywhere in trajectory ``tr`` (at a sample or in a mode between events)?"""
+    return bool(np.any(tr.motions[:, k] == 0)) or any(
+        ev.mode_after is not None and int(ev.mode_after.motions[k]) == 0 for ev in tr.events)
+
+
+def static_upper_bound(problem, z, name, slot, rtol=1e-4):
+    """The smallest static coefficient ``name`` at which slot ``slot`` sticks, the others at ``z``; None if none.
+
+    Bisection between the estimate (which never sticks) and the upper bound of
+    ``name``'s box: sticking is monotone in μ_s (the trajectory is unchanged until
+    the first reversal whose stick ratio |F|/|λ| is within reach).  A simulation that
+    fails ends the bisection (the bound found so far is still proven).
+    """
+    from .experiment import simulate_experiment
+
+    par = problem.par
+    k = par.names.index(name)
+    values = par.values(z)
+    lo = float(values[name])
+    hi = float(par.theta_hi[k])
+    if not np.isfinite(hi) or hi <= lo:
+        return None
+
+    def sticks(c):
+        vals = {**values, name: c}
+        for e in problem.experiments:
+            tr = simulate_experiment(e, vals)
+            problem.simulations += 1
+            if slot in tr.slot_names and _sticks(tr, tr.slot_names.index(slot)):
+                return True
+        return False
+
+    try:
+        if not sticks(hi):
+            return None
+        while hi - lo > rtol * max(abs(hi), 1e-3):
+            mid = 0.5 * (lo + hi)
+            if sticks(mid):
+                hi = mid
+            else:
+                lo = mid
+    except PympcError:
+        pass
+    return float(hi)
 
 
 def profile_parameter(make_problem, par, theta_hat, sse_hat, s2, k, se, ls_options, confidence=0.95, max_steps=6,
