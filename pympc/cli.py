@@ -97,18 +97,29 @@ class _Progress:
 
 
 def _parse_sets(items):
-    out = {}
-    for item in items or ():
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise OptionError(f"--set expects NAME=VALUE, got {item!r}")
-        if not value.strip():
+    """``--set NAME=VALUE`` items → {name: number, or an expression string of the model file's language}."""
+    def value(name, text):
+        if not text:
             raise OptionError(f"--set {name}: no value; give a number or an expression such as pi/6")
         try:
-            out[name.strip()] = float(value)
-        except ValueError:          # an expression in the model file's language, parsed when the model binds it
-            out[name.strip()] = value.strip()
-    return out
+            return float(text)
+        except ValueError:      # an expression in the model file's language, parsed when the model binds it
+            return text
+    return _parse_assignments(items, "--set", value)
+
+
+def _set_numbers(model, sets):
+    """``sets`` with every expression string evaluated over the model's parameters (for jobs that take numbers)."""
+    texts = [k for k, v in sets.items() if isinstance(v, str)]
+    if not texts:
+        return dict(sets)
+    from . import load_model
+    system = load_model(model)
+    for k in texts:
+        if k not in system.parameter_definitions:
+            raise OptionError(f"--set {k}={sets[k]}: {k} is not a parameter of {model}, so it takes a number")
+    bound = system.bind({k: v for k, v in sets.items() if k in system.parameter_definitions}).parameters
+    return {k: (bound[k] if k in texts else v) for k, v in sets.items()}
 
 
 def _cmd_simulate(args):
@@ -234,7 +245,7 @@ def _cmd_identify(args):
 
     from .identify import Experiment, Parameter, estimate
 
-    fixed = _parse_sets(args.set)
+    fixed = _set_numbers(args.model, _parse_sets(args.set))
     fit = [n for n in (s.strip() for s in args.fit.split(",")) if n]
     starts = _parse_assignments(args.start, "--start", lambda n, v: _cli_number("--start", n, v))
     bounds = _parse_assignments(args.bounds, "--bounds", _cli_bounds)
@@ -341,7 +352,7 @@ def _cmd_design(args):
 
     spec = load_design(args.spec, model=args.model)        # a bad spec stops here, before anything runs
     sets = args.set or []
-    point = _parse_sets([x for x in sets if not x.startswith("outputs=")])
+    point = _set_numbers(args.model, _parse_sets([x for x in sets if not x.startswith("outputs=")]))
     point.update(("outputs", x.partition("=")[2]) for x in sets if x.startswith("outputs="))
     print(f"design    {spec.name}: estimate {', '.join(spec.names)} of {spec.model.name}; criterion {spec.criterion}; "
           f"{'prior of ' + str(spec.draws) + ' draws' if spec.distribution else 'prior values'}", flush=True)
