@@ -301,20 +301,20 @@ def build_parser():
     ap.add_argument("--version", action="version", version=f"pympc {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = _sub(sub, "solve", "solve an LCP/HLCP file (.npz or Siconos .dat) with Lemke's method",
-             "pympc solve tests/data/lcp_CPS_2.dat --max-pivots 500")
+             "pympc solve examples/lcp_CPS_4.dat --max-pivots 500")
     s.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
     s.add_argument("--max-pivots", type=_count(1), default=None, metavar="N",
                    help="pivot limit of Lemke's method (default: 1000 + 100 n)")
     s.set_defaults(func=_cmd_solve)
     c = _sub(sub, "classify", "matrix classes and (small problems) every solution",
-             "pympc classify tests/data/lcp_CPS_1.dat --max-pairs 8")
+             "pympc classify examples/lcp_mmc.dat --max-pairs 8")
     c.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
     c.add_argument("--max-pairs", type=_count(0), default=12, metavar="N",
                    help="enumerate every solution when the problem has at most N pairs "
                         "(cost up to 2^N LPs; 0 skips the enumeration; default: %(default)s)")
     c.set_defaults(func=_cmd_classify)
     x = _sub(sub, "crosscheck", "solve with lemke, ipopt and milp and compare the answers",
-             "pympc crosscheck tests/data/lcp_CPS_2.dat --solvers lemke,milp --time-limit 10")
+             "pympc crosscheck examples/lcp_CPS_4.dat --solvers lemke,milp --time-limit 10")
     x.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
     x.add_argument("--solvers", default="lemke,ipopt,milp", help="comma-separated subset of lemke,ipopt,milp "
                    "(default: %(default)s)")
