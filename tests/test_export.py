@@ -209,7 +209,7 @@ def test_every_trajectory_plot_has_units_titles_and_legends_off_the_data():
     assert set(figs) == {"coordinates", "velocities", "forces", "slots", "modes", "energy"}
     for name, fig in figs.items():
         fig.canvas.draw()
-        title = fig._suptitle.get_text()
+        title = fig._suptitle.get_text().replace("\u00a0", " ")
         assert "cross_slide" in title and "P = 5" in title and "mu1 = 0.3" in title, name
         _axes_checks(fig)
         assert fig.axes[-1].get_xlabel() == "t [s]"

@@ -57,10 +57,11 @@ def output_unit(name):
     return _coordinate_unit(name[:-4] if rate else name, rate)
 
 
-def parameter_title(tr, name=None, width=120):
-    """A figure title: ``name`` (the model) and the parameter values of the run, wrapped at ``width`` characters."""
+def parameter_title(tr, name=None, width=140):
+    """A figure title: ``name`` (the model) and the parameter values of the run, wrapped at ``width`` characters
+    (never inside ``name = value``)."""
     import textwrap
-    params = ", ".join(f"{k} = {v:.6g}" for k, v in tr.parameters.items())
+    params = ", ".join(f"{k}\u00a0=\u00a0{v:.6g}" for k, v in tr.parameters.items())
     head = f"{name}: " if name else ""
     return "\n".join(textwrap.wrap(head + (params or "(no parameters)"), width))
 
@@ -134,7 +135,7 @@ def _curves(ax, t, data, names, cols, unit):
         twin = next((j for j in shown[:n] if np.allclose(data[:, i], data[:, j], rtol=0, atol=1e-6 * scale)), None)
         label = names[i] if twin is None else f"{names[i]} (= {names[twin]})"
         ax.plot(t, data[:, i], lw=1.1 if twin is None else 1.6, ls=(0, (4, 3)) if twin is not None
-                else _STYLES[i % len(_STYLES)], color=_COLORS[i % len(_COLORS)], label=label,
+                else _STYLES[n % len(_STYLES)], color=_COLORS[i % len(_COLORS)], label=label,
                 zorder=3 if twin is not None else 2)
     if rest:
         lo, hi = data[:, rest].min(axis=1), data[:, rest].max(axis=1)
