@@ -227,3 +227,28 @@ def test_output_units():
     assert [output_unit(n) for n in ("mass.x", "mass.x_dot", "crank.phi", "crank.phi_dot", "slot.normal_force",
                                      "slot.slip_velocity", "slot.position", "kinetic", "slot.motion")] == \
         ["m", "m/s", "rad", "rad/s", "N", "m/s", "m", "J", "-"]
+
+
+def test_identification_plots_have_units_and_explain_the_event_lines():
+    from pympc.identify import Experiment, Parameter, estimate, synthetic_record
+    from pympc.identify.plots import plot_fit, plot_region, plot_residuals
+    t = np.linspace(0.0, 6.0, 121)
+    df, sigma = synthetic_record(OSC, t, ["mass.x", "slot.slip_velocity"], 0.01, 3)
+    res = estimate(Experiment(OSC, df, noise=sigma), [Parameter("mu", 0.25, (0.05, 1.0)),
+                                                      Parameter("mu_s", 0.45, (0.05, 1.5))])
+    kinds = {k for f in res.fits for _, k, *_ in f["events"]} - {"START"}
+    assert kinds >= {"BREAKAWAY", "SLIP_STOP"}
+    for fig, units in ((plot_fit(res), ["[m]", "[m/s]"]), (plot_residuals(res), ["[m]", "[m/s]"])):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        assert [ax.get_ylabel().rsplit(" ", 1)[-1] for ax in fig.axes] == units
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            labels = [x.get_text() for x in legend.get_texts()]
+            assert {EVENT_STYLE[k][2] for k in kinds} <= set(labels)           # every kind of line explained
+            assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1 - 1   # off the data
+    fig = plot_region(res)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert ax.get_legend().get_window_extent(fig.canvas.get_renderer()).x0 >= \
+        ax.get_window_extent(fig.canvas.get_renderer()).x1 - 1

@@ -17,8 +17,10 @@ __all__ = ["plot_fit", "plot_residuals", "plot_profiles", "plot_region", "write_
 
 
 def _figure(rows, cols=1, height=2.4, width=8.5):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(width, height * rows))
+    FigureCanvasAgg(fig)                 # drawn by Agg directly: no pyplot, the caller's backend is left alone
     axes = fig.subplots(rows, cols, squeeze=False)
     return fig, axes
 
