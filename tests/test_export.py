@@ -164,7 +164,9 @@ def test_events_print_their_slot_by_name_and_the_table_has_no_trailing_blanks(os
 def test_solution_sets_print_rounded_numbers_not_numpy_reprs():
     finite = pympc.enumerate_solutions(pympc.LCP([[-1.0, 0.0], [0.0, 1.0]], [1.0, -1.0]))
     unique = pympc.enumerate_solutions(pympc.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]))
-    for s in (finite, unique):
+    continuum = pympc.enumerate_solutions(pympc.LCP([[1.0, 1.0], [1.0, 1.0]], [-1.0, -1.0]))
+    assert continuum.kind.name == "CONTINUUM" and "1 direction(s)" in repr(continuum)
+    for s in (finite, unique, continuum):
         text, line = str(s), repr(s)
         assert "array(" not in text and "array(" not in line and "\n" not in line
         assert s.kind.name in line and f"{len(s.points)} point(s)" in line
