@@ -359,7 +359,8 @@ class Trajectory:
     def summary(self):
         """A few lines describing the run."""
         lines = [f"status      {self.status.name}: {self.message}",
-                 f"time        {self.t[0]:g} .. {self.t[-1]:g} s, {len(self.t)} samples, {len(self.events)} events",
+                 f"time        {self.t[0]:g} .. {self.t[-1]:g} s, {len(self.sample_rows())} samples "
+                 f"({len(self.t)} rows with those before and after each transition), {len(self.events)} events",
                  f"energy      balance error {self.energy_error:.2e} (relative); dissipated {self.dissipated[-1]:.6g} J,"
                  f" work in {self.work[-1]:.6g} J",
                  f"drift       max constraint violation {self.drift.max(initial=0):.2e}"]
