@@ -77,7 +77,7 @@ def test_csv_is_data_for_an_experiment(osc, tmp_path):
     text = path.read_text()
     assert text.startswith("# pympc trajectory") and "mu=0.3" in text
     back = pd.read_csv(path, comment="#")
-    pd.testing.assert_frame_equal(back, tr.to_dataframe(), check_dtype=False)   # 17 digits: lossless
+    pd.testing.assert_frame_equal(back, tr.to_dataframe(), check_dtype=False, check_exact=True)   # lossless: every float read back exactly
     from pympc.identify import Experiment
     exp = Experiment(OSC, path, outputs=["mass.x", "slot.slip_velocity"])
     assert len(exp.t) == 201

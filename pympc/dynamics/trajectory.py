@@ -512,12 +512,12 @@ class Trajectory:
             cols["sample"], cols["event"] = sample, kind
         return pd.DataFrame(cols)
 
-    def to_csv(self, path, events=False, float_format="%.17g"):
+    def to_csv(self, path, events=False, float_format=None):
         """Write :meth:`to_dataframe` to a CSV file, after ``#`` comment lines naming the run.
 
         The comments (model hash, parameters, status, units) are skipped by
         ``pandas.read_csv(path, comment="#")`` and by ``pympc identify``, which
-        reads the file as data.  ``float_format`` (default: round-trip precision)
+        reads the file as data.  ``float_format`` (default: the shortest text that reads back the same number)
         is passed to :meth:`pandas.DataFrame.to_csv`.  Returns the path.
         """
         path = Path(path)
