@@ -173,7 +173,7 @@ def test_out_holding_a_run_needs_overwrite(tmp_path, capsys):
 
 def test_round_trip_simulate_csv_noise_identify_from_the_command_line(tmp_path, capsys):
     """simulate at other parameter values → trajectory.csv → noise → identify from the file's values."""
-    truth = {"mu": 0.25, "mu_s": 0.35}           # the model file says 0.3, 0.4: the fit starts there, away from the truth
+    truth = {"mu": 0.25, "mu_s": 0.35}       # the model file says 0.3, 0.4: the fit starts there, away from the truth
     run = tmp_path / "osc"
     assert main(["simulate", str(OSC), "--t-end", "10", "--no-plots", "--out", str(run),
                  "--set", "mu=0.25", "--set", "mu_s=0.35"]) == 0

@@ -77,7 +77,8 @@ def test_csv_is_data_for_an_experiment(osc, tmp_path):
     text = path.read_text()
     assert text.startswith("# pympc trajectory") and "mu=0.3" in text
     back = pd.read_csv(path, comment="#")
-    pd.testing.assert_frame_equal(back, tr.to_dataframe(), check_dtype=False, check_exact=True)   # lossless: every float read back exactly
+    # lossless: every float reads back exactly
+    pd.testing.assert_frame_equal(back, tr.to_dataframe(), check_dtype=False, check_exact=True)
     from pympc.identify import Experiment
     exp = Experiment(OSC, path, outputs=["mass.x", "slot.slip_velocity"])
     assert len(exp.t) == 201
@@ -107,7 +108,7 @@ def _incline(alpha=0.5, mu=0.2):
 
 @pytest.mark.parametrize("formulation", ["general", "tree"])
 def test_inclined_slot_position_and_sensitivities_against_the_closed_form(formulation):
-    alpha, mu = 0.5, 0.2                         # tan α > μ: slides down, s = ½ a t², a = −g (sin α − μ cos α)
+    alpha, mu = 0.5, 0.2                     # tan α > μ: slides down, s = ½ a t², a = −g (sin α − μ cos α)
     t = np.linspace(0.0, 1.0, 21)
     tr = pympc.simulate(_incline(alpha, mu), (0.0, 1.0), t_eval=t, sensitivities=["alpha", "mu"],
                         formulation=formulation)

@@ -294,7 +294,8 @@ def trajectory_figures(tr, title=None):
         if s > HEATMAP_SLOTS:
             _heatmap(fig, axes[0], tr, tr.motions, "motion", ListedColormap([_MOTION[v][0] for v in (-1, 0, 1)]),
                      -1.5, 1.5, [-1, 0, 1], [_MOTION[v][1] for v in (-1, 0, 1)])
-            _heatmap(fig, axes[1], tr, tr.walls, "wall σ (λ ≥ 0: σ = +1)", ListedColormap([_WALL[-1][0], _WALL[1][0]]), -2, 2,
+            _heatmap(fig, axes[1], tr, tr.walls, "wall σ (λ ≥ 0: σ = +1)",
+                     ListedColormap([_WALL[-1][0], _WALL[1][0]]), -2, 2,
                      [-1, 1], ["σ = −1", "σ = +1"])
         else:
             _timeline(axes[0], tr)

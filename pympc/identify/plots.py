@@ -69,7 +69,8 @@ def plot_residuals(result):
         ax.plot(t, r, ".", ms=2.5, color="tab:blue", label="fit − data")
         if f["sigma"] is not None:
             for s in (-2, 2):
-                ax.axhline(s * f["sigma"][j], color="0.5", ls="--", lw=0.8, label="±2σ (stated noise)" if s > 0 else None)
+                ax.axhline(s * f["sigma"][j], color="0.5", ls="--", lw=0.8,
+                           label="±2σ (stated noise)" if s > 0 else None)
         _legend(ax, _events(ax, f))
         ax.set_ylabel(f"residual\n{o} [{output_unit(o)}]")
     axes[-1, 0].set_xlabel("t [s]")
