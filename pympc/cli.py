@@ -159,7 +159,7 @@ def _cmd_simulate(args):
     bar = _Progress()
     tr = simulate(system, t_span, formulation=args.formulation,
                   crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar,
-                  project_initial=args.project_initial)
+                  project_initial=args.project_initial, samples=args.samples)
     bar.close()
     print(f"model     {system.name} ({args.model}), formulation {tr.info['formulation']}, "
           f"{len(tr.slot_names)} slot(s), {len(tr.coordinate_names)} coordinates")
@@ -172,7 +172,7 @@ def _cmd_simulate(args):
     run = {"model": str(args.model), "name": system.name, "model_hash": tr.model_hash,
            "parameters": {k: float(v) for k, v in tr.parameters.items()}, "set": sets,
            "t_span": [float(tr.t[0]), float(t_span[1] if t_span else system.simulation["t_end"])],
-           "formulation": tr.info["formulation"], "crosscheck": args.crosscheck, "on_ambiguous": args.on_ambiguous,
+           "samples": len(tr.sample_rows()), "formulation": tr.info["formulation"], "crosscheck": args.crosscheck, "on_ambiguous": args.on_ambiguous,
            "project_initial": args.project_initial, "status": tr.status.name, "message": tr.message,
            "events": len(tr.events), "pympc": __version__, "python": platform.python_version(),
            "written": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -328,6 +328,9 @@ def build_parser():
                    help="end time in s (default: the model's [simulation] t_end)")
     m.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a model parameter (repeatable), e.g. --set mu=0.2")
+    m.add_argument("--samples", type=_count(2), default=None, metavar="N",
+                   help="evenly spaced output times, the rows of trajectory.csv (default: the model's [simulation] "
+                        "samples, else 501)")
     m.add_argument("--crosscheck", choices=["ipopt", "milp", "all"], default=None,
                    help="also solve every event's Pyomo MPEC model with these solvers (default: none)")
     m.add_argument("--formulation", choices=["general", "tree"], default=None,
