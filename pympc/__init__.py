@@ -12,9 +12,9 @@ only simulates never imports Pyomo.  The solvers ``pympc.lemke``,
 and ``pyomo.environ`` are imported, in either order (see :mod:`pympc._pyomo_hook`).
 """
 
-import importlib
+from importlib import import_module as _import_module
 
-from ._pyomo_hook import register_with_pyomo
+from ._pyomo_hook import register_with_pyomo as _register_with_pyomo
 
 __version__ = "0.1.0"
 
@@ -42,16 +42,21 @@ __all__ = [
 def __getattr__(name):
     module = _MODULE_OF.get(name)
     if module is None:
-        if name in ("complementarity", "mechanics", "dynamics", "mpec", "errors", "cli"):
-            return importlib.import_module(f"{__name__}.{name}")
+        if name in _SUBPACKAGES:
+            return _import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'pympc' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(_import_module(f"{__name__}.{module}"), name)
     globals()[name] = value   # the next access is a plain attribute
     return value
 
 
+_SUBPACKAGES = ("complementarity", "mechanics", "dynamics", "mpec", "errors", "cli")
+
+
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    """The public names (``__all__``, the subpackages, ``__version__``) and the module's dunders."""
+    mine = {k for k in globals() if not k.startswith("_") or (k.startswith("__") and k.endswith("__"))}
+    return sorted(mine | set(__all__) | set(_SUBPACKAGES))
 
 
-register_with_pyomo()
+_register_with_pyomo()

@@ -122,13 +122,45 @@ def _set_numbers(model, sets):
     return {k: (bound[k] if k in texts else v) for k, v in sets.items()}
 
 
-def _cmd_simulate(args):
+def _run_folder(name, sets, out, overwrite):
+    """The folder of a simulation's results, never one holding an earlier run unless ``overwrite``.
+
+    Default: ``results/<model>`` or, with ``--set``, ``results/<model>_<NAME=VALUE>_...``; when that
+    holds a run, the first free ``...-2``, ``...-3``.  ``--out DIR`` holding a run is an error
+    without ``--overwrite``.
+    """
+    import re
     from pathlib import Path
 
-    from . import load_model, simulate
+    def taken(p):
+        return any((p / f).exists() for f in ("trajectory.npz", "run.json"))
+
+    if out is not None:
+        out = Path(out)
+        if taken(out) and not overwrite:
+            raise OptionError(f"--out {out} holds an earlier run (trajectory.npz / run.json): pass --overwrite to "
+                              "replace it, or another --out")
+        return out
+    label = "_".join([name] + [f"{k}={v if isinstance(v, str) else format(v, 'g')}" for k, v in sets.items()])
+    base = Path("results") / re.sub(r"[^\w.=+-]", "_", label)
+    if overwrite or not taken(base):
+        return base
+    n = 2
+    while taken(base.with_name(f"{base.name}-{n}")):
+        n += 1
+    return base.with_name(f"{base.name}-{n}")
+
+
+def _cmd_simulate(args):
+    import json
+    import platform
+    from datetime import datetime, timezone
+
+    from . import __version__, load_model, simulate
     from .dynamics.plots import plot_trajectory
 
-    system = load_model(args.model, **_parse_sets(args.set))
+    sets = _parse_sets(args.set)
+    system = load_model(args.model, **sets)
     # without --t-end the model's [simulation] table decides the span (simulate's default)
     t_start = float(system.simulation.get("t_start", 0.0))
     if args.t_end is None and system.simulation.get("t_end") is None:
@@ -137,23 +169,32 @@ def _cmd_simulate(args):
     if args.t_end is not None and not args.t_end > t_start:
         raise OptionError(f"--t-end {args.t_end:g} must be after the model's t_start = {t_start:g}")
     t_span = None if args.t_end is None else (t_start, args.t_end)
+    out = _run_folder(system.name, sets, args.out, args.overwrite)     # refused before the run, not after
     bar = _Progress()
     tr = simulate(system, t_span, formulation=args.formulation,
                   crosscheck=args.crosscheck, on_ambiguous=args.on_ambiguous, progress=bar,
-                  project_initial=args.project_initial)
+                  project_initial=args.project_initial, samples=args.samples)
     bar.close()
     print(f"model     {system.name} ({args.model}), formulation {tr.info['formulation']}, "
           f"{len(tr.slot_names)} slot(s), {len(tr.coordinate_names)} coordinates")
     if system.parameters:
-        print("params    " + ", ".join(f"{k}={v:g}" for k, v in system.parameters.items()))
+        print("params    " + ", ".join(f"{k}={v:g}" + ("*" if k in sets else "") for k, v in system.parameters.items())
+              + ("   (* set on the command line)" if sets else ""))
     print(tr.event_table())
     print(tr.summary())
-    out = Path(args.out if args.out is not None else Path("results") / system.name)
     out.mkdir(parents=True, exist_ok=True)
+    run = {"model": str(args.model), "name": system.name, "model_hash": tr.model_hash,
+           "parameters": {k: float(v) for k, v in tr.parameters.items()}, "set": sets,
+           "t_span": [float(tr.t[0]), float(t_span[1] if t_span else system.simulation["t_end"])],
+           "samples": len(tr.sample_rows()), "formulation": tr.info["formulation"], "crosscheck": args.crosscheck, "on_ambiguous": args.on_ambiguous,
+           "project_initial": args.project_initial, "status": tr.status.name, "message": tr.message,
+           "events": len(tr.events), "pympc": __version__, "python": platform.python_version(),
+           "written": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    (out / "run.json").write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
     tr.save(out / "trajectory.npz")
-    written = [out / "trajectory.npz"]
+    written = [out / "run.json", out / "trajectory.npz", tr.to_csv(out / "trajectory.csv")]
     if not args.no_plots:
-        written += plot_trajectory(tr, out)
+        written += plot_trajectory(tr, out, title=system.name)
     print("wrote     " + ", ".join(str(p) for p in written))
     return 0 if tr.success else 1
 
@@ -402,20 +443,20 @@ def build_parser():
     ap.add_argument("--version", action="version", version=f"pympc {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = _sub(sub, "solve", "solve an LCP/HLCP file (.npz or Siconos .dat) with Lemke's method",
-             "pympc solve tests/data/lcp_CPS_2.dat --max-pivots 500")
+             "pympc solve examples/lcp_CPS_4.dat --max-pivots 500")
     s.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
     s.add_argument("--max-pivots", type=_count(1), default=None, metavar="N",
                    help="pivot limit of Lemke's method (default: 1000 + 100 n)")
     s.set_defaults(func=_cmd_solve)
     c = _sub(sub, "classify", "matrix classes and (small problems) every solution",
-             "pympc classify tests/data/lcp_CPS_1.dat --max-pairs 8")
+             "pympc classify examples/lcp_mmc.dat --max-pairs 8")
     c.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
     c.add_argument("--max-pairs", type=_count(0), default=12, metavar="N",
                    help="enumerate every solution when the problem has at most N pairs "
                         "(cost up to 2^N LPs; 0 skips the enumeration; default: %(default)s)")
     c.set_defaults(func=_cmd_classify)
     x = _sub(sub, "crosscheck", "solve with lemke, ipopt and milp and compare the answers",
-             "pympc crosscheck tests/data/lcp_CPS_2.dat --solvers lemke,milp --time-limit 10")
+             "pympc crosscheck examples/lcp_CPS_4.dat --solvers lemke,milp --time-limit 10")
     x.add_argument("file", help="problem file: pympc .npz (LCP or HLCP) or Siconos dense .dat (LCP)")
     x.add_argument("--solvers", default="lemke,ipopt,milp", help="comma-separated subset of lemke,ipopt,milp "
                    "(default: %(default)s)")
@@ -429,6 +470,9 @@ def build_parser():
                    help="end time in s (default: the model's [simulation] t_end)")
     m.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a model parameter (repeatable): a number or an expression in the model file's language, e.g. --set mu=0.2 --set alpha=pi/6")
+    m.add_argument("--samples", type=_count(2), default=None, metavar="N",
+                   help="evenly spaced output times, the rows of trajectory.csv (default: the model's [simulation] "
+                        "samples, else 501)")
     m.add_argument("--crosscheck", choices=["ipopt", "milp", "all"], default=None,
                    help="also solve every event's Pyomo MPEC model with these solvers (default: none)")
     m.add_argument("--formulation", choices=["general", "tree"], default=None,
@@ -437,8 +481,11 @@ def build_parser():
                         "(default: the formulation the model file names)")
     m.add_argument("--on-ambiguous", choices=["stop", "lemke", "min_force"], default="stop",
                    help="rule for event HLCPs with several solutions (default: stop)")
-    m.add_argument("--out", default=None, help="output directory (default: results/<model name>)")
-    m.add_argument("--no-plots", action="store_true", help="write the trajectory only")
+    m.add_argument("--out", default=None, help="output directory (default: results/<model name>, with the --set "
+                   "values in the name, e.g. results/cross_slide_P=5; numbered -2, -3, ... when it holds a run)")
+    m.add_argument("--overwrite", action="store_true",
+                   help="replace the run in the output directory (without it an --out that holds a run is an error)")
+    m.add_argument("--no-plots", action="store_true", help="write the trajectory and run.json only")
     m.add_argument("--project-initial", action="store_true",
                    help="project initial positions/velocities that are off the constraints onto them (default: "
                         "refuse them); the violation is printed in the summary")

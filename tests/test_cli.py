@@ -1,9 +1,12 @@
 """The command line as a person meets it: version, help, errors, progress (issue 12)."""
 
 import io
+import json
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import MODELS, ROOT
 
@@ -117,3 +120,72 @@ def test_solve_prints_status_names(tmp_path, capsys):
     assert main(["classify", str(tmp_path / "scaled.npz")]) == 0
     out = capsys.readouterr().out
     assert "P-matrix / column W-property: True" in out and "UNIQUE" in out
+
+
+# ------------------------------------------------------------------ issue 26: where a run goes, and back into a fit
+OSC = MODELS / "friction_oscillator.toml"
+
+
+def _examples(parser_name):
+    parser = _subparsers()[parser_name]
+    return parser.format_help().split("example:")[1]
+
+
+@pytest.mark.parametrize("command", ["solve", "classify", "crosscheck"])
+def test_file_examples_use_files_a_checkout_ships_outside_the_tests(command):
+    example = _examples(command)
+    paths = [w for w in example.split() if w.endswith((".dat", ".npz"))]
+    assert paths and all(not p.startswith("tests/") and (ROOT / p).is_file() for p in paths), example
+
+
+def test_a_new_run_never_replaces_an_earlier_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    base = ["simulate", str(OSC), "--t-end", "1", "--no-plots"]
+    assert main(base) == 0
+    first = tmp_path / "results" / "friction_oscillator"
+    before = (first / "trajectory.npz").read_bytes()
+    assert main(base + ["--set", "F0=3"]) == 0                  # changed parameters: a folder of their own
+    changed = tmp_path / "results" / "friction_oscillator_F0=3"
+    assert main(base) == 0                                      # the same command again: numbered, not replaced
+    again = tmp_path / "results" / "friction_oscillator-2"
+    assert (first / "trajectory.npz").read_bytes() == before
+    for folder, f0 in ((first, 10.0), (changed, 3.0), (again, 10.0)):
+        run = json.loads((folder / "run.json").read_text())
+        assert run["parameters"]["F0"] == f0 and run["status"] == "SUCCESS" and run["t_span"] == [0.0, 1.0]
+        assert pympc.Trajectory.load(folder / "trajectory.npz").parameters["F0"] == f0
+    assert json.loads((changed / "run.json").read_text())["set"] == {"F0": 3.0}
+    assert "F0=3*" in capsys.readouterr().out                   # the printed parameters mark what was set
+
+
+def test_out_holding_a_run_needs_overwrite(tmp_path, capsys):
+    out = tmp_path / "mine"
+    argv = ["simulate", str(OSC), "--t-end", "1", "--no-plots", "--out", str(out)]
+    assert main(argv) == 0
+    before = (out / "trajectory.npz").read_bytes()
+    capsys.readouterr()
+    assert main(argv + ["--set", "F0=3"]) == 2
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and str(out) in err
+    assert (out / "trajectory.npz").read_bytes() == before      # refused before anything was written
+    assert main(argv + ["--set", "F0=3", "--overwrite"]) == 0
+    assert json.loads((out / "run.json").read_text())["parameters"]["F0"] == 3.0
+
+
+def test_round_trip_simulate_csv_noise_identify_from_the_command_line(tmp_path, capsys):
+    """simulate at other parameter values → trajectory.csv → noise → identify from the file's values."""
+    truth = {"mu": 0.25, "mu_s": 0.35}       # the model file says 0.3, 0.4: the fit starts there, away from the truth
+    run = tmp_path / "osc"
+    assert main(["simulate", str(OSC), "--t-end", "10", "--no-plots", "--out", str(run), "--samples", "401",
+                 "--set", "mu=0.25", "--set", "mu_s=0.35"]) == 0
+    df = pd.read_csv(run / "trajectory.csv", comment="#")
+    assert np.array_equal(df["t"], np.linspace(0.0, 10.0, 401))        # the requested times, each once
+    sigma = 0.01
+    data = df[["t", "mass.x"]].copy()
+    data["mass.x"] += sigma * np.random.default_rng(7).standard_normal(len(data))
+    data.to_csv(tmp_path / "measured.csv", index=False)
+    assert main(["identify", str(OSC), str(tmp_path / "measured.csv"), "--fit", "mu,mu_s", "--noise", str(sigma),
+                 "--no-plots", "--out", str(tmp_path / "fit")]) == 0
+    res = json.loads((tmp_path / "fit" / "result.json").read_text())
+    start = {"mu": 0.3, "mu_s": 0.4}
+    for name, value, err in zip(res["names"], res["optimum"], res["stderr"]):
+        assert abs(value - truth[name]) <= 4 * err < 0.25 * abs(start[name] - truth[name]), (name, value, err)

@@ -226,7 +226,7 @@ def test_plots_have_units_own_panels_for_big_curves_and_legends_outside(slots, t
     monkeypatch.setattr(matplotlib, "use", no_use)
     tr = _synthetic(slots)
     figs = trajectory_figures(tr)
-    assert set(figs) == {"coordinates", "velocities", "forces", "modes", "energy"}
+    assert set(figs) == {"coordinates", "velocities", "forces", "slots", "modes", "energy"}
     for name, fig in figs.items():
         fig.canvas.draw()
         for ax in fig.axes:

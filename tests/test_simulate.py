@@ -318,7 +318,9 @@ def test_to_dataframe_or_a_clear_error():
             tr.to_dataframe()
         return
     df = tr.to_dataframe()
-    assert len(df) == len(tr.t) and "slot.normal_force" in df and "mass.x" in df
+    assert len(df) == 21 and np.array_equal(df["t"], np.linspace(0.0, 2.0, 21)) and len(tr.t) > 21
+    assert "slot.normal_force" in df and "mass.x" in df and "slot.position" in df
+    assert len(tr.to_dataframe(events=True)) == len(tr.t)
 
 
 @pytest.mark.parametrize("kwargs, needle", [({"rtol": "tight"}, "rtol"), ({"rtol": 0}, "rtol"), ({"atol": -1}, "atol"),

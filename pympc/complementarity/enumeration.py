@@ -79,6 +79,19 @@ class SolutionSet:
     def __len__(self):
         return len(self.points)
 
+    def __repr__(self):
+        """One line: the kind, how many points and directions, the LPs solved (never the arrays)."""
+        extra = f", {len(self.directions)} direction(s)" if self.directions else ""
+        return f"<SolutionSet {self.kind.name}: {len(self.points)} point(s){extra}, {self.lps} LPs>"
+
+    def __str__(self):
+        """The summary, then every point (and direction) rounded for reading."""
+        fmt = lambda v: np.array2string(np.asarray(v), precision=6, suppress_small=True)   # noqa: E731
+        lines = [repr(self)] + [f"  point {i}: {fmt(a)}, {fmt(b)}" for i, (a, b) in enumerate(self.points)]
+        lines += [f"  direction {i}: {fmt(a)}, {fmt(b)} from {fmt(p[0])}"
+                  for i, ((a, b), p) in enumerate(zip(self.directions, self.continuum_points))]
+        return "\n".join(lines)
+
 
 def _extent(Aeq, c, fixed_zero, u0, tol):
     """Is the polyhedron of a singular leaf a single point?  Returns a direction or None."""

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_trajectory", "trajectory_figures", "MAX_CURVES", "SPLIT_RATIO", "HEATMAP_SLOTS"]
+__all__ = ["plot_trajectory", "trajectory_figures", "event_lines", "output_unit", "parameter_title", "MAX_CURVES",
+           "SPLIT_RATIO", "HEATMAP_SLOTS", "EVENT_STYLE"]
 
 MAX_CURVES = 8
 """Labelled curves per panel at most; the rest are drawn as a grey band (their min..max)."""
@@ -35,18 +36,66 @@ def _figure(rows, height=2.4):
     return fig, axes
 
 
-def _events(ax, tr, many=200):
-    times = [e.time for e in tr.events[1:]]
-    if len(times) > many:                # a rug instead of hundreds of lines
-        ax.plot(times, np.zeros(len(times)), "|", color="0.6", ms=6, transform=ax.get_xaxis_transform(), zorder=0)
-        return
-    for t in times:
-        ax.axvline(t, color="0.85", lw=0.6, zorder=0)
+EVENT_STYLE = {"SLIP_STOP": ("tab:green", "--", "slip stops (event)"),
+               "BREAKAWAY": ("tab:red", "--", "breakaway (event)"),
+               "WALL_SWITCH": ("tab:purple", ":", "normal force zero (event)")}
+"""Colour, line style and legend label of the event lines, by :class:`~pympc.dynamics.EventKind` name."""
+
+_UNITS = {"normal_force": "N", "friction_force": "N", "slip_velocity": "m/s", "position": "m",
+          "kinetic": "J", "potential": "J", "dissipated": "J", "work": "J", "t": "s"}
 
 
-def _legend(ax, n):
-    if n:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+def output_unit(name):
+    """The SI unit of an output named like a :meth:`Trajectory.to_dataframe` column (``"mass.x"`` → ``"m"``,
+    ``"crank.phi_dot"`` → ``"rad/s"``, ``"slot.normal_force"`` → ``"N"``); ``"-"`` for wall and motion flags."""
+    base, _, last = name.rpartition(".")
+    if name in _UNITS or last in _UNITS:
+        return _UNITS.get(name) or _UNITS[last]
+    if last in ("wall", "motion"):
+        return "-"
+    rate = last.endswith("_dot")
+    return _coordinate_unit(name[:-4] if rate else name, rate)
+
+
+def parameter_title(tr, name=None, width=140):
+    """A figure title: ``name`` (the model) and the parameter values of the run, wrapped at ``width`` characters
+    (never inside ``name = value``)."""
+    import textwrap
+    params = ", ".join(f"{k}\u00a0=\u00a0{v:.6g}" for k, v in tr.parameters.items())
+    head = f"{name}: " if name else ""
+    return "\n".join(textwrap.wrap(head + (params or "(no parameters)"), width))
+
+
+def event_lines(ax, events, many=200):
+    """Vertical lines at the events (``(time, kind name)`` pairs; the start is left out), coloured and dashed by
+    kind (:data:`EVENT_STYLE`); more than ``many`` become a rug of ticks.  Returns legend handles, one per kind drawn."""
+    from matplotlib.lines import Line2D
+    events = [(float(t), str(k)) for t, k in events if str(k) != "START"]
+    handles = []
+    for kind in dict.fromkeys(k for _, k in events):
+        color, ls, label = EVENT_STYLE.get(kind, ("0.5", "-.", f"{kind.lower()} (event)"))
+        times = [t for t, k in events if k == kind]
+        if len(events) > many:               # a rug instead of hundreds of lines
+            ax.plot(times, np.zeros(len(times)), "|", color=color, ms=6, transform=ax.get_xaxis_transform(), zorder=0)
+            handles.append(Line2D([], [], color=color, marker="|", ls="", label=label))
+            continue
+        for t in times:
+            ax.axvline(t, color=color, ls=ls, lw=0.7, alpha=0.6, zorder=0)
+        handles.append(Line2D([], [], color=color, ls=ls, lw=0.7, label=label))
+    return handles
+
+
+def _events(ax, tr):
+    ax._pympc_events = event_lines(ax, [(e.time, e.kind.name) for e in tr.events])
+
+
+def _legend(ax, n=1):
+    """The axes' labelled artists and its event lines, right of the axes (off the data)."""
+    handles, labels = ax.get_legend_handles_labels()
+    extra = getattr(ax, "_pympc_events", [])
+    if handles or extra:
+        ax.legend(handles=handles + extra, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0, frameon=False)
 
 
 def _split(data):
@@ -69,16 +118,30 @@ def _split(data):
     return groups
 
 
+_STYLES = ("-", "--", ":", "-.")
+_COLORS = ("tab:blue", "tab:orange", "tab:brown", "tab:cyan", "tab:olive", "tab:pink", "k", "tab:gray")
+"""Curve colours: none of the event lines' colours (:data:`EVENT_STYLE`)."""
+
+
 def _curves(ax, t, data, names, cols, unit):
-    """Up to MAX_CURVES labelled curves of ``cols`` (largest range first), the rest as a band."""
+    """Up to MAX_CURVES labelled curves of ``cols`` (largest range first), the rest as a band.
+
+    Curves are told apart by colour and line style; a curve that coincides with one
+    drawn before (within 1e-6 of the panel's range) is drawn dashed on top of it and
+    says so in its label."""
     shown, rest = cols[:MAX_CURVES], cols[MAX_CURVES:]
-    for i in shown:
-        ax.plot(t, data[:, i], lw=1.1, label=names[i])
+    scale = max(1e-300, float(np.ptp(data[:, shown])) if data.size and shown else 1.0)
+    for n, i in enumerate(shown):
+        twin = next((j for j in shown[:n] if np.allclose(data[:, i], data[:, j], rtol=0, atol=1e-6 * scale)), None)
+        label = names[i] if twin is None else f"{names[i]} (= {names[twin]})"
+        ax.plot(t, data[:, i], lw=1.1 if twin is None else 1.6, ls=(0, (4, 3)) if twin is not None
+                else _STYLES[n % len(_STYLES)], color=_COLORS[i % len(_COLORS)], label=label,
+                zorder=3 if twin is not None else 2)
     if rest:
         lo, hi = data[:, rest].min(axis=1), data[:, rest].max(axis=1)
         ax.fill_between(t, lo, hi, color="0.7", alpha=0.6, lw=0, label=f"{len(rest)} others (min..max)")
     ax.set_ylabel(unit)
-    _legend(ax, len(shown) + bool(rest))
+    _legend(ax)
 
 
 def _quantity_panels(tr, data, names, unit_of):
@@ -111,8 +174,8 @@ def _heatmap(fig, ax, tr, values, label, cmap, vmin=None, vmax=None, ticks=None,
         cb.ax.set_yticklabels(ticklabels, fontsize=7)
 
 
-def plot_trajectory(tr, out_dir, prefix=""):
-    """Write coordinates, velocities, slot forces, the mode timeline and the energy balance as PNGs.
+def plot_trajectory(tr, out_dir, prefix="", title=None):
+    """Write coordinates, velocities, slot forces and motion, the mode timeline and the energy balance as PNGs.
 
     Parameters
     ----------
@@ -121,86 +184,123 @@ def plot_trajectory(tr, out_dir, prefix=""):
         Directory (created if needed).
     prefix : str
         Prepended to the file names.
+    title : str, optional
+        Named in every figure's title (e.g. the model), before the run's parameter values.
 
     Returns
     -------
     list of Path
         The files written: ``coordinates.png``, ``velocities.png``, ``energy.png`` and, with slots,
-        ``forces.png`` and ``modes.png``.
+        ``forces.png``, ``slots.png`` (along-slot coordinate and slip velocity) and ``modes.png``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = []
-    for name, fig in trajectory_figures(tr).items():
+    for name, fig in trajectory_figures(tr, title).items():
         path = out / f"{prefix}{name}.png"
         fig.savefig(path, dpi=100)
         files.append(path)
     return files
 
 
-def trajectory_figures(tr):
-    """The figures of :func:`plot_trajectory` as ``{name: matplotlib.figure.Figure}`` (Agg canvas, not shown)."""
+_MOTION = {-1: ("tab:blue", "slip backward"), 0: ("0.6", "stick"), 1: ("tab:orange", "slip forward")}
+_WALL = {1: ("tab:brown", "load on wall σ = +1 (λ ≥ 0, the −n side)"),
+         -1: ("tab:cyan", "load on wall σ = −1 (λ < 0, the +n side)")}
+
+
+def _runs(t, values):
+    """(start, width, value) of the stretches of constant ``values`` over the sample times ``t``."""
+    cut = np.flatnonzero(np.diff(values) != 0) + 1
+    starts, ends = np.concatenate([[0], cut]), np.concatenate([cut, [len(t) - 1]])
+    return [(t[a], t[max(b, a)] - t[a], values[a]) for a, b in zip(starts, ends)]
+
+
+def _timeline(ax, tr):
+    """One lane per slot: a thick bar coloured by the motion over time, a thin bar under it by the wall."""
+    s = len(tr.slot_names)
+    for k in range(s):
+        for t0, w, v in _runs(tr.t, tr.motions[:, k]):
+            ax.broken_barh([(t0, w)], (k - 0.05, 0.4), color=_MOTION[int(v)][0], lw=0)
+        for t0, w, v in _runs(tr.t, tr.walls[:, k]):
+            ax.broken_barh([(t0, w)], (k - 0.3, 0.15), color=_WALL[1 if v >= 0 else -1][0], lw=0)
+    ax.set_yticks(range(s), tr.slot_names)
+    ax.set_ylim(-0.6, s - 0.4)
+    ax.set_xlim(tr.t[0], tr.t[-1])
+    ax.set_ylabel("slot: motion (thick), wall (thin)")
+    used_m = sorted({int(v) for v in np.unique(tr.motions)})
+    used_w = sorted({1 if v >= 0 else -1 for v in np.unique(tr.walls)}, reverse=True)
+    for v in used_m:
+        ax.bar(0, 0, color=_MOTION[v][0], label=_MOTION[v][1])
+    for v in used_w:
+        ax.bar(0, 0, color=_WALL[v][0], label=_WALL[v][1])
+
+
+def trajectory_figures(tr, title=None):
+    """The figures of :func:`plot_trajectory` as ``{name: matplotlib.figure.Figure}`` (Agg canvas, not shown).
+
+    Every figure's title names ``title`` (if given) and the run's parameter values."""
     figures = {}
+    heading = parameter_title(tr, title)
 
     def save(fig, name, axes):
         axes[-1].set_xlabel("t [s]")
+        fig.suptitle(heading, fontsize=8, x=0.01, ha="left")
         figures[name] = fig
 
     names = list(tr.coordinate_names)
-    for name, data, rate, title in (("coordinates", tr.q, False, "coordinates"),
-                                    ("velocities", tr.qd, True, "velocities")):
+    for name, data, rate, title_ in (("coordinates", tr.q, False, "coordinates"),
+                                     ("velocities", tr.qd, True, "velocities")):
         panels = _quantity_panels(tr, data, names, lambda n: _coordinate_unit(n, rate)) or [([], "m")]
         fig, axes = _figure(len(panels))
         for ax, (cols, unit) in zip(axes, panels):
-            _curves(ax, tr.t, data, names, cols, f"{title} [{unit}]")
             _events(ax, tr)
+            _curves(ax, tr.t, data, names, cols, f"{title_} [{unit}]")
         save(fig, name, axes)
 
     s = len(tr.slot_names)
-    if s:
-        fig, axes = _figure(2)
-        if s > HEATMAP_SLOTS:
-            for ax, data, lab, cmap in ((axes[0], tr.normal_force, "normal force λ [N]", "RdBu_r"),
-                                        (axes[1], tr.friction_force, "friction force F [N]", "PuOr_r")):
-                # the colour scale follows most slots; one far larger slot saturates (arrow on the colour bar)
-                lim = max(1e-300, float(np.percentile(np.abs(data), 98)) if data.size else 1.0)
-                big = data.size and np.abs(data).max() > lim
-                _heatmap(fig, ax, tr, data, lab + (" (beyond the arrows: saturated)" if big else ""), cmap,
-                         -lim, lim, extend="both" if big else "neither")
-        else:
-            for ax, data, lab, sym in ((axes[0], tr.normal_force, "normal force λ [N]", "λ"),
-                                       (axes[1], tr.friction_force, "friction force F [N]", "F")):
-                for k, n in enumerate(tr.slot_names):
-                    ax.plot(tr.t, data[:, k], lw=1.1, label=f"{n} {sym}")
-                ax.axhline(0, color="k", lw=0.5)
-                ax.set_ylabel(lab)
-                _legend(ax, s)
+    pos = tr.slot_position if tr.slot_position is not None else np.full((len(tr.t), s), np.nan)
+    if 0 < s <= HEATMAP_SLOTS:
+        for name, quantities in (("forces", ((tr.normal_force, "normal force λ [N]", "λ"),
+                                             (tr.friction_force, "friction force F [N]", "F"))),
+                                 ("slots", ((pos, "along-slot coordinate s [m]", "s"),
+                                            (tr.slip_velocity, "slip velocity v [m/s]", "v")))):
+            panels = [(data, lab, sym, g) for data, lab, sym in quantities for g in _split(np.nan_to_num(data))]
+            fig, axes = _figure(len(panels))
+            for ax, (data, lab, sym, g) in zip(axes, panels):
                 _events(ax, tr)
+                ax.axhline(0, color="k", lw=0.5)
+                _curves(ax, tr.t, data, [f"{n} {sym}" for n in tr.slot_names], g, lab)
+            save(fig, name, axes)
+    if s > HEATMAP_SLOTS:
+        fig, axes = _figure(2)
+        for ax, data, lab, cmap in ((axes[0], tr.normal_force, "normal force λ [N]", "RdBu_r"),
+                                    (axes[1], tr.friction_force, "friction force F [N]", "PuOr_r")):
+            # the colour scale follows most slots; one far larger slot saturates (arrow on the colour bar)
+            lim = max(1e-300, float(np.percentile(np.abs(data), 98)) if data.size else 1.0)
+            big = data.size and np.abs(data).max() > lim
+            _heatmap(fig, ax, tr, data, lab + (" (beyond the arrows: saturated)" if big else ""), cmap,
+                     -lim, lim, extend="both" if big else "neither")
         save(fig, "forces", axes)
-
+        fig, axes = _figure(2)
+        for ax, data, lab in ((axes[0], pos, "along-slot coordinate s [m]"),
+                              (axes[1], tr.slip_velocity, "slip velocity v [m/s]")):
+            lim = max(1e-300, float(np.nanmax(np.abs(data))) if np.isfinite(data).any() else 1.0)
+            _heatmap(fig, ax, tr, data, lab, "RdBu_r", -lim, lim)
+        save(fig, "slots", axes)
+    if s:
         from matplotlib.colors import ListedColormap
-        fig, axes = _figure(2 if s > HEATMAP_SLOTS else 1, height=max(2.4, min(6.0, 0.35 * s)) if s <= HEATMAP_SLOTS
+        fig, axes = _figure(2 if s > HEATMAP_SLOTS else 1, height=max(2.4, min(6.0, 0.6 * s)) if s <= HEATMAP_SLOTS
                             else 2.8)
-        motion_cmap = ListedColormap(["tab:blue", "tab:red", "tab:green"])
         if s > HEATMAP_SLOTS:
-            _heatmap(fig, axes[0], tr, tr.motions, "motion", motion_cmap, -1.5, 1.5, [-1, 0, 1],
-                     ["slip backward", "stick", "slip forward"])
-            _heatmap(fig, axes[1], tr, tr.walls, "wall σ", ListedColormap(["0.35", "0.85"]), -2, 2, [-1, 1],
-                     ["− wall", "+ wall"])
+            _heatmap(fig, axes[0], tr, tr.motions, "motion", ListedColormap([_MOTION[v][0] for v in (-1, 0, 1)]),
+                     -1.5, 1.5, [-1, 0, 1], [_MOTION[v][1] for v in (-1, 0, 1)])
+            _heatmap(fig, axes[1], tr, tr.walls, "wall σ (λ ≥ 0: σ = +1)",
+                     ListedColormap([_WALL[-1][0], _WALL[1][0]]), -2, 2,
+                     [-1, 1], ["σ = −1", "σ = +1"])
         else:
-            ax = axes[0]
-            labels = {-1: "slip backward", 0: "stick", 1: "slip forward"}
-            for k in range(s):
-                m, w = tr.motions[:, k], tr.walls[:, k]
-                for val in (-1, 0, 1):
-                    sel = m == val
-                    ax.scatter(tr.t[sel], np.full(sel.sum(), k) + 0.15 * w[sel], s=4,
-                               color=motion_cmap.colors[val + 1], label=labels[val] if k == 0 else None)
-            ax.set_yticks(range(s), tr.slot_names)
-            ax.set_ylim(-0.6, s - 0.4)
-            ax.set_ylabel("slot (offset ↑/↓: wall +/−)")
-            _events(ax, tr)
-            _legend(ax, 3)
+            _timeline(axes[0], tr)
+            _events(axes[0], tr)
+            _legend(axes[0])
         save(fig, "modes", axes)
 
     enames = ["kinetic", "potential", "dissipated by friction", "work put in"]
@@ -208,13 +308,13 @@ def trajectory_figures(tr):
     groups = _split(energies)
     fig, axes = _figure(len(groups) + 1)
     for ax, cols in zip(axes, groups):
-        _curves(ax, tr.t, energies, enames, cols, "energy [J]")
         _events(ax, tr)
+        _curves(ax, tr.t, energies, enames, cols, "energy [J]")
     ax = axes[-1]
     bal = tr.energy_balance
+    _events(ax, tr)
     ax.plot(tr.t, bal - bal[0], color="k", lw=1.0, label="kinetic + potential + dissipated − work,\nchange from t₀")
     ax.set_ylabel("balance error [J]")
-    _legend(ax, 1)
-    _events(ax, tr)
+    _legend(ax)
     save(fig, "energy", axes)
     return figures

@@ -35,6 +35,7 @@ from ._transition import (VELOCITY_PROJECTED, VELOCITY_SAME, as_bools, as_floats
 from .events import event_problem, read_mode
 from .modes import Baumgarte, CompiledModes, Mode, Motion, min_norm, solve_mode
 from .sensitivity import Sensitivities
+from .slot_outputs import add_slot_outputs
 from .trajectory import Event, EventKind, SimulationStatus, Trajectory
 
 __all__ = ["simulate", "AMBIGUITY_RULES", "make_formulation"]
@@ -745,7 +746,7 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
         sens = Sensitivities(run, system, sensitivities, lambda sy: _Run(make_formulation(sy, form.name), stab, o),
                              forces=bool(force_sensitivities))
     t0, t1 = o["t_start"], o["t_end"]
-    grid = np.asarray(t_eval, float) if t_eval is not None else np.linspace(t0, t1, int(o["samples"]))
+    grid = _sample_grid(t_eval, t0, t1) if t_eval is not None else np.linspace(t0, t1, int(o["samples"]))
     n = form.n
     initial = run.initial_violation(system, t0)
     if initial["over"] and not project_initial:
@@ -863,8 +864,26 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     if not phases:
         phases.append((np.array([t]), x[:, None], mode))
     tr = _trajectory(run, phases, events, status, message, sens)
-    tr.initial_violation = initial
-    return tr
+    tr.initial_violation, tr.sample_times = initial, grid
+    return add_slot_outputs(system, tr)
+
+
+def _sample_grid(t_eval, t0, t1):
+    """``t_eval`` checked: finite, strictly increasing, inside the span (an OptionError saying which, otherwise)."""
+    try:
+        grid = np.asarray(t_eval, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise OptionError(f"t_eval must be a sequence of times in s, got {type(t_eval).__name__}") from None
+    if grid.size == 0 or not np.all(np.isfinite(grid)):
+        raise OptionError("t_eval must be a non-empty sequence of finite times")
+    if np.any(np.diff(grid) <= 0):
+        i = int(np.argmax(np.diff(grid) <= 0))
+        raise OptionError(f"t_eval must be strictly increasing: t_eval[{i + 1}] = {grid[i + 1]:g} follows {grid[i]:g}")
+    slack = 1e-12 * max(1.0, abs(t0), abs(t1))          # round-off of a computed grid (np.arange) is not an error
+    if grid[0] < t0 - slack or grid[-1] > t1 + slack:
+        raise OptionError(f"t_eval runs from {grid[0]:g} to {grid[-1]:g} s, outside the span {t0:g} .. {t1:g} s; "
+                          "give times inside the span (or widen t_span)")
+    return np.clip(grid, t0, t1)
 
 
 def _phase(sol, ta, xa, tb, xb, mode, start=True):

@@ -51,6 +51,8 @@ class Event:
     kind : EventKind
     slot : int or None
         The slot whose event function triggered (None at the start).
+    slot_name : str or None
+        Its name (set by the :class:`Trajectory` that holds the event; printed).
     mode_before, mode_after : Mode
     hlcp : HLCP or None
         The event HLCP (pairs: one per slot, two per stick candidate); None
@@ -99,6 +101,7 @@ class Event:
     report: object = None
     dtime: dict = field(default_factory=dict)
     sensitivity_note: str = ""
+    slot_name: str | None = None
 
     def __post_init__(self):
         self.time = float(self.time)                     # a Python float, whatever the root finder returned
@@ -137,7 +140,7 @@ class Event:
                    sensitivity_note=d.get("sensitivity_note", ""))
 
     def __repr__(self):
-        slot = "" if self.slot is None else f" slot {self.slot}"
+        slot = "" if self.slot is None else f" slot {self.slot_name!r}" if self.slot_name else f" slot {self.slot}"
         pairs = 0 if self.hlcp is None else self.hlcp.n
         return (f"Event(t={self.time:.9g}, {self.kind.name}{slot}, {self.mode_before} -> {self.mode_after}, "
                 f"{pairs} pairs, {self.classification})")
@@ -163,7 +166,8 @@ def _hlcp_from(d):
 
 _ARRAYS = ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions",
            "kinetic", "potential", "dissipated", "work", "drift")
-_SENSITIVITIES = ("dq", "dqd", "dnormal_force", "dfriction_force")
+_SENSITIVITIES = ("dq", "dqd", "dnormal_force", "dfriction_force", "dslot_position", "dslip_velocity")
+_OPTIONAL = ("sample_times", "slot_position")      # absent from files written before they existed
 
 
 @dataclass
@@ -177,6 +181,15 @@ class Trajectory:
         Absolute coordinates and velocities of the bodies (``coordinate_names``).
     normal_force, friction_force, slip_velocity : ndarray, shape (N, s)
         Per slot (``slot_names``): λ_k (signed, see the slot convention), F_k, v_k.
+    slot_position : ndarray, shape (N, s), or None
+        Per slot, the along-slot coordinate s_k = u·(P − A) [m]: the slider point P
+        measured along the slot's direction u from the guide's origin A (its rate is
+        ``slip_velocity``).  None in files written before it existed.
+    sample_times : ndarray or None
+        The output times that were asked for (``samples`` or ``t_eval``, within the
+        span).  The arrays hold those times and, besides, two rows at every event
+        (the state before the transition and after it) and the ends of the span;
+        :meth:`sample_rows` picks the requested ones, :meth:`to_dataframe` exports them.
     walls, motions : ndarray of int, shape (N, s)
         The mode over time (σ_k = ±1; Motion −1/0/+1).
     kinetic, potential, dissipated, work : ndarray, shape (N,)
@@ -198,6 +211,8 @@ class Trajectory:
         ∂q/∂θ and ∂q̇/∂θ at every sample (absolute coordinates, like ``q``).
     dnormal_force, dfriction_force : ndarray, shape (N, s, p) or None
         ∂λ/∂θ and ∂F/∂θ (None from ``simulate(..., force_sensitivities=False)``).
+    dslot_position, dslip_velocity : ndarray, shape (N, s, p) or None
+        ∂s_k/∂θ and ∂v_k/∂θ (from ``dq``, ``dqd`` and the slot geometry).
     sensitivity_note : str
         Why the sensitivities are NaN from some event on (grazing or degenerate event), if they are.
     initial_violation : dict
@@ -234,6 +249,15 @@ class Trajectory:
     dfriction_force: np.ndarray | None = None
     sensitivity_note: str = ""
     initial_violation: dict = field(default_factory=dict)
+    sample_times: np.ndarray | None = None
+    slot_position: np.ndarray | None = None
+    dslot_position: np.ndarray | None = None
+    dslip_velocity: np.ndarray | None = None
+
+    def __post_init__(self):
+        for e in self.events:                # events print their slot by name, as the event table does
+            if e.slot is not None and 0 <= e.slot < len(self.slot_names):
+                e.slot_name = self.slot_names[e.slot]
 
     @property
     def success(self):
@@ -267,11 +291,13 @@ class Trajectory:
         for k, n in enumerate(self.slot_names):
             cols[f"{n}.normal_force"], cols[f"{n}.friction_force"] = ("normal_force", k), ("friction_force", k)
             cols[f"{n}.slip_velocity"] = ("slip_velocity", k)
+            if self.slot_position is not None:
+                cols[f"{n}.position"] = ("slot_position", k)
         return cols
 
     def output(self, name):
-        """The samples of one output, named like a :meth:`to_dataframe` column (``"crosshead.x"``,
-        ``"crosshead.x_dot"``, ``"slot.normal_force"``, ...)."""
+        """The values of one output at every row, named like a :meth:`to_dataframe` column
+        (``"crosshead.x"``, ``"crosshead.x_dot"``, ``"slot.normal_force"``, ``"slot.position"``, ...)."""
         cols = self._columns()
         if name not in cols:
             raise SimulationError(f"no output {name!r}; available: {sorted(cols)}")
@@ -281,26 +307,60 @@ class Trajectory:
     def sensitivity(self, name):
         """∂output/∂θ at every sample, shape (N, p), for θ in ``sensitivity_names`` (NaN where undefined).
 
-        Available for coordinates, velocities (``"x_dot"``), normal and friction
-        forces; needs ``simulate(..., sensitivities=[...])``.
+        Available for coordinates, velocities (``"x_dot"``), the slots' along-slot
+        coordinates and slip velocities (``"slot.position"``, ``"slot.slip_velocity"``)
+        and normal and friction forces; needs ``simulate(..., sensitivities=[...])``.
         """
         if not self.sensitivity_names:
             raise SimulationError("this trajectory has no sensitivities: simulate(..., sensitivities=['mu', ...])")
         cols = self._columns()
-        if name not in cols or cols[name][0] == "slip_velocity":
-            ok = sorted(k for k, v in cols.items() if v[0] != "slip_velocity")
-            raise SimulationError(f"no sensitivity of {name!r}; available: {ok}")
+        source = {"q": self.dq, "qd": self.dqd, "normal_force": self.dnormal_force,
+                  "friction_force": self.dfriction_force, "slot_position": self.dslot_position,
+                  "slip_velocity": self.dslip_velocity}
+        if name not in cols:
+            raise SimulationError(f"no sensitivity of {name!r}; available: {sorted(cols)}")
         arr, i = cols[name]
-        if arr in ("normal_force", "friction_force") and self.dnormal_force is None:
-            raise SimulationError(f"no sensitivity of {name!r}: the run left the force sensitivities out "
-                                  "(simulate(..., force_sensitivities=True) gives them)")
-        return {"q": self.dq, "qd": self.dqd, "normal_force": self.dnormal_force,
-                "friction_force": self.dfriction_force}[arr][:, i, :]
+        if source[arr] is None:
+            why = ("the run left the force sensitivities out (simulate(..., force_sensitivities=True) gives them)"
+                   if arr in ("normal_force", "friction_force") else "this trajectory was written without them")
+            raise SimulationError(f"no sensitivity of {name!r}: {why}")
+        return source[arr][:, i, :]
+
+    def sample_rows(self, times=None):
+        """Row indices of the times ``times`` (default: the requested output times, :attr:`sample_times`).
+
+        A time that is also an event time gives the row after the event (the new
+        mode's state and forces: the outputs are right-continuous).  Requested
+        times the run did not reach (it stopped early: see :attr:`status`) are
+        left out when ``times`` is None, and are an error when given.
+
+        Raises
+        ------
+        SimulationError
+            A given time that no row holds (not requested from ``simulate``, or not reached).
+        """
+        if len(self.t) == 0:
+            return np.zeros(0, dtype=int)
+        given = times is not None
+        if not given:
+            if self.sample_times is None:      # a file written before sample_times: every time once
+                return np.flatnonzero(np.append(np.diff(self.t) > 0, True))
+            times = self.sample_times[self.sample_times <= self.t[-1] * (1 + 1e-12) + 1e-12]
+        times = np.asarray(times, dtype=float).reshape(-1)
+        idx = np.searchsorted(self.t, times, side="right") - 1
+        near = (idx >= 0) & (np.abs(self.t[np.clip(idx, 0, None)] - times) <= 1e-9 * (1.0 + np.abs(times)))
+        if not near.all():
+            first = times[int(np.argmin(near))]
+            reached = f" ({self.status.name}: {self.message})" if first > self.t[-1] else ""
+            raise SimulationError(f"no row at t = {first:.9g}: the run did not reach it{reached}, or it was not "
+                                  "asked for (simulate(..., t_eval=...) samples the times you need)")
+        return idx
 
     def summary(self):
         """A few lines describing the run."""
         lines = [f"status      {self.status.name}: {self.message}",
-                 f"time        {self.t[0]:g} .. {self.t[-1]:g} s, {len(self.t)} samples, {len(self.events)} events",
+                 f"time        {self.t[0]:g} .. {self.t[-1]:g} s, {len(self.sample_rows())} samples "
+                 f"({len(self.t)} rows with those before and after each transition), {len(self.events)} events",
                  f"energy      balance error {self.energy_error:.2e} (relative); dissipated {self.dissipated[-1]:.6g} J,"
                  f" work in {self.work[-1]:.6g} J",
                  f"drift       max constraint violation {self.drift.max(initial=0):.2e}"]
@@ -330,7 +390,7 @@ class Trajectory:
             cc = " ".join(f"{k}:{'ok' if v.get('agree') else 'DIFF'}" for k, v in e.crosscheck.items())
             pairs = 0 if e.hlcp is None else e.hlcp.n
             rows.append(f"{i:3d} {e.time:12.6f} {e.kind.name:12s} {slot:10s} {pairs:5d} {e.classification:14s} "
-                        f"{str(e.mode_after):30s} {'verified' if e.verified else 'NOT VERIFIED'} {cc}")
+                        f"{str(e.mode_after):30s} {'verified' if e.verified else 'NOT VERIFIED'} {cc}".rstrip())
         return "\n".join(rows)
 
     def save(self, path):
@@ -341,7 +401,7 @@ class Trajectory:
                 "parameters": {k: float(v) for k, v in self.parameters.items()}, "model_hash": self.model_hash,
                 "sensitivity_names": self.sensitivity_names, "sensitivity_note": self.sensitivity_note,
                 "initial_violation": self.initial_violation}
-        sens = {k: getattr(self, k) for k in _SENSITIVITIES if getattr(self, k) is not None}
+        sens = {k: getattr(self, k) for k in _SENSITIVITIES + _OPTIONAL if getattr(self, k) is not None}
         np.savez_compressed(path, meta=np.array(json.dumps(meta)), **{k: getattr(self, k) for k in _ARRAYS}, **sens)
 
     @classmethod
@@ -366,7 +426,7 @@ class Trajectory:
                         f"{path}: not a pympc trajectory file (no {', '.join(missing)}); trajectories are written "
                         "by Trajectory.save or `pympc simulate`")
                 arrays = {k: f[k] for k in _ARRAYS}
-                arrays.update({k: f[k] for k in _SENSITIVITIES if k in f.files})
+                arrays.update({k: f[k] for k in _SENSITIVITIES + _OPTIONAL if k in f.files})
                 meta = json.loads(str(f["meta"]))
             extra = {"initial_violation": meta.get("initial_violation", {}),
                      "parameters": meta.get("parameters", {}), "model_hash": meta.get("model_hash", ""),
@@ -389,23 +449,88 @@ class Trajectory:
         return (f"Trajectory({self.status.name}, t {span}, {len(self.t)} samples, {len(self.events)} events, "
                 f"slots [{slots}])")
 
-    def to_dataframe(self):
-        """A pandas DataFrame of the sampled arrays (needs pandas)."""
+    def to_dataframe(self, events=False):
+        """The trajectory as a pandas DataFrame, one row per sample time (needs pandas).
+
+        Parameters
+        ----------
+        events : bool
+            False (default): exactly the requested output times (``simulate``'s
+            ``samples`` or ``t_eval``, as far as the run reached; :meth:`sample_rows`),
+            each once — a table that :class:`pympc.identify.Experiment` reads as data.
+            True: every row the simulation recorded, i.e. also the two rows of each
+            event (the state before the transition, then after it, at the same time)
+            and the ends of the span; then two more columns say which row is which.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns (SI units; angles in rad):
+
+            - ``t`` [s];
+            - per coordinate of the bodies (``coordinate_names``: ``body.x``,
+              ``body.y`` [m], ``body.phi`` [rad]) the value and its rate ``_dot``
+              [m/s, rad/s];
+            - per slot ``slot.normal_force`` λ [N] (signed: > 0 on the −n wall),
+              ``slot.friction_force`` F [N] (along the slot's direction, on the
+              slider), ``slot.slip_velocity`` [m/s], ``slot.position`` [m] (along
+              the slot from the guide's origin), ``slot.wall`` (±1: the wall that
+              carries the load) and ``slot.motion`` (−1 slip backward, 0 stick,
+              +1 slip forward);
+            - ``kinetic``, ``potential``, ``dissipated`` (by friction, growing) and
+              ``work`` (put in by applied forces and driven motion) [J];
+            - with ``events=True``: ``sample`` (True on the requested output
+              times) and ``event`` (the event's kind, ``"START"``,
+              ``"SLIP_STOP"``, ..., on both rows of each event; ``""`` elsewhere).
+
+            The names are the outputs :class:`pympc.identify.Experiment` fits.
+        """
         try:
             import pandas as pd
         except ImportError:
             raise SimulationError("to_dataframe needs pandas: pip install pandas") from None
-        cols = {"t": self.t}
+        rows = slice(None) if events else self.sample_rows()
+        cols = {"t": self.t[rows]}
         for i, n in enumerate(self.coordinate_names):
-            cols[n], cols[n + "_dot"] = self.q[:, i], self.qd[:, i]
+            cols[n], cols[n + "_dot"] = self.q[rows, i], self.qd[rows, i]
         for k, n in enumerate(self.slot_names):
-            cols[f"{n}.normal_force"] = self.normal_force[:, k]
-            cols[f"{n}.friction_force"] = self.friction_force[:, k]
-            cols[f"{n}.slip_velocity"] = self.slip_velocity[:, k]
-            cols[f"{n}.wall"], cols[f"{n}.motion"] = self.walls[:, k], self.motions[:, k]
+            cols[f"{n}.normal_force"] = self.normal_force[rows, k]
+            cols[f"{n}.friction_force"] = self.friction_force[rows, k]
+            cols[f"{n}.slip_velocity"] = self.slip_velocity[rows, k]
+            if self.slot_position is not None:
+                cols[f"{n}.position"] = self.slot_position[rows, k]
+            cols[f"{n}.wall"], cols[f"{n}.motion"] = self.walls[rows, k], self.motions[rows, k]
         for n in ("kinetic", "potential", "dissipated", "work"):
-            cols[n] = getattr(self, n)
+            cols[n] = getattr(self, n)[rows]
+        if events:
+            sample = np.zeros(len(self.t), dtype=bool)
+            sample[self.sample_rows()] = True
+            kind = np.full(len(self.t), "", dtype=object)
+            for e in self.events:
+                at = np.abs(self.t - e.time) <= 1e-12 * (1.0 + abs(e.time))
+                kind[at] = e.kind.name
+            cols["sample"], cols["event"] = sample, kind
         return pd.DataFrame(cols)
+
+    def to_csv(self, path, events=False, float_format=None):
+        """Write :meth:`to_dataframe` to a CSV file, after ``#`` comment lines naming the run.
+
+        The comments (model hash, parameters, status, units) are skipped by
+        ``pandas.read_csv(path, comment="#")`` and by ``pympc identify``, which
+        reads the file as data.  ``float_format`` (default: the shortest text that reads back the same number)
+        is passed to :meth:`pandas.DataFrame.to_csv`.  Returns the path.
+        """
+        path = Path(path)
+        df = self.to_dataframe(events=events)
+        params = ", ".join(f"{k}={v:.10g}" for k, v in self.parameters.items()) or "none"
+        head = [f"# pympc trajectory: {self.status.name}, {len(df)} rows "
+                f"({'every row, events twice' if events else 'the requested sample times'})",
+                f"# parameters: {params}", f"# model hash: {self.model_hash or 'unknown'}",
+                "# units: t s; positions m; angles rad; rates m/s, rad/s; forces N; energies J"]
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write("\n".join(head) + "\n")
+            df.to_csv(f, index=False, float_format=float_format, lineterminator="\n")
+        return path
 
 
 def _jsonable(v):

@@ -11,12 +11,16 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from ..dynamics.plots import event_lines, output_unit
+
 __all__ = ["plot_fit", "plot_residuals", "plot_profiles", "plot_region", "write_plots"]
 
 
 def _figure(rows, cols=1, height=2.4, width=8.5):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(width, height * rows))
+    FigureCanvasAgg(fig)                 # drawn by Agg directly: no pyplot, the caller's backend is left alone
     axes = fig.subplots(rows, cols, squeeze=False)
     return fig, axes
 
@@ -26,23 +30,30 @@ def _outputs(result):
 
 
 def _events(ax, f):
-    for t, kind, _ in f["events"]:
-        ax.axvline(t, color={"BREAKAWAY": "tab:red", "SLIP_STOP": "tab:green"}.get(kind, "0.6"), lw=0.6, alpha=0.5,
-                   zorder=0)
+    """The fitted simulation's events, by kind (:func:`pympc.dynamics.plots.event_lines`); legend handles."""
+    return event_lines(ax, [(t, kind) for t, kind, *_ in f["events"]])
+
+
+def _legend(ax, extra=()):
+    """Every labelled line of ``ax`` and the event kinds, right of the axes (off the data)."""
+    handles, _ = ax.get_legend_handles_labels()
+    if handles or extra:
+        ax.legend(handles=handles + list(extra), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0, frameon=False)
 
 
 def plot_fit(result):
-    """Data and the fitted simulation per experiment and output; events (breakaway red, stop green) marked."""
+    """Data and the fitted simulation per experiment and output, with units; the simulation's events as lines by
+    kind (breakaway red, slip stop green, normal force zero purple), explained in a legend beside each panel."""
     items = _outputs(result)
-    fig, axes = _figure(max(1, len(items)))
+    fig, axes = _figure(max(1, len(items)), width=10.5)
     for ax, (f, j, o) in zip(axes[:, 0], items):
         t = np.asarray(f["t"])
         ax.plot(t, np.asarray(f["data"])[:, j], ".", ms=2.5, color="0.35", label="data")
         ax.plot(t, np.asarray(f["predicted"])[:, j], "-", color="tab:blue", lw=1.2, label="fit")
-        _events(ax, f)
-        ax.set_ylabel(o)
+        _legend(ax, _events(ax, f))
+        ax.set_ylabel(f"{o} [{output_unit(o)}]")
         ax.set_title(f["name"], fontsize=9, loc="left")
-    axes[0, 0].legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("t [s]")
     fig.tight_layout()
     return fig
@@ -51,16 +62,17 @@ def plot_fit(result):
 def plot_residuals(result):
     """Residuals (fit − data) per output, with ±2σ when the noise is known."""
     items = _outputs(result)
-    fig, axes = _figure(max(1, len(items)), height=1.9)
+    fig, axes = _figure(max(1, len(items)), height=1.9, width=10.5)
     for ax, (f, j, o) in zip(axes[:, 0], items):
         t = np.asarray(f["t"])
         r = np.asarray(f["predicted"])[:, j] - np.asarray(f["data"])[:, j]
-        ax.plot(t, r, ".", ms=2.5, color="tab:blue")
+        ax.plot(t, r, ".", ms=2.5, color="tab:blue", label="fit − data")
         if f["sigma"] is not None:
             for s in (-2, 2):
-                ax.axhline(s * f["sigma"][j], color="0.5", ls="--", lw=0.8)
-        _events(ax, f)
-        ax.set_ylabel(f"residual\n{o}")
+                ax.axhline(s * f["sigma"][j], color="0.5", ls="--", lw=0.8,
+                           label="±2σ (stated noise)" if s > 0 else None)
+        _legend(ax, _events(ax, f))
+        ax.set_ylabel(f"residual\n{o} [{output_unit(o)}]")
     axes[-1, 0].set_xlabel("t [s]")
     fig.tight_layout()
     return fig
@@ -72,14 +84,14 @@ def plot_profiles(result):
     fig, axes = _figure(1, max(1, len(names)), height=3.0, width=4.0 * max(1, len(names)))
     for ax, n in zip(axes[0], names):
         pr = result.profiles[n]
-        ax.plot(pr["values"], pr["deviance"], "o-", ms=3)
-        ax.axhline(pr["threshold"], color="tab:red", ls="--", lw=0.8)
-        for v in pr["interval"]:
-            if np.isfinite(v):
-                ax.axvline(v, color="0.5", ls=":", lw=0.8)
+        ax.plot(pr["values"], pr["deviance"], "o-", ms=3, label="profile")
+        ax.axhline(pr["threshold"], color="tab:red", ls="--", lw=0.8, label="χ²₁ threshold")
+        for k, v in enumerate(v for v in pr["interval"] if np.isfinite(v)):
+            ax.axvline(v, color="0.5", ls=":", lw=0.8, label="interval" if k == 0 else None)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
         ax.set_xlabel(n)
         ax.set_title(f"{n}: {pr['kind']}", fontsize=9)
-    axes[0, 0].set_ylabel("(SSE − SSE*)/σ²")
+    axes[0, 0].set_ylabel("(SSE − SSE*)/σ² [-]")
     if not names:
         axes[0, 0].text(0.5, 0.5, "no profiles computed (estimate(..., profile=[...]))", ha="center",
                         transform=axes[0, 0].transAxes)
@@ -93,7 +105,7 @@ def plot_region(result, a=None, b=None):
     a = a or names[0]
     b = b or (names[1] if len(names) > 1 else names[0])
     i, j = names.index(a), names.index(b)
-    fig, axes = _figure(1, height=4.0, width=5.0)
+    fig, axes = _figure(1, height=4.0, width=8.0)
     ax = axes[0, 0]
     C = result.covariance[np.ix_([i, j], [i, j])]
     c = result.optimum[[i, j]]
@@ -116,7 +128,7 @@ def plot_region(result, a=None, b=None):
     ax.plot(*c, "o", color="tab:blue", label="estimate")
     ax.set_xlabel(a)
     ax.set_ylabel(b)
-    ax.legend(fontsize=8)
+    _legend(ax)
     fig.tight_layout()
     return fig
 
