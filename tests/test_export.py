@@ -255,3 +255,19 @@ def test_identification_plots_have_units_and_explain_the_event_lines():
     ax = fig.axes[0]
     assert ax.get_legend().get_window_extent(fig.canvas.get_renderer()).x0 >= \
         ax.get_window_extent(fig.canvas.get_renderer()).x1 - 1
+
+
+def test_a_fit_to_the_along_slot_coordinate_recovers_the_parameters():
+    """The along-slot coordinate is an output a fit can use (its sensitivities come with the run)."""
+    from pympc.identify import Experiment, Parameter, estimate, synthetic_record
+    from pympc.identify.experiment import fittable_outputs
+    assert "slot.position" in fittable_outputs(pympc.load_model(OSC))
+    t = np.linspace(0.0, 8.0, 161)
+    df, sigma = synthetic_record(OSC, t, ["slot.position"], 0.005, 11, mu=0.25, mu_s=0.35)
+    res = estimate(Experiment(OSC, df, noise=sigma), [Parameter("mu", 0.45, (0.05, 1.0)),
+                                                      Parameter("mu_s", 0.6, (0.05, 1.5))])
+    assert all(ok for ok, _ in res.checks().values()), res.checks()
+    for name, truth in (("mu", 0.25), ("mu_s", 0.35)):
+        assert res.status_of(name)[0] == "identified"
+        k = res.names.index(name)
+        assert abs(res.optimum[k] - truth) <= 4 * res.stderr[k]

@@ -212,3 +212,9 @@ def test_command_line_overrides_take_the_model_language(tmp_path, capsys):
     assert tr.parameters["w"] == np.pi / 4 and tr.parameters["F0"] == 30.0
     assert main(["simulate", str(OSC), "--t-end", "1", "--set", "w=pi/", "--no-plots", "--out", str(tmp_path)]) != 0
     assert "parameter 'w': cannot parse 'pi/'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", [[], (), [1], 0.3, [None]])
+def test_sensitivities_that_are_not_parameter_names_are_refused_by_name(given):
+    with pytest.raises(pympc.errors.OptionError, match=r"^sensitivities must be parameter names"):
+        pympc.simulate(OSC, (0.0, 1.0), sensitivities=given)

@@ -73,7 +73,13 @@ class Sensitivities:
     """Relative parameter change by which the sensitivities' absolute tolerance is scaled (:meth:`atol`)."""
 
     def __init__(self, run, system, names, make_run, forces=True):
-        names = [names] if isinstance(names, str) else list(names)
+        try:
+            names = [names] if isinstance(names, str) else list(names)
+        except TypeError:
+            names = None
+        if not names or not all(isinstance(k, str) for k in names):
+            raise OptionError(f"sensitivities must be parameter names, e.g. ['mu', 'mu_s'] (or None for a run "
+                              f"without them), got {names!r}; parameters: {sorted(system.parameters)}")
         values = system.parameters
         unknown = [k for k in names if k not in values]
         if unknown or len(set(names)) != len(names):

@@ -19,9 +19,9 @@ from ..mechanics import Expression, System, load_model
 from .parameters import as_number
 
 __all__ = ["Experiment", "output_names", "fittable_outputs", "friction_pairs", "simulate_experiment", "read_data", "synthetic_record",
-           "sample_rows", "trajectory_output"]
+           "trajectory_output"]
 
-_SLOT_OUTPUTS = ("normal_force", "friction_force", "slip_velocity")
+_SLOT_OUTPUTS = ("normal_force", "friction_force", "slip_velocity", "position")
 _ENERGIES = ("kinetic", "potential", "dissipated", "work")
 
 
@@ -29,7 +29,8 @@ def output_names(system):
     """Names of the outputs a simulation of ``system`` has (as in ``Trajectory.to_dataframe()``).
 
     Coordinates and their velocities (``body.x``, ``body.x_dot``), per slot
-    ``slot.normal_force``, ``slot.friction_force``, ``slot.slip_velocity``, and the energies.
+    ``slot.normal_force``, ``slot.friction_force``, ``slot.slip_velocity``, ``slot.position`` (along the
+    slot), and the energies.
     """
     form = make_formulation(system)
     names = [f"{c}{suffix}" for c in form.absolute_names for suffix in ("", "_dot")]
@@ -260,22 +261,10 @@ def simulate_experiment(experiment, values, sensitivities=None):
     opts = dict(experiment.simulate_options)
     if sensitivities and any(k in used for k in sensitivities):
         opts["sensitivities"] = [k for k in sensitivities if k in used]
-        opts["force_sensitivities"] = any(o.rpartition(".")[2] in _SLOT_OUTPUTS for o in experiment.outputs)
+        opts["force_sensitivities"] = any(o.rpartition(".")[2] in ("normal_force", "friction_force")
+                                          for o in experiment.outputs)
     return simulate(experiment.system, experiment.t_span, params={k: v for k, v in values.items() if k in used},
                     t_eval=experiment.t, **opts)
-
-
-def sample_rows(tr, times):
-    """Row indices of ``tr`` at ``times`` (the row after an event when a time is an event time).
-
-    Raises SimulationError when the trajectory does not reach a time.
-    """
-    idx = np.searchsorted(tr.t, times, side="right") - 1
-    ok = (idx >= 0) & (np.abs(tr.t[np.clip(idx, 0, None)] - times) <= 1e-9 * (1.0 + np.abs(times)))
-    if not ok.all():
-        first = times[int(np.argmin(ok))]
-        raise SimulationError(f"the simulation did not reach t = {first:g} ({tr.status.name}: {tr.message})")
-    return idx
 
 
 def trajectory_output(tr, name):
@@ -319,7 +308,7 @@ def synthetic_record(model, t, outputs, rel_noise, seed, **overrides):
     tr = simulate(model, (t[0], t[-1]), t_eval=t, overrides=overrides)
     if not tr.success:
         raise SimulationError(f"{model}: the simulation for the record did not succeed: {tr.message}")
-    rows = sample_rows(tr, t)
+    rows = tr.sample_rows(t)
     rng = np.random.default_rng(seed)
     data, sigma = {"t": t}, {}
     for o in outputs:

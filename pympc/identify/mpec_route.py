@@ -27,7 +27,6 @@ import numpy as np
 
 from ..dynamics import simulate
 from ..errors import OptionError, SimulationError
-from .experiment import sample_rows
 
 __all__ = ["fit_mpec", "mpec_model", "static_bounds", "ladder", "RELAXATION", "STEP", "COARSEST"]
 
@@ -53,7 +52,7 @@ def _warm_start(experiment, values, t0, t_end, step):
         tr = simulate(experiment.system, (t0, experiment.t_span[1]),
                       params={k: v for k, v in values.items() if k in used},
                       t_eval=grid, **experiment.simulate_options)
-        rows = sample_rows(tr, grid)
+        rows = tr.sample_rows(grid)
     except SimulationError:
         return None
     return {"q": tr.q[rows], "v": tr.qd[rows], "normal_force": tr.normal_force[rows],

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from ..errors import OptionError, PympcError, SimulationError
-from .experiment import sample_rows, simulate_experiment, trajectory_output
+from .experiment import simulate_experiment, trajectory_output
 
 __all__ = ["ShootingProblem", "fit_starts", "JACOBIANS"]
 
@@ -71,7 +71,7 @@ class ShootingProblem:
         """Simulated outputs at the data times, one (N, m) array per experiment (SimulationError if one falls short)."""
         out = []
         for e, tr in zip(self.experiments, trs):
-            rows = sample_rows(tr, e.t)
+            rows = tr.sample_rows(e.t)
             out.append(np.column_stack([trajectory_output(tr, o)[rows] for o in e.outputs]))
         return out
 
@@ -133,7 +133,7 @@ class ShootingProblem:
     def _jacobian_sensitivity(self, z):
         blocks = []
         for e, tr, w in zip(self.experiments, self.trajectories(z), self.weights):
-            rows = sample_rows(tr, e.t)
+            rows = tr.sample_rows(e.t)
             have = list(tr.sensitivity_names)
             S = np.zeros((len(rows), len(e.outputs), len(self.par.names)))      # unused parameters: zero columns
             for k, o in enumerate(e.outputs):
