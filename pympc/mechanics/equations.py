@@ -17,8 +17,10 @@ numeric oracle differences these functions, the Pyomo model differentiates
 them symbolically; the generalized forces use :meth:`Equations.point_columns`,
 the derivative of the same point position ``r + R(phi) s``.
 
-Not covered: :class:`Rolling` and :class:`Gear` (velocity-level, non-holonomic
-rows); :meth:`Equations.check_supported` raises a ModelError naming them.
+Each joint writes its own residuals (:meth:`~pympc.mechanics.joints.Joint.residuals`,
+called with this object for the point kinematics); a joint type without them
+(:class:`Rolling` and :class:`Gear`: velocity-level, non-holonomic rows) is not
+covered, and :meth:`Equations.check_supported` raises a ModelError naming it.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ import math
 
 from ..errors import ModelError
 from .expressions import Expression
-from .system import GROUND, Damper, Distance, Gear, Gravity, PointForce, Prescribed, Revolute, RigidBody, Rolling, \
-    Slot, Spring, Torque
+from .joints import GROUND
+from .system import Damper, Gravity, PointForce, RigidBody, Spring, Torque
 
 __all__ = ["Equations"]
 
@@ -64,16 +66,17 @@ class Equations:
         self.coordinate_names = []
         for b, r in zip(self.bodies, self.rigid):
             self.coordinate_names += [f"{b.name}.x", f"{b.name}.y"] + ([f"{b.name}.phi"] if r else [])
-        self.joints = [system.definition(n) for n in system.joints if not isinstance(system.joints[n], Slot)]
+        self.joints = [system.definition(n) for n in system.joints if not system.joints[n].SLOT]
         self.slots = [system.definition(s.name) for s in system.slots]
         self.forces = [system.definition(n) for n in system.forces]
 
     def check_supported(self):
         """Raise a ModelError naming the joints these equations do not cover (rolling, gears)."""
-        bad = [j.name for j in self.joints if isinstance(j, (Rolling, Gear))]
+        bad = [f"{j.name} ({j.TYPE})" for j in self.joints if j.residuals is None]
         if bad:
-            raise ModelError(f"{self.system.name}: joint(s) {bad} (rolling/gear: velocity-level rows) are not covered "
-                             "by the position-level equations of the MPEC route; use the shooting route")
+            raise ModelError(f"{self.system.name}: joint(s) {bad} have no position-level residuals (velocity-level "
+                             "rows such as rolling and gears) and are not covered by the MPEC route; use the "
+                             "shooting route")
 
     # ------------------------------------------------------------------ values
     @staticmethod
@@ -107,8 +110,11 @@ class Equations:
         return out
 
     # ------------------------------------------------------------------ kinematics
-    def _body(self, name):
+    def body(self, name):
+        """The index of body ``name`` (-1 for the ground)."""
         return -1 if name == GROUND else self.index[name]
+
+    _body = body
 
     def _vec(self, v, env, ops):
         return self.value(v[0], env, ops), self.value(v[1], env, ops)
@@ -152,23 +158,13 @@ class Equations:
 
     # ------------------------------------------------------------------ constraints
     def joint_residuals(self, q, t, env, ops=math):
-        """The bilateral constraints g(q, t) (Revolute: 2 rows, Distance: ½(|d|² − L²), Prescribed: q_c − f(t)),
-        in the row order of the numeric assembly."""
+        """The bilateral constraints g(q, t), each joint's :meth:`~pympc.mechanics.joints.Joint.residuals`
+        (Revolute: 2 rows, Distance: ½(|d|² − L²), Prescribed: q_c − f(t)), in the row order of the numeric
+        assembly."""
         self.check_supported()
         out = []
         for j in self.joints:
-            if isinstance(j, Revolute):
-                ra = self.point(q, j.body_a, j.point_a, env, ops)
-                rb = self.point(q, j.body_b, j.point_b, env, ops)
-                out += [ra[0] - rb[0], ra[1] - rb[1]]
-            elif isinstance(j, Distance):
-                ra = self.point(q, j.body_a, j.point_a, env, ops)
-                rb = self.point(q, j.body_b, j.point_b, env, ops)
-                L = self.value(j.length, env, ops, {"t": t})
-                out.append(0.5 * ((ra[0] - rb[0]) ** 2 + (ra[1] - rb[1]) ** 2 - L * L))
-            elif isinstance(j, Prescribed):
-                c = self.offset[self._body(j.body)] + ("x", "y", "phi").index(j.coordinate)
-                out.append(q[c] - self.value(j.value, env, ops, {"t": t}))
+            out += j.residuals(self, q, t, env, ops)
         return out
 
     def slot_frame(self, q, slot, env, ops=math):
