@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import ModelError
 from . import _kernels
 from .expressions import parse
-from .joints import _E, GROUND, _add
+from .joints import _E, GROUND, Slot, _add
 from .system import FORCE_VARIABLES, Damper, Gravity, PointForce, RigidBody, Spring, Torque
 
 __all__ = ["Assembly", "AbsoluteModel", "SparseAssembly", "time_program", "EMPTY"]
@@ -257,18 +257,21 @@ class AbsoluteModel:
         for j in system.joints.values():
             if j.name in exclude or j.SLOT:
                 continue
+            if len(j.holonomic_rows) != j.nrows:
+                raise ModelError(f"{j.name}: joint type {type(j).__name__} has {j.nrows} rows but says whether "
+                                 f"{len(j.holonomic_rows)} are position-level (holonomic_rows); fix the class")
             self._joints.append((j, self.m, j.compile(self)))
             self.m += j.nrows
         self.holonomic = np.ones(self.m, dtype=bool)
         for j, r0, _ in self._joints:
             self.holonomic[r0:r0 + j.nrows] = j.holonomic_rows
-        self.rheonomic = any(not parse(f, {}, ("t",), f"{j.name}").is_constant
+        self.rheonomic = any(not parse(f, {}, ("t",), f"{j.name}: time function").is_constant
                              for j, _, _ in self._joints for f in j.time_functions())
         """True when some constraint depends explicitly on time (driven motion)."""
         # body columns for the compiled loops (_kernels): x column, phi column (-1 for a particle)
         self._bx = np.array(self.offset, dtype=np.int64)
         self._bphi = np.array([o + 2 if r else -1 for o, r in zip(self.offset, self.rigid)], dtype=np.int64)
-        self._slot_table = self._compile_slots(self.slots)
+        self._slot_table = Slot.table(self.slots, self)
         # the joint types with a compiled kernel of their own run it in python_parts; the others evaluate in Python
         by_type = {}
         for entry in self._joints:
@@ -306,21 +309,13 @@ class AbsoluteModel:
         """The index of body ``name`` (-1 for the ground)."""
         return -1 if name == GROUND else self.body_index[name]
 
-    _b = body
-
-    def _compile_slots(self, slots):
-        arr = lambda key: np.array([np.asarray(getattr(sl, key), float) for sl in slots]).reshape(-1, 2)  # noqa: E731
-        d = arr("direction")
-        return (np.array([self._b(sl.slider) for sl in slots], dtype=np.int64),
-                np.array([self._b(sl.guide) for sl in slots], dtype=np.int64),
-                arr("point"), arr("origin"), d / np.hypot(d[:, 0], d[:, 1])[:, None])
 
     def _compile_pairs(self, forces):
         arr = lambda key: np.array([np.asarray(getattr(f, key), float) for f in forces]).reshape(-1, 2)  # noqa: E731
         spring = [isinstance(f, Spring) for f in forces]
         return ([f.name for f in forces],
-                (np.array([self._b(f.body_a) for f in forces], dtype=np.int64),
-                 np.array([self._b(f.body_b) for f in forces], dtype=np.int64),
+                (np.array([self.body(f.body_a) for f in forces], dtype=np.int64),
+                 np.array([self.body(f.body_b) for f in forces], dtype=np.int64),
                  arr("point_a"), arr("point_b"), np.array(spring, dtype=np.bool_),
                  np.array([float(f.k) if sp else 0.0 for f, sp in zip(forces, spring)]),
                  np.array([float(f.length) if sp else 0.0 for f, sp in zip(forces, spring)]),
@@ -332,8 +327,8 @@ class AbsoluteModel:
             if len(comps) != 2:
                 raise ModelError(f"{f.name}.value: a force has two components")
             constant = np.array([c.value for c in comps]) if all(c.is_constant for c in comps) else None
-            return self._b(f.body), np.asarray(f.point, dtype=float), comps, constant
-        return self._b(f.body), parse(f.value, {}, FORCE_VARIABLES, f"{f.name}.value")
+            return self.body(f.body), np.asarray(f.point, dtype=float), comps, constant
+        return self.body(f.body), parse(f.value, {}, FORCE_VARIABLES, f"{f.name}.value")
 
     # ------------------------------------------------------------------ state
     def initial_state(self):

@@ -114,7 +114,6 @@ class Equations:
         """The index of body ``name`` (-1 for the ground)."""
         return -1 if name == GROUND else self.index[name]
 
-    _body = body
 
     def _vec(self, v, env, ops):
         return self.value(v[0], env, ops), self.value(v[1], env, ops)
@@ -129,7 +128,7 @@ class Equations:
 
     def point(self, q, body, s, env, ops=math):
         """World position ``r_b + R(phi_b) s`` of the point ``s`` (body frame) of body ``body`` (a name)."""
-        b = self._body(body)
+        b = self.body(body)
         s = self._vec(s, env, ops)
         if b < 0:
             return s
@@ -139,7 +138,7 @@ class Equations:
 
     def point_columns(self, q, body, s, env, ops=math):
         """``[(column, (∂x/∂q_c, ∂y/∂q_c))]``: the derivative of :meth:`point` (rotation column ``E R s``)."""
-        b = self._body(body)
+        b = self.body(body)
         if b < 0:
             return []
         o = self.offset[b]
@@ -168,13 +167,9 @@ class Equations:
         return out
 
     def slot_frame(self, q, slot, env, ops=math):
-        """(slider point P, guide line origin A, direction u, normal n) of a slot, in world axes."""
-        gb = self._body(slot.guide)
-        d = self._vec(slot.direction, env, ops)
-        norm = ops.sqrt(d[0] * d[0] + d[1] * d[1])
-        u = self.rotated(q, gb, (d[0] / norm, d[1] / norm), ops)
-        return (self.point(q, slot.slider, slot.point, env, ops), self.point(q, slot.guide, slot.origin, env, ops),
-                u, (-u[1], u[0]))
+        """(slider point P, guide line origin A, direction u, normal n) of a slot, in world axes (its
+        :meth:`~pympc.mechanics.joints.Slot.frame`)."""
+        return slot.frame(self, q, env, ops)
 
     def slot_coordinates(self, q, env, ops=math):
         """Per slot, (normal gap gN = n·(P − A), tangential coordinate s = u·(P − A)).
@@ -226,7 +221,7 @@ class Equations:
                     self.value(f.value[1], env, ops, self._state(q, v, t, f.body, f.point, env, ops))
                 self._apply(Q, q, f.body, f.point, F, env, ops)
             elif isinstance(f, Torque):
-                b = self._body(f.body)
+                b = self.body(f.body)
                 c = self.offset[b] + 2
                 Q[c] = Q[c] + self.value(f.value, env, ops, self._state(q, v, t, f.body, zero, env, ops))
         return Q
@@ -235,7 +230,7 @@ class Equations:
         """The variables of a force expression: time, the point's position and velocity, the body's angle and rate."""
         r = self.point(q, body, s, env, ops)
         w = self.point_velocity(q, v, body, s, env, ops)
-        b = self._body(body)
+        b = self.body(body)
         rigid = b >= 0 and self.rigid[b]
         phi = q[self.offset[b] + 2] if rigid else 0.0
         phidot = v[self.offset[b] + 2] if rigid else 0.0

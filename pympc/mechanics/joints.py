@@ -331,6 +331,26 @@ class Slot(Joint):
         if self.slider == self.guide:
             check.add(f"{self.name}: slider and guide are the same body {self.slider!r}")
 
+    @staticmethod
+    def table(slots, model):
+        """The slots as the arrays of the compiled slot kernels (:func:`~pympc.mechanics._kernels.slot_into`:
+        gap, normal and tangent rows, slip velocity): slider and guide indices, points, origins, unit directions."""
+        arr = lambda key: np.array([np.asarray(getattr(sl, key), float) for sl in slots]).reshape(-1, 2)  # noqa: E731
+        d = arr("direction")
+        return (np.array([model.body(sl.slider) for sl in slots], dtype=np.int64),
+                np.array([model.body(sl.guide) for sl in slots], dtype=np.int64),
+                arr("point"), arr("origin"), d / np.hypot(d[:, 0], d[:, 1])[:, None])
+
+    def frame(self, eq, q, env, ops=math):
+        """(slider point P, guide line origin A, direction u, normal n) in world axes, with any arithmetic
+        (see :class:`~pympc.mechanics.equations.Equations`)."""
+        gb = eq.body(self.guide)
+        d = eq._vec(self.direction, env, ops)
+        norm = ops.sqrt(d[0] * d[0] + d[1] * d[1])
+        u = eq.rotated(q, gb, (d[0] / norm, d[1] / norm), ops)
+        return (eq.point(q, self.slider, self.point, env, ops), eq.point(q, self.guide, self.origin, env, ops),
+                u, (-u[1], u[0]))
+
 
 @dataclass
 class Rolling(Joint):
