@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ModelError
 from . import _kernels
+from .equations import Equations
 from .expressions import parse
 from .joints import _E, GROUND, Slot, _add
 from .system import FORCE_VARIABLES, Damper, Gravity, PointForce, RigidBody, Spring, Torque
@@ -305,6 +306,15 @@ class AbsoluteModel:
                     self._gravity[self.offset[i]:self.offset[i] + 2] += float(b.mass) * gv
 
     # ------------------------------------------------------------------ compile
+    @property
+    def equations(self):
+        """The :class:`~pympc.mechanics.equations.Equations` of the model as bound (for joints that derive their
+        rows from their residuals)."""
+        eq = getattr(self, "_equations", None)
+        if eq is None:
+            eq = self._equations = Equations(self._resolved)
+        return eq
+
     def body(self, name):
         """The index of body ``name`` (-1 for the ground)."""
         return -1 if name == GROUND else self.body_index[name]

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .expressions import parse
+from .symbolic import OPS, DerivedRows, Sym
 
 __all__ = ["GROUND", "JOINT_TYPES", "Joint", "Checker", "Revolute", "Slot", "Rolling", "Gear", "Distance",
            "Prescribed"]
@@ -212,15 +213,28 @@ class Joint:
         """The joint's numbers for :meth:`evaluate`, once per compiled model.
 
         ``model`` (an :class:`~pympc.mechanics.assembly.AbsoluteModel`) gives ``model.body(name)`` (index, -1
-        for the ground), ``model.offset`` and ``model.rigid``.
+        for the ground), ``model.offset``, ``model.rigid`` and ``model.equations`` (its
+        :class:`~pympc.mechanics.equations.Equations`).  The default derives the rows from :meth:`residuals`
+        by symbolic differentiation (:class:`~pympc.mechanics.symbolic.DerivedRows`): a joint whose rows are
+        all position-level needs nothing but its residuals.
         """
-        raise NotImplementedError(f"joint type {type(self).__name__} defines no compile()")
+        if self.residuals is None or not all(self.holonomic_rows):
+            raise NotImplementedError(f"joint type {type(self).__name__}: velocity-level rows (or no residuals) "
+                                      "need their own compile() and evaluate()")
+        eq = model.equations
+        q = [Sym.var(f"q{c}") for c in range(eq.n)]
+        rows = self.residuals(eq, q, Sym.var("t"), eq.parameters(), OPS)
+        if len(rows) != self.nrows:
+            raise ModelError(f"{self.name}: joint type {type(self).__name__} has {self.nrows} rows (ROWS) but "
+                             f"residuals() gives {len(rows)}; fix the class")
+        return DerivedRows(rows, eq.n, self.name)
 
     def evaluate(self, data, pose, t, g, J, w, gd):
         """Write the rows at one state: ``g``, ``J`` (rows × n), ``w`` (g̈ = J q̈ + w) and ``gd`` (ġ), each
         starting at this joint's first row.  ``pose.point(b, s)`` gives ``(r, v, columns, 2×k Jacobian block,
-        q̇-quadratic acceleration)`` of a body point, ``pose.frame(b)`` ``(r, phi, v, omega, R)``."""
-        raise NotImplementedError(f"joint type {type(self).__name__} defines no evaluate()")
+        q̇-quadratic acceleration)`` of a body point, ``pose.frame(b)`` ``(r, phi, v, omega, R)``.  The default
+        evaluates the rows the default :meth:`compile` derived from :meth:`residuals`."""
+        data.evaluate(pose.q, pose.qd, t, g, J, w, gd)
 
     @classmethod
     def batch(cls, entries, model):
