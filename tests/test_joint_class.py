@@ -320,3 +320,29 @@ def test_no_module_dispatches_on_the_builtin_joint_types():
         if path.stem in ("assembly", "tree", "equations", "modelfile", "tomlwriter", "general", "_kernels"):
             imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
             assert not imported & (joints - {"Slot"}), f"{path.name} imports {sorted(imported & joints)}"
+
+
+def test_the_builtin_rows_are_the_derivatives_of_their_residuals(rng):
+    """Every built-in joint with residuals, in every model file: its hand-written rows (used by the simulator)
+    equal the rows derived symbolically from its residuals (used by the MPEC), at random states; the two
+    definitions cannot drift apart."""
+    from pympc.mechanics.assembly import _Pose
+    checked = set()
+    for path in sorted(MODELS.glob("*.toml")):
+        ab = GeneralMethod(pympc.load_model(path))._abs
+        q0, _ = ab.initial_state()
+        for j, r0, data in ab._joints:
+            if j.residuals is None:
+                continue
+            derived = Joint.compile(j, ab)
+            for _ in range(3):
+                q, qd, t = q0 + 0.3 * rng.standard_normal(ab.n), rng.standard_normal(ab.n), float(rng.uniform(0, 3))
+                pose = _Pose(ab, q, qd)
+                (g, J, w, gd), (g2, J2, w2, gd2) = [(np.zeros(j.nrows), np.zeros((j.nrows, ab.n)),
+                                                     np.zeros(j.nrows), np.zeros(j.nrows)) for _ in range(2)]
+                j.evaluate(data, pose, t, g, J, w, gd)
+                Joint.evaluate(j, derived, pose, t, g2, J2, w2, gd2)
+                for a, b in ((g, g2), (J, J2), (w, w2), (gd, gd2)):
+                    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=f"{path.name}: {j.name}")
+            checked.add(j.TYPE)
+    assert checked == {"revolute", "distance", "prescribed"}      # every built-in type with residuals was met
