@@ -149,6 +149,11 @@ class Joint:
     SLOT: ClassVar[bool] = False
     """True for the friction slot (unilateral rows handled by the event HLCP, no bilateral rows)."""
     residuals: ClassVar = None
+    """``residuals(self, eq, q, t, env, ops=math)`` → the position-level rows g(q, t) as a list, written once for
+    any arithmetic (``eq``: an :class:`~pympc.mechanics.equations.Equations`, whose ``point`` and ``value`` give
+    body points and fields; floats with ``math``, Pyomo with ``pyomo.environ``, symbols with
+    :data:`~pympc.mechanics.symbolic.OPS`).  None for a joint with velocity-level rows (rolling, gear): the MPEC
+    refuses it, and it needs its own :meth:`compile` and :meth:`evaluate`."""
     name: str
 
     def __init_subclass__(cls, **kw):
