@@ -20,20 +20,20 @@ import numpy as np
 
 from ..errors import ModelError
 from . import _kernels
+from .equations import Equations
 from .expressions import parse
-from .system import (
-    FORCE_VARIABLES, GROUND, Damper, Distance, Gear, Gravity, PointForce, Prescribed, Revolute,
-    RigidBody, Rolling, Slot, Spring, Torque,
-)
+from .joints import _E, GROUND, Slot, _add
+from .system import FORCE_VARIABLES, Damper, Gravity, PointForce, RigidBody, Spring, Torque
 
-__all__ = ["Assembly", "AbsoluteModel", "SparseAssembly", "time_program"]
+__all__ = ["Assembly", "AbsoluteModel", "SparseAssembly", "time_program", "EMPTY"]
 
-_E = np.array([[0.0, -1.0], [1.0, 0.0]])
 _I2 = np.eye(2)
 _Z2 = np.zeros(2)
 _Z20 = np.zeros((2, 0))
-_Z0 = np.zeros(0)
-for _a in (_E, _I2, _Z2, _Z20, _Z0):
+EMPTY = np.zeros(0)
+"""A read-only empty float array (no joint rows, no state forces); shared, never written."""
+_Z0 = EMPTY     # the old private name, until pympc.dynamics.modes imports EMPTY
+for _a in (_I2, _Z2, _Z20, EMPTY):
     _a.flags.writeable = False
 
 
@@ -95,11 +95,6 @@ def time_program(functions):
 def _rot(phi):
     c, s = np.cos(phi), np.sin(phi)
     return np.array([[c, -s], [s, c]])
-
-
-def _unit(v):
-    v = np.asarray(v, dtype=float)
-    return v / np.hypot(*v)
 
 
 @dataclass
@@ -228,11 +223,6 @@ def _state(t, r, v, frame):
     return {"t": t, "x": r[0], "y": r[1], "vx": v[0], "vy": v[1], "phi": frame[1], "phidot": frame[3]}
 
 
-def _add(row, cols, vals):
-    for c, v in zip(cols, vals):
-        row[c] += v
-
-
 class AbsoluteModel:
     """A System compiled for fast repeated evaluation in absolute coordinates.
 
@@ -266,33 +256,35 @@ class AbsoluteModel:
         self._joints = []
         self.m = 0
         for j in system.joints.values():
-            if j.name in exclude or isinstance(j, Slot):
+            if j.name in exclude or j.SLOT:
                 continue
-            rows = 2 if isinstance(j, (Revolute, Rolling)) else 1
-            self._joints.append((j, self.m, self._compile_joint(j)))
-            self.m += rows
+            if len(j.holonomic_rows) != j.nrows:
+                raise ModelError(f"{j.name}: joint type {type(j).__name__} has {j.nrows} rows but says whether "
+                                 f"{len(j.holonomic_rows)} are position-level (holonomic_rows); fix the class")
+            self._joints.append((j, self.m, j.compile(self)))
+            self.m += j.nrows
         self.holonomic = np.ones(self.m, dtype=bool)
         for j, r0, _ in self._joints:
-            if isinstance(j, Rolling):
-                self.holonomic[r0 + 1] = False
-            elif isinstance(j, Gear):
-                self.holonomic[r0] = False
-        # the time function of a prescribed coordinate or rod length is the third entry from the end
-        self.rheonomic = any(isinstance(j, (Prescribed, Distance)) and not data[-3].is_constant
-                             for j, _, data in self._joints)
+            self.holonomic[r0:r0 + j.nrows] = j.holonomic_rows
+        self.rheonomic = any(not parse(f, {}, ("t",), f"{j.name}: time function").is_constant
+                             for j, _, _ in self._joints for f in j.time_functions())
         """True when some constraint depends explicitly on time (driven motion)."""
         # body columns for the compiled loops (_kernels): x column, phi column (-1 for a particle)
         self._bx = np.array(self.offset, dtype=np.int64)
         self._bphi = np.array([o + 2 if r else -1 for o, r in zip(self.offset, self.rigid)], dtype=np.int64)
-        self._slot_table = self._compile_slots(self.slots)
-        # revolute joints go to a compiled loop (python_parts); the other joints stay in Python
-        rev = [(r0, d) for j, r0, d in self._joints if isinstance(j, Revolute)]
-        self._revolutes = (np.array([r0 for r0, _ in rev], dtype=np.int64),
-                           np.array([d[0] for _, d in rev], dtype=np.int64),
-                           np.array([d[1] for _, d in rev], dtype=float).reshape(-1, 2),
-                           np.array([d[2] for _, d in rev], dtype=np.int64),
-                           np.array([d[3] for _, d in rev], dtype=float).reshape(-1, 2))
-        self._other_joints = [(j, r0, d) for j, r0, d in self._joints if not isinstance(j, Revolute)]
+        self._slot_table = Slot.table(self.slots, self)
+        # the joint types with a compiled kernel of their own run it in python_parts; the others evaluate in Python
+        by_type = {}
+        for entry in self._joints:
+            by_type.setdefault(type(entry[0]), []).append(entry)
+        self._batches, self._other_joints = [], []
+        for cls, entries in by_type.items():
+            kernel = cls.batch(entries, self)
+            if kernel is None:
+                self._other_joints += entries
+            else:
+                self._batches.append(kernel)
+        self._other_joints.sort(key=lambda e: e[1])
         self._J0 = np.zeros((0, self.n))
         self._J0.flags.writeable = False
         self._pair_names, self._pair_table = self._compile_pairs(
@@ -314,41 +306,26 @@ class AbsoluteModel:
                     self._gravity[self.offset[i]:self.offset[i] + 2] += float(b.mass) * gv
 
     # ------------------------------------------------------------------ compile
-    def _b(self, name):
+    @property
+    def equations(self):
+        """The :class:`~pympc.mechanics.equations.Equations` of the model as bound (for joints that derive their
+        rows from their residuals)."""
+        eq = getattr(self, "_equations", None)
+        if eq is None:
+            eq = self._equations = Equations(self._resolved)
+        return eq
+
+    def body(self, name):
+        """The index of body ``name`` (-1 for the ground)."""
         return -1 if name == GROUND else self.body_index[name]
 
-    def _compile_joint(self, j):
-        v = lambda a: np.asarray(a, dtype=float)  # noqa: E731
-        if isinstance(j, Revolute):
-            return self._b(j.body_a), v(j.point_a), self._b(j.body_b), v(j.point_b)
-        if isinstance(j, Rolling):
-            return self._b(j.disc), float(j.radius), _unit(j.direction), v(j.origin)
-        if isinstance(j, Gear):
-            return (self._b(j.body_a), float(j.radius_a), v(j.center_a),
-                    self._b(j.body_b), float(j.radius_b), v(j.center_b), -1.0 if j.internal else 1.0)
-        if isinstance(j, Distance):
-            L = parse(j.length, {}, ("t",), f"{j.name}.length")
-            dL = L.diff("t")
-            return self._b(j.body_a), v(j.point_a), self._b(j.body_b), v(j.point_b), L, dL, dL.diff("t")
-        if isinstance(j, Prescribed):
-            f = parse(j.value, {}, ("t",), f"{j.name}.value")
-            df = f.diff("t")
-            return self.offset[self._b(j.body)] + ("x", "y", "phi").index(j.coordinate), f, df, df.diff("t")
-        raise ModelError(f"unsupported joint type {type(j).__name__}")
-
-    def _compile_slots(self, slots):
-        arr = lambda key: np.array([np.asarray(getattr(sl, key), float) for sl in slots]).reshape(-1, 2)  # noqa: E731
-        d = arr("direction")
-        return (np.array([self._b(sl.slider) for sl in slots], dtype=np.int64),
-                np.array([self._b(sl.guide) for sl in slots], dtype=np.int64),
-                arr("point"), arr("origin"), d / np.hypot(d[:, 0], d[:, 1])[:, None])
 
     def _compile_pairs(self, forces):
         arr = lambda key: np.array([np.asarray(getattr(f, key), float) for f in forces]).reshape(-1, 2)  # noqa: E731
         spring = [isinstance(f, Spring) for f in forces]
         return ([f.name for f in forces],
-                (np.array([self._b(f.body_a) for f in forces], dtype=np.int64),
-                 np.array([self._b(f.body_b) for f in forces], dtype=np.int64),
+                (np.array([self.body(f.body_a) for f in forces], dtype=np.int64),
+                 np.array([self.body(f.body_b) for f in forces], dtype=np.int64),
                  arr("point_a"), arr("point_b"), np.array(spring, dtype=np.bool_),
                  np.array([float(f.k) if sp else 0.0 for f, sp in zip(forces, spring)]),
                  np.array([float(f.length) if sp else 0.0 for f, sp in zip(forces, spring)]),
@@ -360,8 +337,8 @@ class AbsoluteModel:
             if len(comps) != 2:
                 raise ModelError(f"{f.name}.value: a force has two components")
             constant = np.array([c.value for c in comps]) if all(c.is_constant for c in comps) else None
-            return self._b(f.body), np.asarray(f.point, dtype=float), comps, constant
-        return self._b(f.body), parse(f.value, {}, FORCE_VARIABLES, f"{f.name}.value")
+            return self.body(f.body), np.asarray(f.point, dtype=float), comps, constant
+        return self.body(f.body), parse(f.value, {}, FORCE_VARIABLES, f"{f.name}.value")
 
     # ------------------------------------------------------------------ state
     def initial_state(self):
@@ -381,7 +358,7 @@ class AbsoluteModel:
         pose = _Pose(self, q, qd) if m or self._forces else None
         g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
         for j, r0, data in self._joints:
-            self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+            j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
         slots = _kernels.slot_rows(q, qd, self._bx, self._bphi, *self._slot_table, n)
         Q = self._gravity.copy()
         V = -float(self._gravity @ q)
@@ -413,15 +390,9 @@ class AbsoluteModel:
     def joint_bodies(self):
         """For every joint row, the indices of the bodies whose coordinates it may involve."""
         rows = [()] * self.m
-        for j, r0, data in self._joints:
-            if isinstance(j, Prescribed):
-                c = data[0]
-                b = max(i for i, o in enumerate(self.offset) if o <= c)
-                bodies = (b,)
-            else:
-                names = [getattr(j, a) for a in ("body_a", "body_b", "disc") if hasattr(j, a)]
-                bodies = tuple(self._b(nm) for nm in names if nm != GROUND)
-            for r in range(r0, r0 + (2 if isinstance(j, (Revolute, Rolling)) else 1)):
+        for j, r0, _ in self._joints:
+            bodies = tuple(self.body(nm) for nm in j.bodies() if nm != GROUND)
+            for r in range(r0, r0 + j.nrows):
                 rows[r] = bodies
         return rows
 
@@ -439,88 +410,29 @@ class AbsoluteModel:
         if m:
             n = self.n
             g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
-            if self._revolutes[0].size:
-                _kernels.revolute_rows(q, qd, self._bx, self._bphi, *self._revolutes, g, J, w, gd)
+            for kernel, args in self._batches:
+                kernel(q, qd, self._bx, self._bphi, *args, g, J, w, gd)
             if self._other_joints:
                 pose = _Pose(self, q, qd)
                 for j, r0, data in self._other_joints:
-                    self._joint_rows(j, data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+                    j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
             al, be = stab.alpha, stab.beta
             bI = w + 2 * al * gd + be * be * np.where(self.holonomic, g, 0.0)
         else:
-            g = w = gd = bI = _Z0
+            g = w = gd = bI = EMPTY
             J = self._J0
         F = self._tF if time_forces else None
         if self._tvary and time_forces:
             F = F.copy()
             for i, j, c in self._tvary:
                 F[i, j] = c(t=t)
-        Qx, Px = _Z0, 0.0
+        Qx, Px = EMPTY, 0.0
         if self._forces:
             Qx = np.zeros(self.n)
             pose = pose or _Pose(self, q, qd)
             for f, data in self._forces:
                 Px += self._force(f, data, pose, t, Qx)
         return (g, J, w, gd), bI, F, Qx, Px
-
-    def _joint_rows(self, j, data, pose, t, g, J, w, gd):
-        if isinstance(j, Revolute):
-            ba, sa, bb, sb = data
-            ra, va, ca, Ja, aa = pose.point(ba, sa)
-            rb, vb, cb, Jb, ab = pose.point(bb, sb)
-            for i in range(2):
-                g[i] = ra[i] - rb[i]
-                gd[i] = va[i] - vb[i]
-                w[i] = aa[i] - ab[i]
-                _add(J[i], ca, Ja[i])
-                _add(J[i], cb, -Jb[i])
-        elif isinstance(j, Rolling):
-            b, R, u, A = data
-            r, _, v, om, _ = pose.frame(b)
-            nn = _E @ u
-            o = self.offset[b]
-            g[0], gd[0] = nn @ (r - A) - R, nn @ v
-            J[0, o:o + 2] = nn
-            gd[1] = u @ v + R * om
-            J[1, o:o + 2] = u
-            J[1, o + 2] = R
-        elif isinstance(j, Gear):
-            ba, Ra, sa, bb, Rb, sb, sign = data
-            ra, va, ca, Ja, aa = pose.point(ba, sa)
-            rb, vb, cb, Jb, ab = pose.point(bb, sb)
-            D = np.hypot(*(rb - ra))
-            if D < 1e-12:
-                raise ModelError(f"{j.name}: the gear centres coincide; the mesh direction is undefined")
-            e = (rb - ra) / D
-            tt = _E @ e
-            edot = (vb - va - e * (e @ (vb - va))) / D
-            _add(J[0], ca, tt @ Ja)
-            _add(J[0], cb, -(tt @ Jb))
-            wa = pose.frame(ba)[3]
-            wb = pose.frame(bb)[3]
-            if ba >= 0 and self.rigid[ba]:
-                J[0, self.offset[ba] + 2] += Ra
-            if bb >= 0 and self.rigid[bb]:
-                J[0, self.offset[bb] + 2] += sign * Rb
-            gd[0] = tt @ (va - vb) + Ra * wa + sign * Rb * wb
-            w[0] = (_E @ edot) @ (va - vb) + tt @ (aa - ab)
-        elif isinstance(j, Distance):
-            ba, sa, bb, sb, L, dL, ddL = data
-            ra, va, ca, Ja, aa = pose.point(ba, sa)
-            rb, vb, cb, Jb, ab = pose.point(bb, sb)
-            d, dd = ra - rb, va - vb
-            Lt, dLt, ddLt = L(t=t), dL(t=t), ddL(t=t)
-            g[0] = 0.5 * (d @ d - Lt * Lt)
-            gd[0] = d @ dd - Lt * dLt
-            w[0] = dd @ dd + d @ (aa - ab) - dLt * dLt - Lt * ddLt
-            _add(J[0], ca, d @ Ja)
-            _add(J[0], cb, -(d @ Jb))
-        else:  # Prescribed
-            c, f, df, ddf = data
-            g[0] = pose.q[c] - f(t=t)
-            gd[0] = pose.qd[c] - df(t=t)
-            w[0] = -ddf(t=t)
-            J[0, c] = 1.0
 
     def _force(self, f, data, pose, t, Q):
         """Point forces and torques (expressions of time and state); returns their power."""

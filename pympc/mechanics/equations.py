@@ -17,8 +17,10 @@ numeric oracle differences these functions, the Pyomo model differentiates
 them symbolically; the generalized forces use :meth:`Equations.point_columns`,
 the derivative of the same point position ``r + R(phi) s``.
 
-Not covered: :class:`Rolling` and :class:`Gear` (velocity-level, non-holonomic
-rows); :meth:`Equations.check_supported` raises a ModelError naming them.
+Each joint writes its own residuals (:meth:`~pympc.mechanics.joints.Joint.residuals`,
+called with this object for the point kinematics); a joint type without them
+(:class:`Rolling` and :class:`Gear`: velocity-level, non-holonomic rows) is not
+covered, and :meth:`Equations.check_supported` raises a ModelError naming it.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ import math
 
 from ..errors import ModelError
 from .expressions import Expression
-from .system import GROUND, Damper, Distance, Gear, Gravity, PointForce, Prescribed, Revolute, RigidBody, Rolling, \
-    Slot, Spring, Torque
+from .joints import GROUND
+from .system import Damper, Gravity, PointForce, RigidBody, Spring, Torque
 
 __all__ = ["Equations"]
 
@@ -64,16 +66,17 @@ class Equations:
         self.coordinate_names = []
         for b, r in zip(self.bodies, self.rigid):
             self.coordinate_names += [f"{b.name}.x", f"{b.name}.y"] + ([f"{b.name}.phi"] if r else [])
-        self.joints = [system.definition(n) for n in system.joints if not isinstance(system.joints[n], Slot)]
+        self.joints = [system.definition(n) for n in system.joints if not system.joints[n].SLOT]
         self.slots = [system.definition(s.name) for s in system.slots]
         self.forces = [system.definition(n) for n in system.forces]
 
     def check_supported(self):
         """Raise a ModelError naming the joints these equations do not cover (rolling, gears)."""
-        bad = [j.name for j in self.joints if isinstance(j, (Rolling, Gear))]
+        bad = [f"{j.name} ({j.TYPE})" for j in self.joints if j.residuals is None]
         if bad:
-            raise ModelError(f"{self.system.name}: joint(s) {bad} (rolling/gear: velocity-level rows) are not covered "
-                             "by the position-level equations of the MPEC route; use the shooting route")
+            raise ModelError(f"{self.system.name}: joint(s) {bad} have no position-level residuals (velocity-level "
+                             "rows such as rolling and gears) and are not covered by the MPEC route; use the "
+                             "shooting route")
 
     # ------------------------------------------------------------------ values
     @staticmethod
@@ -107,8 +110,10 @@ class Equations:
         return out
 
     # ------------------------------------------------------------------ kinematics
-    def _body(self, name):
+    def body(self, name):
+        """The index of body ``name`` (-1 for the ground)."""
         return -1 if name == GROUND else self.index[name]
+
 
     def _vec(self, v, env, ops):
         return self.value(v[0], env, ops), self.value(v[1], env, ops)
@@ -123,7 +128,7 @@ class Equations:
 
     def point(self, q, body, s, env, ops=math):
         """World position ``r_b + R(phi_b) s`` of the point ``s`` (body frame) of body ``body`` (a name)."""
-        b = self._body(body)
+        b = self.body(body)
         s = self._vec(s, env, ops)
         if b < 0:
             return s
@@ -133,7 +138,7 @@ class Equations:
 
     def point_columns(self, q, body, s, env, ops=math):
         """``[(column, (∂x/∂q_c, ∂y/∂q_c))]``: the derivative of :meth:`point` (rotation column ``E R s``)."""
-        b = self._body(body)
+        b = self.body(body)
         if b < 0:
             return []
         o = self.offset[b]
@@ -152,33 +157,19 @@ class Equations:
 
     # ------------------------------------------------------------------ constraints
     def joint_residuals(self, q, t, env, ops=math):
-        """The bilateral constraints g(q, t) (Revolute: 2 rows, Distance: ½(|d|² − L²), Prescribed: q_c − f(t)),
-        in the row order of the numeric assembly."""
+        """The bilateral constraints g(q, t), each joint's :meth:`~pympc.mechanics.joints.Joint.residuals`
+        (Revolute: 2 rows, Distance: ½(|d|² − L²), Prescribed: q_c − f(t)), in the row order of the numeric
+        assembly."""
         self.check_supported()
         out = []
         for j in self.joints:
-            if isinstance(j, Revolute):
-                ra = self.point(q, j.body_a, j.point_a, env, ops)
-                rb = self.point(q, j.body_b, j.point_b, env, ops)
-                out += [ra[0] - rb[0], ra[1] - rb[1]]
-            elif isinstance(j, Distance):
-                ra = self.point(q, j.body_a, j.point_a, env, ops)
-                rb = self.point(q, j.body_b, j.point_b, env, ops)
-                L = self.value(j.length, env, ops, {"t": t})
-                out.append(0.5 * ((ra[0] - rb[0]) ** 2 + (ra[1] - rb[1]) ** 2 - L * L))
-            elif isinstance(j, Prescribed):
-                c = self.offset[self._body(j.body)] + ("x", "y", "phi").index(j.coordinate)
-                out.append(q[c] - self.value(j.value, env, ops, {"t": t}))
+            out += j.residuals(self, q, t, env, ops)
         return out
 
     def slot_frame(self, q, slot, env, ops=math):
-        """(slider point P, guide line origin A, direction u, normal n) of a slot, in world axes."""
-        gb = self._body(slot.guide)
-        d = self._vec(slot.direction, env, ops)
-        norm = ops.sqrt(d[0] * d[0] + d[1] * d[1])
-        u = self.rotated(q, gb, (d[0] / norm, d[1] / norm), ops)
-        return (self.point(q, slot.slider, slot.point, env, ops), self.point(q, slot.guide, slot.origin, env, ops),
-                u, (-u[1], u[0]))
+        """(slider point P, guide line origin A, direction u, normal n) of a slot, in world axes (its
+        :meth:`~pympc.mechanics.joints.Slot.frame`)."""
+        return slot.frame(self, q, env, ops)
 
     def slot_coordinates(self, q, env, ops=math):
         """Per slot, (normal gap gN = n·(P − A), tangential coordinate s = u·(P − A)).
@@ -230,7 +221,7 @@ class Equations:
                     self.value(f.value[1], env, ops, self._state(q, v, t, f.body, f.point, env, ops))
                 self._apply(Q, q, f.body, f.point, F, env, ops)
             elif isinstance(f, Torque):
-                b = self._body(f.body)
+                b = self.body(f.body)
                 c = self.offset[b] + 2
                 Q[c] = Q[c] + self.value(f.value, env, ops, self._state(q, v, t, f.body, zero, env, ops))
         return Q
@@ -239,7 +230,7 @@ class Equations:
         """The variables of a force expression: time, the point's position and velocity, the body's angle and rate."""
         r = self.point(q, body, s, env, ops)
         w = self.point_velocity(q, v, body, s, env, ops)
-        b = self._body(body)
+        b = self.body(body)
         rigid = b >= 0 and self.rigid[b]
         phi = q[self.offset[b] + 2] if rigid else 0.0
         phidot = v[self.offset[b] + 2] if rigid else 0.0

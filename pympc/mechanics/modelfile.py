@@ -8,6 +8,7 @@ The schema (documented with examples in ``models/README.md``)::
     [[bodies]]     name, type = "rigid" | "particle", mass, inertia, position, angle,
                    velocity, angular_velocity
     [[joints]]     type = "revolute" | "slot" | "rolling" | "gear" | "distance" | "prescribed"
+                   (or the TYPE of any other registered Joint class, :mod:`pympc.mechanics.joints`)
     [[forces]]     type = "gravity" | "force" | "torque" | "spring" | "damper"
     [simulation]   t_end, method, rtol, atol, max_events, ... (defaults for pympc.simulate)
 
@@ -23,17 +24,15 @@ params=...)`` takes.
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from pathlib import Path
 
 from ..errors import ModelError
-from .expressions import Expression, parse
-from .system import (
-    FORCE_VARIABLES, Damper, Distance, Gear, Gravity, Particle, PointForce, Prescribed, Revolute, RigidBody,
-    Rolling, Slot, Spring, System, Torque,
-)
+from .expressions import parse
+from .joints import JOINT_TYPES
+from .system import FORCE_VARIABLES, Damper, Gravity, Particle, PointForce, RigidBody, Spring, System, Torque
+from .tomlwriter import dump_model
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,13 +50,15 @@ SIMULATION_KEYS = {"t_end", "t_start", "method", "rtol", "atol", "max_events", "
 # per type: (class, {key: kind}); the kinds are the element classes' own FIELDS: "num" number, "vec"
 # 2-vector, "name" body name, "time" expression of t, "state" expression of t and state, "svec"
 # 2-vector of state expressions, "str", "bool" (every number may be an expression of the parameters)
-_BODY = {"rigid": (RigidBody, RigidBody.FIELDS), "particle": (Particle, Particle.FIELDS)}
-_JOINT = {name: (cls, cls.FIELDS) for name, cls in (("revolute", Revolute), ("slot", Slot), ("rolling", Rolling),
-                                                    ("gear", Gear), ("distance", Distance), ("prescribed", Prescribed))}
-_FORCE = {name: (cls, cls.FIELDS) for name, cls in (("gravity", Gravity), ("force", PointForce), ("torque", Torque),
-                                                    ("spring", Spring), ("damper", Damper))}
-_REQUIRED = {"mass", "slider", "guide", "disc", "radius", "body", "body_a", "body_b", "radius_a", "radius_b",
-             "coordinate", "value", "k", "c", "length"}
+# (joints: every registered joint class, JOINT_TYPES, at the time a file is read: a class defined anywhere counts)
+_BODY = {cls.TYPE: (cls, cls.FIELDS) for cls in (RigidBody, Particle)}
+_FORCE = {cls.TYPE: (cls, cls.FIELDS) for cls in (Gravity, PointForce, Torque, Spring, Damper)}
+_REQUIRED = {"mass", "body", "body_a", "body_b", "value", "k", "c", "length"}
+"""Keys a body or force must give (a joint class says its own: ``required_keys()``)."""
+
+
+def _joint_kinds():
+    return {name: (cls, cls.FIELDS) for name, cls in JOINT_TYPES.items()}
 
 
 def load_model(path, **overrides):
@@ -130,7 +131,7 @@ def build_model(data, source="<model>", **overrides):
     for k, v in sim.items():
         system._simulation[k] = _simulation_value(k, v, params, f"{source}: [simulation], key {k!r}")
     where_of = {}
-    for table, kinds in (("bodies", _BODY), ("joints", _JOINT), ("forces", _FORCE)):
+    for table, kinds in (("bodies", _BODY), ("joints", _joint_kinds()), ("forces", _FORCE)):
         entries = data.get(table, [])
         if not isinstance(entries, list):
             raise err(f"'{table}' must be an array of tables ([[{table}]])")
@@ -150,8 +151,9 @@ def build_model(data, source="<model>", **overrides):
             if bad:
                 raise err(f"{where}: unknown key(s) {sorted(bad)}; allowed for type {kind!r}: "
                           f"{sorted(keys)}")
-            missing = sorted(k for k in keys if k in _REQUIRED and k not in entry
-                             and not (kind == "spring" and k == "length"))
+            required = cls.required_keys() if table == "joints" else [
+                k for k in keys if k in _REQUIRED and not (kind == "spring" and k == "length")]
+            missing = sorted(k for k in required if k not in entry)
             if missing:
                 raise err(f"{where}: missing key(s) {missing}")
             kwargs = {k: _convert(entry[k], kinds_, params, f"{source}: {where}, key {k!r}")
@@ -237,71 +239,6 @@ def _convert(v, kind, params, where):
         return v
     e = parse(v, params, () if kind == "num" else ("t",) if kind == "time" else FORCE_VARIABLES, where)
     return e.value if kind == "num" and e.is_constant else e
-
-
-def _toml_value(v):
-    if isinstance(v, Expression):
-        return _toml_value(v.value) if v.is_constant else _toml_value(v.text)
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        v = float(v)
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        if not math.isfinite(v):
-            raise ModelError(f"cannot write the non-finite number {v} to a model file")
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)) or hasattr(v, "__len__"):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise ModelError(f"cannot write {v!r} to a model file")
-
-
-def dump_model(system):
-    """The TOML text of a model file describing ``system`` (read back by :func:`load_model`).
-
-    Expressions are written as their text, so their parameters must be in
-    ``system.parameters`` (as they are for systems read from files).
-
-    Examples
-    --------
-    >>> from pympc.mechanics import slider_chain
-    >>> text = dump_model(slider_chain(2))
-    >>> build_model(tomllib.loads(text)).slots[1].guide
-    's1'
-    """
-    system.validate()
-    out = ["[model]", f"name = {_toml_value(system.name)}"]
-    if system.description:
-        out.append(f"description = {_toml_value(system.description)}")
-    out.append(f"formulation = {_toml_value(system.formulation)}")
-    bound = system.parameters
-    if system.parameter_definitions:
-        out += ["", "[parameters]"]
-        for k, p in system.parameter_definitions.items():
-            v = bound[k] if k in system._overrides else p.value
-            if p.bounds is None and not p.description:
-                out.append(f"{k} = {_toml_value(v)}")
-            else:
-                extra = {"value": v, **({"bounds": list(p.bounds)} if p.bounds else {}),
-                         **({"description": p.description} if p.description else {})}
-                out.append(f"{k} = {_toml_value(extra)}")
-    for table, elements, kinds in (("bodies", system._bodies, _BODY), ("joints", system._joints, _JOINT),
-                                   ("forces", system._forces, _FORCE)):
-        types = {cls: name for name, (cls, _) in kinds.items()}
-        for e in elements.values():
-            kind = types[type(e)]
-            out += ["", f"[[{table}]]", f"name = {_toml_value(e.name)}", f"type = {_toml_value(kind)}"]
-            for key in kinds[kind][1]:
-                v = getattr(e, key)
-                if v is not None:
-                    out.append(f"{key} = {_toml_value(v)}")
-    if system._simulation:
-        out += ["", "[simulation]"] + [f"{k} = {_toml_value(v)}" for k, v in system._simulation.items()]
-    return "\n".join(out) + "\n"
 
 
 def save_model(system, path):

@@ -43,26 +43,20 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import ClassVar
 
-import numpy as np
-
 from ..errors import ModelError
 from .expressions import _CONSTS, _FUNCS, Expression, parse
+from .joints import (  # noqa: F401  (the joints are part of this module's interface)
+    GROUND, Checker, Distance, Gear, Joint, Prescribed, Revolute, Rolling, Slot,
+)
+from .tomlwriter import dump_model
 
 __all__ = [
     "Parameter", "Body", "RigidBody", "Particle", "Revolute", "Slot", "Rolling", "Gear", "Distance", "Prescribed",
     "Gravity", "PointForce", "Torque", "Spring", "Damper", "System", "GROUND",
 ]
 
-GROUND = "ground"
 FORCE_VARIABLES = ("t", "x", "y", "vx", "vy", "phi", "phidot")
 """Variables a force expression may use: time and the state of its point/body."""
-
-
-def _vec(v, where):
-    a = np.asarray(v, dtype=float).reshape(-1)
-    if a.shape != (2,) or not np.all(np.isfinite(a)):
-        raise ModelError(f"{where}: expected two finite numbers, got {v!r}")
-    return a
 
 
 _KIND_VARIABLES = {"num": (), "vec": (), "time": ("t",), "state": FORCE_VARIABLES, "svec": FORCE_VARIABLES}
@@ -157,6 +151,7 @@ class RigidBody(Body):
     3
     """
 
+    TYPE: ClassVar[str] = "rigid"
     FIELDS: ClassVar[dict] = {"mass": "num", "inertia": "num", "position": "vec", "angle": "num",
                               "velocity": "vec", "angular_velocity": "num"}
     inertia: float = 0.0
@@ -178,108 +173,14 @@ class Particle(Body):
     2
     """
 
-
-@dataclass
-class Revolute:
-    """A pin joint: point ``point_a`` of ``body_a`` coincides with ``point_b`` of ``body_b``."""
-
-    FIELDS: ClassVar[dict] = {"body_a": "name", "body_b": "name", "point_a": "vec", "point_b": "vec"}
-    name: str
-    body_a: str
-    body_b: str
-    point_a: tuple = (0.0, 0.0)
-    point_b: tuple = (0.0, 0.0)
-
-
-@dataclass
-class Slot:
-    """A translational joint with Coulomb friction (see the module conventions).
-
-    ``mu`` is the kinetic coefficient, ``mu_s`` the static one (default ``mu``).
-    """
-
-    FIELDS: ClassVar[dict] = {"slider": "name", "guide": "name", "direction": "vec", "origin": "vec", "point": "vec",
-                              "mu": "num", "mu_s": "num"}
-    name: str
-    slider: str
-    guide: str
-    direction: tuple = (1.0, 0.0)
-    origin: tuple = (0.0, 0.0)
-    point: tuple = (0.0, 0.0)
-    mu: float = 0.0
-    mu_s: float | None = None
-
-    @property
-    def static_mu(self):
-        return self.mu if self.mu_s is None else self.mu_s
-
-
-@dataclass
-class Rolling:
-    """A disc (a rigid body, centroid at its centre) rolling without slip on a fixed line.
-
-    The disc lies on the +n side of the line (``n`` = ``direction`` turned +90°).
-    """
-
-    FIELDS: ClassVar[dict] = {"disc": "name", "radius": "num", "direction": "vec", "origin": "vec"}
-    name: str
-    disc: str
-    radius: float
-    direction: tuple = (1.0, 0.0)
-    origin: tuple = (0.0, 0.0)
-
-
-@dataclass
-class Gear:
-    """Two gears (discs centred at ``center_a``/``center_b`` of their bodies) meshing without slip.
-
-    ``internal=True`` when gear b runs inside gear a (a ring).  The centre
-    distance is kept by other joints.
-    """
-
-    FIELDS: ClassVar[dict] = {"body_a": "name", "radius_a": "num", "body_b": "name", "radius_b": "num",
-                              "center_a": "vec", "center_b": "vec", "internal": "bool"}
-    name: str
-    body_a: str
-    radius_a: float
-    body_b: str
-    radius_b: float
-    center_a: tuple = (0.0, 0.0)
-    center_b: tuple = (0.0, 0.0)
-    internal: bool = False
-
-
-@dataclass
-class Distance:
-    """A massless rod or taut string: ``|r_a − r_b| = length(t)``."""
-
-    FIELDS: ClassVar[dict] = {"body_a": "name", "body_b": "name", "length": "time", "point_a": "vec", "point_b": "vec"}
-    name: str
-    body_a: str
-    body_b: str
-    length: object = 1.0
-    point_a: tuple = (0.0, 0.0)
-    point_b: tuple = (0.0, 0.0)
-
-
-@dataclass
-class Prescribed:
-    """Rheonomic motion of one coordinate (``"x"``, ``"y"`` or ``"phi"``) of a body: q = value(t).
-
-    A constant ``phi`` fixes a body's rotation (a translating-only slider body).
-    """
-
-    FIELDS: ClassVar[dict] = {"body": "name", "coordinate": "str", "value": "time"}
-    name: str
-    body: str
-    coordinate: str
-    value: object = 0.0
+    TYPE: ClassVar[str] = "particle"
 
 
 @dataclass
 class Gravity:
     """Uniform gravity ``g`` (a vector) on every body."""
 
+    TYPE: ClassVar[str] = "gravity"
     FIELDS: ClassVar[dict] = {"g": "vec"}
     name: str
     g: tuple = (0.0, -9.81)
@@ -293,6 +194,7 @@ class PointForce:
     ``x, y, vx, vy`` and the body's ``phi, phidot``.
     """
 
+    TYPE: ClassVar[str] = "force"
     FIELDS: ClassVar[dict] = {"body": "name", "value": "svec", "point": "vec"}
     name: str
     body: str
@@ -304,6 +206,7 @@ class PointForce:
 class Torque:
     """A torque on a rigid body, an expression of ``t`` and the body state."""
 
+    TYPE: ClassVar[str] = "torque"
     FIELDS: ClassVar[dict] = {"body": "name", "value": "state"}
     name: str
     body: str
@@ -314,6 +217,7 @@ class Torque:
 class Spring:
     """A linear spring between two points: force ``k (L − length)`` along the line."""
 
+    TYPE: ClassVar[str] = "spring"
     FIELDS: ClassVar[dict] = {"body_a": "name", "body_b": "name", "k": "num", "length": "num", "point_a": "vec",
                               "point_b": "vec"}
     name: str
@@ -329,6 +233,7 @@ class Spring:
 class Damper:
     """A linear damper between two points: force ``c dL/dt`` along the line."""
 
+    TYPE: ClassVar[str] = "damper"
     FIELDS: ClassVar[dict] = {"body_a": "name", "body_b": "name", "c": "num", "point_a": "vec", "point_b": "vec"}
     name: str
     body_a: str
@@ -338,7 +243,6 @@ class Damper:
     point_b: tuple = (0.0, 0.0)
 
 
-_JOINTS = (Revolute, Slot, Rolling, Gear, Distance, Prescribed)
 _FORCES = (Gravity, PointForce, Torque, Spring, Damper)
 
 
@@ -577,7 +481,6 @@ class System:
         """A short hash of the model (its elements and the parameter values as bound now)."""
         fp = self._cache.get("fingerprint")
         if fp is None:
-            from .modelfile import dump_model
             fp = self._cache["fingerprint"] = hashlib.sha256(dump_model(self).encode()).hexdigest()[:16]
         return fp
 
@@ -611,7 +514,7 @@ class System:
         """
         if isinstance(element, Body):
             table = self._bodies
-        elif isinstance(element, _JOINTS):
+        elif isinstance(element, Joint):
             table = self._joints
         elif isinstance(element, _FORCES):
             table = self._forces
@@ -672,7 +575,7 @@ class System:
     @property
     def slots(self):
         """The friction slots, in order (their index is the slot index everywhere)."""
-        return tuple(j for j in self._view()._joints.values() if isinstance(j, Slot))
+        return tuple(j for j in self._view()._joints.values() if j.SLOT)
 
     def __repr__(self):
         return (f"System({self.name!r}: {len(self._bodies)} bodies, {len(self._joints)} joints, "
@@ -699,96 +602,30 @@ class System:
         except ModelError as exc:
             raise ModelError(f"system {self.name!r} is invalid:\n  - {exc}") from None
         bodies = r._bodies
-
-        def body(owner, attr, allow_ground=True, rigid=False):
-            b = getattr(owner, attr)
-            if b == GROUND:
-                if not allow_ground:
-                    problems.append(f"{owner.name}.{attr}: cannot be the ground")
-                return
-            if b not in bodies:
-                problems.append(f"{owner.name}.{attr}: unknown body {b!r} "
-                                f"(bodies: {', '.join([GROUND, *bodies])})")
-            elif rigid and not isinstance(bodies[b], RigidBody):
-                problems.append(f"{owner.name}.{attr}: {b!r} must be a rigid body")
-
-        def finite(owner, attr, positive=False, nonneg=False):
-            v = getattr(owner, attr)
-            try:
-                v = float(v)
-            except (TypeError, ValueError):
-                problems.append(f"{owner.name}.{attr}: expected a number, got {v!r}")
-                return
-            if not math.isfinite(v):
-                problems.append(f"{owner.name}.{attr}: must be finite, got {v}")
-            elif positive and v <= 0:
-                problems.append(f"{owner.name}.{attr}: must be > 0, got {v}")
-            elif nonneg and v < 0:
-                problems.append(f"{owner.name}.{attr}: must be >= 0, got {v}")
-
-        def vector(owner, attr, unit=False):
-            try:
-                v = _vec(getattr(owner, attr), f"{owner.name}.{attr}")
-            except ModelError as exc:
-                problems.append(str(exc))
-                return
-            if unit and np.hypot(*v) < 1e-12:
-                problems.append(f"{owner.name}.{attr}: zero-length direction {tuple(v)}")
-
+        check = Checker(bodies)
+        check.problems = problems
         for b in bodies.values():
-            finite(b, "mass", positive=True)
-            vector(b, "position")
-            vector(b, "velocity")
+            check.finite(b, "mass", positive=True)
+            check.vector(b, "position")
+            check.vector(b, "velocity")
             if isinstance(b, RigidBody):
-                finite(b, "inertia", nonneg=True)
-                finite(b, "angle")
-                finite(b, "angular_velocity")
+                check.finite(b, "inertia", nonneg=True)
+                check.finite(b, "angle")
+                check.finite(b, "angular_velocity")
         for j in r._joints.values():
-            if isinstance(j, Revolute):
-                body(j, "body_a"), body(j, "body_b"), vector(j, "point_a"), vector(j, "point_b")
-                if j.body_a == j.body_b:
-                    problems.append(f"{j.name}: joins {j.body_a!r} to itself")
-            elif isinstance(j, Slot):
-                body(j, "slider", allow_ground=False), body(j, "guide")
-                vector(j, "direction", unit=True), vector(j, "origin"), vector(j, "point")
-                finite(j, "mu", nonneg=True)
-                if j.mu_s is not None:
-                    finite(j, "mu_s", nonneg=True)
-                    try:
-                        if float(j.mu_s) < float(j.mu):
-                            problems.append(f"{j.name}.mu_s: static coefficient {j.mu_s} is below mu = {j.mu}")
-                    except (TypeError, ValueError):
-                        pass
-                if j.slider == j.guide:
-                    problems.append(f"{j.name}: slider and guide are the same body {j.slider!r}")
-            elif isinstance(j, Rolling):
-                body(j, "disc", allow_ground=False, rigid=True)
-                finite(j, "radius", positive=True), vector(j, "direction", unit=True), vector(j, "origin")
-            elif isinstance(j, Gear):
-                body(j, "body_a"), body(j, "body_b")
-                finite(j, "radius_a", positive=True), finite(j, "radius_b", positive=True)
-                vector(j, "center_a"), vector(j, "center_b")
-                if j.body_a == j.body_b:
-                    problems.append(f"{j.name}: meshes {j.body_a!r} with itself")
-            elif isinstance(j, Distance):
-                body(j, "body_a"), body(j, "body_b"), vector(j, "point_a"), vector(j, "point_b")
-            elif isinstance(j, Prescribed):
-                body(j, "body", allow_ground=False)
-                if j.coordinate not in ("x", "y", "phi"):
-                    problems.append(f"{j.name}.coordinate: must be 'x', 'y' or 'phi', got {j.coordinate!r}")
-                elif j.coordinate == "phi" and j.body in bodies and not isinstance(bodies[j.body], RigidBody):
-                    problems.append(f"{j.name}: a particle has no angle to prescribe")
+            j.validate(check)
         for f in r._forces.values():
             if isinstance(f, Gravity):
-                vector(f, "g")
+                check.vector(f, "g")
             elif isinstance(f, PointForce):
-                body(f, "body", allow_ground=False), vector(f, "point")
+                check.body(f, "body", allow_ground=False), check.vector(f, "point")
             elif isinstance(f, Torque):
-                body(f, "body", allow_ground=False, rigid=True)
+                check.body(f, "body", allow_ground=False, rigid=True)
             elif isinstance(f, Spring):
-                body(f, "body_a"), body(f, "body_b"), finite(f, "k", nonneg=True), finite(f, "length", nonneg=True)
+                check.body(f, "body_a"), check.body(f, "body_b"), check.finite(f, "k", nonneg=True)
+                check.finite(f, "length", nonneg=True)
             elif isinstance(f, Damper):
-                body(f, "body_a"), body(f, "body_b"), finite(f, "c", nonneg=True)
+                check.body(f, "body_a"), check.body(f, "body_b"), check.finite(f, "c", nonneg=True)
         if not bodies:
             problems.append("the system has no bodies")
         if problems:

@@ -2,7 +2,8 @@
 
 Bodies are numbered so that each comes after its parent (the lower body array
 ``L(K)`` gives the parent, ``L(K) = 0`` for the ground; seed 003).  Each tree
-joint contributes its own coordinates: a revolute to the parent adds the
+joint (a joint whose ``tree_link()`` names two points: the revolute)
+contributes its own coordinates: a revolute to the parent adds the
 relative angle (nothing for a particle), a body with no revolute path to the
 ground is free (``x, y[, phi]``).  Positions, velocities, the partial velocities
 ``v_K,l = ∂v_K/∂ẏ_l`` and partial angular velocities ``ω_K,l`` are composed
@@ -22,8 +23,8 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import ModelError
-from .assembly import _E, AbsoluteModel, Assembly, _rot
-from .system import GROUND, Revolute
+from .assembly import AbsoluteModel, Assembly, _rot
+from .joints import _E, GROUND
 
 __all__ = ["TreeMethod"]
 
@@ -92,9 +93,10 @@ class TreeMethod:
                 names += [f"{b}.x", f"{b}.y"] + ([f"{b}.phi"] if rigid else [])
                 self._plan.append((self._abs.offset[bi], rigid, -1, "free", i, None, None))
             else:
-                child_is_a = j.body_a == b
-                sK = np.asarray(j.point_a if child_is_a else j.point_b, float)
-                sP = np.asarray(j.point_b if child_is_a else j.point_a, float)
+                (body_a, point_a), (_, point_b) = j.tree_link()
+                child_is_a = body_a == b
+                sK = np.asarray(point_a if child_is_a else point_b, float)
+                sP = np.asarray(point_b if child_is_a else point_a, float)
                 k = 1 if rigid else 0
                 names += [f"{j.name}.angle"] if rigid else []
                 p = parent[b]
@@ -105,7 +107,7 @@ class TreeMethod:
 
     @staticmethod
     def _spanning_tree(system, bodies):
-        revs = [j for j in system.joints.values() if isinstance(j, Revolute)]
+        revs = [(j, j.tree_link()) for j in system.joints.values() if j.tree_link() is not None]
         parent, joint = {}, {}
         seen = {GROUND}
         frontier = [GROUND]
@@ -113,8 +115,8 @@ class TreeMethod:
         while pending:
             while frontier:
                 node = frontier.pop(0)
-                for j in revs:
-                    for a, b in ((j.body_a, j.body_b), (j.body_b, j.body_a)):
+                for j, ((body_a, _), (body_b, _)) in revs:
+                    for a, b in ((body_a, body_b), (body_b, body_a)):
                         if a == node and b not in seen:
                             seen.add(b)
                             parent[b], joint[b] = node, j
