@@ -28,7 +28,7 @@ from scipy.optimize import brentq
 from ..errors import ModelError, SimulationError
 from ..mechanics._kernels import curvature_bounds, dop853_states
 from ..mechanics.expressions import Expression, parse
-from ..mechanics.system import FORCE_VARIABLES, Distance, PointForce, Prescribed, Torque
+from ..mechanics.system import FORCE_VARIABLES, PointForce, Torque
 
 __all__ = ["TimeScale", "forcing_time_scale", "first_crossing", "DenseStates"]
 
@@ -44,10 +44,7 @@ def _expressions(system):
         elif isinstance(f, Torque):
             items.append((f.value, FORCE_VARIABLES))
     for j in system.joints.values():
-        if isinstance(j, Prescribed):
-            items.append((j.value, ("t",)))
-        elif isinstance(j, Distance):
-            items.append((j.length, ("t",)))
+        items += [(v, ("t",)) for v in j.time_functions()]
     for v, variables in items:
         try:
             yield parse(v, {}, variables)

@@ -27,7 +27,7 @@ from ..complementarity.results import _DocIntEnum
 from ..complementarity.support import lu_rcond
 from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
-from ..mechanics.assembly import _Z0, SparseAssembly, time_program
+from ..mechanics.assembly import EMPTY, SparseAssembly, time_program
 from ._flat import flat_rows
 from ._transition import SMALL_ROWS, as_floats, small_min_norm
 
@@ -300,7 +300,7 @@ class CompiledModes:
         self.n, self.m, self.ns = ab.n, ab.m, len(mu)
         self._work = np.zeros(ab.n)
         empty = np.zeros(0)      # writable: the kernels get one array type everywhere (see _kernel_array)
-        self._none = ((_Z0, ab._J0, _Z0, _Z0), empty, empty, 0.0)
+        self._none = ((EMPTY, ab._J0, EMPTY, EMPTY), empty, empty, 0.0)
         sl = ab._slot_table
         self._slot_bodies = [tuple(int(b) for b in (sl[0][k], sl[1][k]) if b >= 0) for k in range(self.ns)]
         self._joint_bodies = ab.joint_bodies()

@@ -32,7 +32,6 @@ _Z2 = np.zeros(2)
 _Z20 = np.zeros((2, 0))
 EMPTY = np.zeros(0)
 """A read-only empty float array (no joint rows, no state forces); shared, never written."""
-_Z0 = EMPTY     # the old private name, until pympc.dynamics.modes imports EMPTY
 for _a in (_I2, _Z2, _Z20, EMPTY):
     _a.flags.writeable = False
 
