@@ -164,7 +164,7 @@ def _check_count(name, value):
         raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-def check_timeout(value, name="timeout"):
+def _check_timeout(value, name="timeout"):
     """A per-run time limit: None or a finite number of seconds > 0 (returned as float)."""
     if value is None:
         return None
@@ -261,7 +261,7 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
         raise OptionError(f"scheduler must be an address such as 'tcp://host:8786', got {scheduler!r}")
     _check_count("n_workers", n_workers)
     _check_count("batch_size", batch_size)
-    timeout = check_timeout(timeout) if timeout is not None else spec.timeout
+    timeout = _check_timeout(timeout) if timeout is not None else spec.timeout
     if progress is not None and not callable(progress):
         raise OptionError(f"progress must be a function progress(done, failed, remaining), got {progress!r}")
     store = ResultStore(store or spec.store or os.path.join("results", "sweeps", spec.name))
