@@ -128,6 +128,28 @@ def test_a_second_writer_is_refused_with_the_holders_host_and_pid(client, tmp_pa
     one_row_per_run(store, 4)
 
 
+def test_lock_without_flock(tmp_path, monkeypatch):
+    """Where fcntl is missing (Windows): an exclusively created lock file; stale when its pid is gone from this host."""
+    import pympc.sweep.store as st
+    monkeypatch.setattr(st, "fcntl", None)
+    path = tmp_path / "s"
+    with ResultStore(path).writer() as notes:
+        assert notes == []
+        with pytest.raises(OptionError, match=f"another sweep is writing.*pid {os.getpid()}"):
+            with ResultStore(path).writer():
+                pass
+    assert not (path / LOCK).exists()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(timeout=60)
+    (path / LOCK).write_text(json.dumps({"host": socket.gethostname(), "pid": gone.pid, "since": "then"}))
+    with ResultStore(path).writer() as notes:
+        assert any("stale lock" in n and str(gone.pid) in n for n in notes)
+    (path / LOCK).write_text(json.dumps({"host": "elsewhere", "pid": os.getpid(), "since": "then"}))
+    with pytest.raises(OptionError, match="host elsewhere"):      # another host's process cannot be checked
+        with ResultStore(path).writer():
+            pass
+
+
 def test_two_sweeps_started_together_store_every_run_once(tmp_path):
     spec_file = write_spec(tmp_path / "cross.toml", {"mu1": [0.5, 1.0, 2.0, 4.0], "mu2": [0.1, 1.0, 3.0]})
     store = tmp_path / "s"

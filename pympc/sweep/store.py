@@ -306,6 +306,8 @@ class _Lock:
         return [f"took over a stale lock ({before}): its writer is gone"] if before else []
 
     def _acquire_exclusive(self):
+        """Without flock: create the lock file exclusively; one of a process gone from this host is stale."""
+        notes = []
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -317,12 +319,13 @@ class _Lock:
                     who = {}
                 if who.get("host") == socket.gethostname() and not _alive(who.get("pid")):
                     self.path.unlink(missing_ok=True)
+                    notes.append(f"took over a stale lock ({text.strip()}): its writer is gone")
                     continue
                 self._refuse(text)
             os.write(fd, json.dumps(self._info()).encode("utf-8"))
             os.close(fd)
             self.fd = -1
-            return []
+            return notes
         self._refuse(self.path.read_text(encoding="utf-8", errors="replace"))
 
     def release(self):
