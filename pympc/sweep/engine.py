@@ -73,7 +73,8 @@ class SweepReport:
     failures : list of dict
         ``run``, parameters, ``status`` and ``error`` (or message) of every stored run that did not succeed.
     notes : list of str
-        What opening the store repaired (a stale lock, damaged or unfinished parts set aside).
+        What opening the store repaired (a stale lock, damaged or unfinished parts set aside); also printed
+        to stderr when the sweep starts.
     wall_time : float
     dashboard : str or None
     """
@@ -103,9 +104,8 @@ class SweepReport:
 
     def summary(self):
         """The end-of-sweep text: counts per status and the first runs that did not succeed."""
-        lines = [f"note      {n}" for n in self.notes]
-        lines.append(f"sweep     {self.total} runs: {self.ran} run now, {self.skipped} already stored, "
-                     f"{self.failed} not successful, {self.lost} lost ({self.wall_time:.1f} s) -> {self.store}")
+        lines = [f"sweep     {self.total} runs: {self.ran} run now, {self.skipped} already stored, "
+                 f"{self.failed} not successful, {self.lost} lost ({self.wall_time:.1f} s) -> {self.store}"]
         lines.append("status    " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items(), key=lambda kv: -kv[1])))
         for f in self.failures[:20]:
             params = ", ".join(f"{k}={v:g}" for k, v in f["params"].items())
@@ -123,7 +123,7 @@ class SweepReport:
 
 
 class _Bar:
-    """Runs done/failed/remaining and the time left, redrawn on a terminal only."""
+    """Runs done/not successful/remaining and the time left, redrawn on a terminal only."""
 
     def __init__(self, total, already, stream=None):
         self.stream = stream if stream is not None else sys.stderr
@@ -137,7 +137,7 @@ class _Bar:
         now = done - self.already
         eta = f"{remaining * elapsed / now:.0f} s" if now > 0 else "?"
         frac = done / self.total if self.total else 1.0
-        self.stream.write(f"\r[{'#' * int(30 * frac):30s}] {done}/{self.total} done, {failed} failed, "
+        self.stream.write(f"\r[{'#' * int(30 * frac):30s}] {done}/{self.total} done, {failed} not successful, "
                           f"{remaining} remaining, ETA {eta}   ")
         self.stream.flush()
 
