@@ -72,6 +72,31 @@ def test_damaged_part_is_named_the_rest_readable_and_resume_redoes_it(client, tm
 
 # ----------------------------------------------------------------------------- a writer killed mid-sweep
 
+def test_a_writer_killed_between_its_atomic_steps_is_repaired(client, tmp_path):
+    """The states a SIGKILL between two renames leaves: a retried run's new row written but its old row not yet
+    removed (a key in two parts), and a part not yet given the dataset's schema (a column missing)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    store = tmp_path / "s"
+    spec = cross_spec(GRID)
+    run_sweep(spec, store, client=client, batch_size=2)
+    reference = load_results(store)
+    first, second = ResultStore(store).parts()
+    t = pq.read_table(first)
+    row = t.slice(0, 1).to_pylist()[0]
+    stale = pa.Table.from_pylist([{**row, "status": "FAILED", "dissipated": None}], schema=t.schema)
+    pq.write_table(stale, first.with_name("part-00000000-0.parquet"))      # an older part holding the same key
+    lost = set(pq.read_table(second).column("run").to_pylist())
+    pq.write_table(pq.read_table(second).drop_columns(["dissipated"]), second)
+    assert len(pd.read_parquet(first.parent, columns=["key"])) == 5         # readers would see the key twice
+    report = run_sweep(spec, store, client=client)
+    assert report.ran == 0 and any("superseded" in n for n in report.notes), report.notes
+    df = one_row_per_run(store, 4)
+    same(df.drop(columns="dissipated"), reference.drop(columns="dissipated"))     # the stale row lost
+    gone = df.run.isin(lost)
+    assert df.dissipated[gone].isna().all() and (df.dissipated[~gone] == reference.dissipated[~gone]).all()
+    assert len({str(pq.read_schema(p)) for p in ResultStore(store).parts()}) == 1
+
 def test_writer_killed_mid_sweep_leaves_a_store_the_next_writer_repairs(tmp_path):
     n = 40
     spec = tmp_path / "osc.toml"
