@@ -362,3 +362,23 @@ def test_every_type_error_in_a_spec_names_file_table_and_key(tmp_path, capsys, t
     err = capsys.readouterr().err
     assert err.startswith("pympc: error:") and str(path) in err and all(w in err for w in words), err
     assert "Traceback" not in err and not (tmp_path / "s").exists()
+
+
+def test_run_keys_keep_their_formula():
+    """Stores written before stay resumable only while a run's key is computed as it was: SHA-256 (first 32 hex
+    digits) of the JSON of model hash, parameters (repr of floats, sorted), time span, options (repr, sorted),
+    observable names and pympc version."""
+    import hashlib
+
+    import pympc
+    spec = cross_spec(GRID)
+    for p in spec.runs:
+        blob = json.dumps({"model": spec.model.hash, "params": sorted((k, repr(float(v))) for k, v in p.items()),
+                           "t_span": spec.t_span, "options": sorted((k, repr(v)) for k, v in spec.options.items()),
+                           "observables": spec.observable_names(), "version": pympc.__version__}, sort_keys=True)
+        assert spec.key(p) == hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
+    from pympc.sweep import SweepSpec
+    timed = SweepSpec.from_dict({"sweep": {"model": str(CROSS), "t_span": [0.0, 0.2]}, "grid": GRID,
+                                 "options": {"samples": 21, "timeout": 5.0}})
+    assert timed.timeout == 5.0 and timed.options == spec.options
+    assert [timed.key(p) for p in timed.runs] == [spec.key(p) for p in spec.runs]   # the time limit is not in it
