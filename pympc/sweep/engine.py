@@ -276,9 +276,9 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
             runs.append((i, k, params))
     new = json.loads(json.dumps(_manifest(spec, seen)))
     with store.writer() as notes:
-        _check_identity(store, store.manifest(), new, seen)
         for n in notes:
             print(f"pympc: {store.path}: {n}", file=sys.stderr, flush=True)
+        _check_identity(store, store.manifest(), new, seen)
         done_keys = store.finished(include_failed=not retry_failed)
         pending = [r for r in runs if r[1] not in done_keys]
         report = SweepReport(store.path, len(runs), skipped=len(runs) - len(pending), notes=list(notes))
