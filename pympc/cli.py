@@ -226,6 +226,17 @@ def _count(minimum):
     return parse
 
 
+def _seconds(text):
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds > 0")
+    return value
+
+
 def _sub(sub, name, help, example, description=None):
     """A subcommand whose help ends with an example."""
     return sub.add_parser(name, help=help, description=description or help, epilog="example:\n  " + example,
@@ -370,7 +381,8 @@ def _cmd_sweep(args):
           f"({spec.kind}) -> {store}", flush=True)
     try:
         report = run_sweep(spec, store, scheduler=args.scheduler, n_workers=args.workers, batch_size=args.batch_size,
-                           resume=args.resume, retry_failed=args.retry_failed, dashboard=args.dashboard)
+                           resume=args.resume, retry_failed=args.retry_failed, dashboard=args.dashboard,
+                           timeout=args.run_timeout)
     except KeyboardInterrupt:
         print(f"\npympc: interrupted; finished batches are kept in {store}: run the same command with --resume "
               "to continue", file=sys.stderr)
@@ -383,7 +395,9 @@ def _cmd_sweep(args):
             path = store / f"{obs.replace('/', '_')}.png"
             fig.savefig(path, dpi=110)
             print(f"wrote     {path}")
-    return 0 if report.complete and not report.failed else 1
+    # 0: every run stored and SUCCESS; 1: some run did not succeed (any other status) or was lost;
+    # 2 (main): bad spec, option or store; 130: interrupted
+    return 0 if report.ok else 1
 
 
 def _cmd_design(args):
@@ -491,16 +505,23 @@ def build_parser():
                         "refuse them); the violation is printed in the summary")
     m.set_defaults(func=_cmd_simulate)
     sw = _sub(sub, "sweep", "run a parameter sweep (spec file) on Dask; resumable results and regime maps",
-              "pympc sweep examples/sweep_oscillator.toml --plot stick_phases.slot")
+              "pympc sweep examples/sweep_oscillator.toml --plot stick_phases.slot\n\n"
+              "exit status: 0 every run stored with status SUCCESS; 1 some run stored with another status "
+              "(FAILED,\n  TIMEOUT, PARADOX, ZENO, ERROR, ...) or lost (rerun to do it); 2 bad spec, option or store "
+              "(another\n  spec's store, a store another sweep is writing); 130 interrupted (--resume continues)")
     sw.add_argument("spec", help="a TOML sweep spec (see examples/sweep_*.toml)")
     sw.add_argument("--store", default=None, help="results directory (default: the spec's, else results/sweeps/<spec>)")
     sw.add_argument("--resume", action="store_true",
                     help="continue a stored sweep (finished runs are always skipped; this also checks the store exists)")
-    sw.add_argument("--retry-failed", action="store_true", help="run again the runs stored as FAILED")
+    sw.add_argument("--retry-failed", action="store_true", help="run again the runs stored as FAILED or TIMEOUT")
     sw.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="a running Dask scheduler (tcp://host:8786); default: a local cluster, one worker per core")
-    sw.add_argument("--workers", type=int, default=None, help="worker processes of the local cluster (default: cores)")
-    sw.add_argument("--batch-size", type=int, default=None, help="runs per Dask task (default: the spec's, or automatic)")
+    sw.add_argument("--workers", type=_count(1), default=None, help="worker processes of the local cluster (default: cores)")
+    sw.add_argument("--batch-size", type=_count(1), default=None,
+                    help="runs per Dask task (default: the spec's, or automatic)")
+    sw.add_argument("--run-timeout", type=_seconds, default=None, metavar="SECONDS",
+                    help="wall-time limit of one run (default: the spec's [options] timeout, else none); a run past "
+                         "it is stored with status TIMEOUT and the sweep goes on")
     sw.add_argument("--dashboard", action="store_true", help="start the local cluster's dashboard (loopback, free port; needs bokeh)")
     sw.add_argument("--plot", action="append", metavar="OBSERVABLE",
                     help="draw a regime map of this result column into the store (repeatable)")

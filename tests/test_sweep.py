@@ -185,7 +185,9 @@ def test_sweep_matches_direct_simulation_and_records_failures(client, tmp_path):
     assert len(df) == 8 == report.total == report.ran and report.lost == 0
     assert list(df["run"]) == list(range(8)) and df.attrs["parameters"] == ["mu1", "mu2", "m2"]
     failed = df[df.status == "FAILED"]
-    assert report.failed == len(failed) == report.counts["FAILED"] and len(failed) > 4
+    assert len(failed) == report.counts["FAILED"] and len(failed) > 4
+    assert report.failed == (df.status != "SUCCESS").sum() == sum(report.counts.values()) - report.counts.get("SUCCESS", 0)
+    assert not report.ok
     assert set(failed.index) >= set(df.index[df.m2 < 0])
     for _, r in failed.iterrows():
         assert r.error and "Traceback" in r.traceback
@@ -220,7 +222,7 @@ def test_interrupted_sweep_resumes_to_the_same_results(client, tmp_path):
     assert again.ran == 0 and again.skipped == 9
     run_sweep(spec, tmp_path / "b", client=client, batch_size=4)
     same(load_results(tmp_path / "a"), load_results(tmp_path / "b"))
-    with pytest.raises(OptionError, match="holds another sweep.*t_span"):     # would mix two studies in one store
+    with pytest.raises(OptionError, match="holds the results of another sweep spec.*t_span"):     # would mix two studies in one store
         run_sweep(cross_spec({"mu1": [0.5, 2.0, 8.0], "mu2": [0.1, 1.0, 3.0]}, t_end=0.3), tmp_path / "a", client=client)
     assert (load_results(tmp_path / "a").status == "PARADOX").any()
 

@@ -8,7 +8,8 @@
 
 :mod:`~pympc.sweep.spec` reads and checks a spec, :mod:`~pympc.sweep.engine`
 runs it (a Dask ``LocalCluster`` by default, or any ``Client``),
-:mod:`~pympc.sweep.store` keeps the results (Parquet parts),
+:mod:`~pympc.sweep.worker` runs a batch on a worker (each run under its time limit),
+:mod:`~pympc.sweep.store` keeps the results (a Parquet dataset, one writer at a time),
 :mod:`~pympc.sweep.observables` says what is recorded per run and
 :mod:`~pympc.sweep.plots` draws regime maps.
 """

@@ -13,62 +13,23 @@ cluster pympc started and propagates: what was stored stays, and the same call
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import numbers
 import os
 import signal
 import sys
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 
 from ..errors import OptionError
-from .observables import evaluate
 from .spec import SweepSpec
-from .store import ResultStore
+from .store import RETRYABLE, ResultStore
+from .worker import run_batch
 
 __all__ = ["run_sweep", "SweepReport", "local_cluster"]
-
-
-def _run_one(system, params, t_span, options, observables):
-    """Simulate one run and evaluate its observables; the ONE place a run is executed.
-
-    ``system`` is the batch's model, read once on the worker (or the exception
-    reading it raised); the run's parameters are bound to it (``simulate(...,
-    params=...)``: validated, nothing parsed again).  An exception becomes a row
-    with status ``FAILED``, its error and traceback.
-    """
-    from ..dynamics.simulate import simulate
-    from ..dynamics.trajectory import SimulationStatus
-    t, cpu = time.perf_counter(), time.process_time()
-    try:
-        if isinstance(system, Exception):
-            raise system
-        tr = simulate(system, t_span, params=params, **options)
-        if tr.status == SimulationStatus.INTERRUPTED:    # Ctrl-C stops the sweep; it is not one run's result
-            raise KeyboardInterrupt
-        row = {**evaluate(observables, tr), "error": "", "traceback": ""}
-    except Exception as exc:                              # noqa: BLE001 — recorded, the sweep goes on
-        row = {"status": "FAILED", "message": f"{type(exc).__name__}: {exc}",
-               "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-    row["wall_time"], row["cpu_time"] = time.perf_counter() - t, time.process_time() - cpu
-    return row
-
-
-def _run_batch(model, batch, t_span, options, observables):
-    """Run a batch of ``(run, key, params)``; the rows of its part file."""
-    from .. import __version__
-    rows = []
-    try:
-        system = model.load()                 # once per batch: the runs bind their parameters to it
-    except Exception as exc:                  # noqa: BLE001 — every run of the batch records it
-        system = exc
-    for run, key, params in batch:
-        row = _run_one(system, params, t_span, options, observables)
-        rows.append({"run": run, "key": key, **params, **row, "pympc_version": __version__,
-                     "model_hash": model.hash, "model": model.source})
-    return rows
 
 
 def local_cluster(n_workers=None, dashboard=False):
@@ -102,13 +63,18 @@ class SweepReport:
     ran : int
         Run and stored now.
     failed : int
-        Of those, runs that raised (status ``FAILED``).
+        Runs of this sweep stored with any status but ``SUCCESS`` (``FAILED``:
+        the run raised; ``TIMEOUT``: past its time limit; ``PARADOX``, ``ZENO``,
+        ``ERROR``, ...: the simulation's own outcome), now or earlier.
     lost : int
         Runs of batches whose worker died (again) or whose task failed; not stored, a rerun does them.
     counts : dict
         Status → number of runs, over the whole sweep as stored.
     failures : list of dict
-        ``run``, parameters and ``error`` of every stored failure.
+        ``run``, parameters, ``status`` and ``error`` (or message) of every stored run that did not succeed.
+    notes : list of str
+        What opening the store repaired (a stale lock, damaged or unfinished parts set aside); also printed
+        to stderr when the sweep starts.
     wall_time : float
     dashboard : str or None
     """
@@ -122,23 +88,33 @@ class SweepReport:
     counts: dict = field(default_factory=dict)
     failures: list = field(default_factory=list)
     lost_errors: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
     wall_time: float = 0.0
     dashboard: str | None = None
 
     @property
     def complete(self):
+        """Every run of the spec is stored (whatever its status)."""
         return self.lost == 0 and sum(self.counts.values()) == self.total
 
+    @property
+    def ok(self):
+        """Complete and every run ended in ``SUCCESS`` (``pympc sweep`` exits 0 exactly then)."""
+        return self.complete and self.failed == 0
+
     def summary(self):
-        """The end-of-sweep text: counts per status and the failures."""
+        """The end-of-sweep text: counts per status and the first runs that did not succeed."""
         lines = [f"sweep     {self.total} runs: {self.ran} run now, {self.skipped} already stored, "
-                 f"{self.failed} failed, {self.lost} lost ({self.wall_time:.1f} s) -> {self.store}"]
+                 f"{self.failed} not successful, {self.lost} lost ({self.wall_time:.1f} s) -> {self.store}"]
         lines.append("status    " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items(), key=lambda kv: -kv[1])))
         for f in self.failures[:20]:
             params = ", ".join(f"{k}={v:g}" for k, v in f["params"].items())
-            lines.append(f"failed    run {f['run']} ({params}): {f['error'].splitlines()[0] if f['error'] else ''}")
+            text = [t.strip() for t in (f["error"] or "").strip().splitlines()]
+            first = " ".join(text[:2]) if text and text[0].endswith(":") else (text[0] if text else "")
+            lines.append(f"{f['status']:<9s} run {f['run']} ({params}): {first[:200]}")
         if len(self.failures) > 20:
-            lines.append(f"          ... and {len(self.failures) - 20} more (load_results(store), column 'error')")
+            lines.append(f"          ... and {len(self.failures) - 20} more (load_results(store), columns "
+                         "'status', 'message', 'error')")
         for e in self.lost_errors[:5]:
             lines.append(f"lost      {e}")
         if self.lost:
@@ -147,7 +123,7 @@ class SweepReport:
 
 
 class _Bar:
-    """Runs done/failed/remaining and the time left, redrawn on a terminal only."""
+    """Runs done/not successful/remaining and the time left, redrawn on a terminal only."""
 
     def __init__(self, total, already, stream=None):
         self.stream = stream if stream is not None else sys.stderr
@@ -161,7 +137,7 @@ class _Bar:
         now = done - self.already
         eta = f"{remaining * elapsed / now:.0f} s" if now > 0 else "?"
         frac = done / self.total if self.total else 1.0
-        self.stream.write(f"\r[{'#' * int(30 * frac):30s}] {done}/{self.total} done, {failed} failed, "
+        self.stream.write(f"\r[{'#' * int(30 * frac):30s}] {done}/{self.total} done, {failed} not successful, "
                           f"{remaining} remaining, ETA {eta}   ")
         self.stream.flush()
 
@@ -183,16 +159,62 @@ def _batches(pending, workers, size=None):
     return out
 
 
-def _manifest(spec):
+def _check_count(name, value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+        raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _check_timeout(value, name="timeout"):
+    """A per-run time limit: None or a finite number of seconds > 0 (returned as float)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < math.inf:
+        raise OptionError(f"{name} must be a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+_IDENTITY = ("model_hash", "kind", "axes", "fixed", "t_span", "options", "observables", "values", "runs",
+             "pympc_version")
+
+
+def _manifest(spec, keys):
     from .. import __version__
-    return {"name": spec.name, "model": spec.model.source, "model_hash": spec.model.hash, "kind": spec.kind,
-            "axes": spec.axes, "fixed": spec.fixed, "t_span": spec.t_span, "options": {k: repr(v) for k, v in
-                                                                                     spec.options.items()},
-            "observables": spec.observable_names(), "runs": len(spec.runs), "pympc_version": __version__}
+    values = ({a: sorted({r[a] for r in spec.runs}) for a in spec.axes} if spec.kind == "grid"
+              else {"sample": len(spec.runs)})
+    return {"format": 2, "name": spec.name, "model": spec.model.source, "model_hash": spec.model.hash,
+            "kind": spec.kind, "axes": spec.axes, "fixed": spec.fixed, "t_span": spec.t_span,
+            "options": {k: repr(v) for k, v in spec.options.items()}, "observables": spec.observable_names(),
+            "values": values, "runs": len(keys), "pympc_version": __version__,
+            "fingerprint": hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()}
+
+
+def _check_identity(store, old, new, keys):
+    """Refuse a store that belongs to another spec (a store of an older pympc, without fingerprint: by its keys)."""
+    if not old:                         # no manifest (deleted?): the stored runs must be runs of this spec
+        same = store.finished() <= keys
+    elif "fingerprint" in old:
+        same = old["fingerprint"] == new["fingerprint"]
+    else:
+        same = all(old.get(k) == new[k] for k in ("model_hash", "kind", "axes", "fixed", "t_span", "options",
+                                                   "observables") if k in old)
+        same = same and store.finished() <= keys
+    if same:
+        return
+    differ = [k for k in _IDENTITY if k in old and old.get(k) != new[k]] or ["run parameters"]
+    shown = "; ".join(f"{k}: stored {_short(old.get(k))}, now {_short(new.get(k))}" for k in differ
+                      if k != "run parameters")
+    raise OptionError(f"{store.path} holds the results of another sweep spec (its {', '.join(differ)} differ"
+                      f"{': ' + shown if shown else ''}); a store belongs to one spec: give another store "
+                      "directory (--store), or delete this one to start over")
+
+
+def _short(v, n=120):
+    text = json.dumps(v)
+    return text if len(text) <= n else text[:n] + "..."
 
 
 def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, batch_size=None, resume=False,
-              retry_failed=False, dashboard=False, progress=None):
+              retry_failed=False, dashboard=False, progress=None, timeout=None):
     """Run a sweep on Dask; store each finished batch; skip runs already stored.
 
     Parameters
@@ -201,6 +223,8 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
         From :func:`~pympc.sweep.load_spec` or :meth:`SweepSpec.from_dict`.
     store : str or Path, optional
         Results directory (default: the spec's ``store``, else ``results/sweeps/<spec name>``).
+        A store belongs to one spec: a store of another spec is refused, and so
+        is a store another sweep is writing (its host and pid are named).
     client : dask.distributed.Client, optional
         Run on this client's cluster (not closed here).
     scheduler : str, optional
@@ -215,12 +239,15 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
         Require an existing store of this sweep to continue (finished runs are
         skipped in any case: a rerun is a resume).
     retry_failed : bool
-        Run again the runs stored as ``FAILED`` (their new row supersedes).
+        Run again the runs stored as ``FAILED`` or ``TIMEOUT`` (their new row replaces the old one).
     dashboard : bool
         Start the local cluster's dashboard (on a free port; its address is in the report).
     progress : callable, optional
         Called as ``progress(done, failed, remaining)`` after every batch;
         default: a bar on stderr when it is a terminal.
+    timeout : float, optional
+        Wall-time limit of one run in seconds (default: the spec's ``[options]
+        timeout``, else none); a run past it is stored with status ``TIMEOUT``.
 
     Returns
     -------
@@ -230,15 +257,16 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
         raise OptionError(f"spec must be a SweepSpec (from pympc.sweep.load_spec), got {type(spec).__name__}")
     if client is not None and scheduler is not None:
         raise OptionError("give client or scheduler, not both")
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise OptionError(f"scheduler must be an address such as 'tcp://host:8786', got {scheduler!r}")
+    _check_count("n_workers", n_workers)
+    _check_count("batch_size", batch_size)
+    timeout = _check_timeout(timeout) if timeout is not None else spec.timeout
+    if progress is not None and not callable(progress):
+        raise OptionError(f"progress must be a function progress(done, failed, remaining), got {progress!r}")
     store = ResultStore(store or spec.store or os.path.join("results", "sweeps", spec.name))
-    old = store.manifest()
-    if resume and not old:
+    if resume and not store.manifest():
         raise OptionError(f"--resume: {store.path} holds no sweep to resume; run without --resume to start it")
-    new = json.loads(json.dumps(_manifest(spec)))
-    differ = sorted(k for k in new if k not in ("name", "model", "runs") and old and old.get(k) != new[k])
-    if differ:    # other keys: the store would mix two studies (the same point twice)
-        raise OptionError(f"{store.path} holds another sweep (its {', '.join(differ)} differ: "
-                          f"{ {k: old.get(k) for k in differ} }); give another store directory")
     t0 = time.perf_counter()
     runs, seen = [], set()
     for i, params in enumerate(spec.runs):
@@ -246,13 +274,19 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
         if k not in seen:                     # the same values twice: one run
             seen.add(k)
             runs.append((i, k, params))
-    done_keys = store.finished(include_failed=not retry_failed)
-    pending = [r for r in runs if r[1] not in done_keys]
-    report = SweepReport(store.path, len(runs), skipped=len(runs) - len(pending))
-    store.write_manifest(new)
-    if pending:
-        _execute(spec, store, pending, report, client, scheduler, n_workers, batch_size, dashboard, progress)
-    _tally(store, runs, spec.axes, report)
+    new = json.loads(json.dumps(_manifest(spec, seen)))
+    with store.writer() as notes:
+        for n in notes:
+            print(f"pympc: {store.path}: {n}", file=sys.stderr, flush=True)
+        _check_identity(store, store.manifest(), new, seen)
+        done_keys = store.finished(include_failed=not retry_failed)
+        pending = [r for r in runs if r[1] not in done_keys]
+        report = SweepReport(store.path, len(runs), skipped=len(runs) - len(pending), notes=list(notes))
+        store.write_manifest(new)
+        if pending:
+            _execute(spec, store, pending, report, client, scheduler, n_workers, batch_size, dashboard, progress,
+                     timeout)
+        _tally(store, runs, spec.axes, report)
     report.wall_time = time.perf_counter() - t0
     return report
 
@@ -281,7 +315,7 @@ class _CtrlC:
             signal.signal(signal.SIGINT, self.prev)
 
 
-def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_size, dashboard, progress):
+def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_size, dashboard, progress, timeout):
     from dask.distributed import Client, as_completed
     cluster = own = None
     bar = _Bar(report.total, report.skipped) if progress is None else None
@@ -301,10 +335,10 @@ def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_s
             ctrl_c.check()
             workers = max(1, sum(client.nthreads().values()))          # parallel slots now on the cluster
             for batch in _batches(pending, workers, batch_size or spec.batch_size):
-                f = client.submit(_run_batch, spec.model, batch, spec.t_span, spec.options, spec.observables,
-                                  pure=False)
+                f = client.submit(run_batch, spec.model, batch, spec.t_span, spec.options, spec.observables,
+                                  timeout, pure=False)
                 futures[f] = batch
-            done = report.skipped
+            done, failed = report.skipped, 0
             finished = as_completed(list(futures))
             while not finished.is_empty():
                 ctrl_c.check()
@@ -321,9 +355,9 @@ def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_s
                     else:
                         store.write_part(rows)
                         report.ran += len(rows)
-                        report.failed += sum(r["status"] == "FAILED" for r in rows)
+                        failed += sum(r["status"] != "SUCCESS" for r in rows)
                         done += len(rows)
-                    tick(done, report.failed, report.total - done - report.lost)
+                    tick(done, failed, report.total - done - report.lost)
         except BaseException:
             if futures and client is not None:
                 client.cancel(list(futures))
@@ -338,19 +372,17 @@ def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_s
 
 
 def _tally(store, runs, axes, report):
-    """Counts per status and the failures of this sweep's runs, as stored."""
-    import pyarrow.parquet as pq
+    """Counts per status and the runs that did not succeed, of this sweep's runs as stored."""
     keys = {k: (i, p) for i, k, p in runs}
-    latest = {}
-    for part in store.parts():
-        t = pq.read_table(part, columns=["key", "status", "error"]).to_pylist()
-        for r in t:
-            if r["key"] in keys:
-                latest[r["key"]] = r
+    latest = store.latest(("status", "error", "message"))
     counts, failures = {}, []
     for k, r in latest.items():
+        if k not in keys:
+            continue
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-        if r["status"] == "FAILED":
+        if r["status"] != "SUCCESS":
             i, p = keys[k]
-            failures.append({"run": i, "params": {a: p[a] for a in axes}, "error": r["error"] or ""})
+            failures.append({"run": i, "params": {a: p[a] for a in axes}, "status": r["status"],
+                             "error": r["error"] or r["message"] or ""})
     report.counts, report.failures = counts, sorted(failures, key=lambda f: f["run"])
+    report.failed = len(failures)

@@ -26,11 +26,13 @@ A spec is a TOML file (or the same tables as a Python dict)::
     [options]                                 # keyword options of pympc.simulate
     on_ambiguous = "stop"
     samples = 101
+    timeout = 60.0                            # optional: wall-time limit of one run in s (status TIMEOUT past it)
 
 Everything is checked when the spec is built — the model file parses, every
 parameter exists in it, every range is non-empty, every observable and option
-is known — so a bad spec is a clear :class:`~pympc.errors.OptionError` or
-:class:`~pympc.errors.ModelError` before anything runs.
+is known, every value has its type — so a bad spec is a clear
+:class:`~pympc.errors.OptionError` or :class:`~pympc.errors.ModelError` naming
+the file, table and key before anything runs.
 """
 
 from __future__ import annotations
@@ -114,6 +116,8 @@ def _axis(name, v, where):
             num = v["num"]
             if isinstance(num, bool) or not isinstance(num, int) or num < 1:
                 raise OptionError(f"{where}: {name}: num must be an integer >= 1, got {num!r}")
+            if not isinstance(v.get("log", False), bool):
+                raise OptionError(f"{where}: {name}: log must be true or false, got {v['log']!r}")
             if v.get("log", False):
                 if not (a > 0 and b > 0):
                     raise OptionError(f"{where}: {name}: a log range needs start > 0 and stop > 0, got {a}, {b}")
@@ -123,9 +127,9 @@ def _axis(name, v, where):
         else:
             if v.get("log", False):
                 raise OptionError(f"{where}: {name}: log = true goes with num, not step")
-            step = float(v["step"])
-            if not step > 0:
-                raise OptionError(f"{where}: {name}: step must be > 0, got {step}")
+            step = v["step"]
+            if isinstance(step, bool) or not isinstance(step, (int, float)) or not step > 0:
+                raise OptionError(f"{where}: {name}: step must be a number > 0, got {step!r}")
             count = math.floor((b - a) / step * (1 + 1e-12) + 1e-9) + 1 if b >= a else 0
             values = a + step * np.arange(count)
     else:
@@ -142,7 +146,11 @@ def _sample(table, where):
     bad = set(table) - allowed
     if bad:
         raise OptionError(f"{where}: unknown key(s) {sorted(bad)}; allowed: {sorted(allowed)}")
-    method = str(table.get("method", "sobol")).lower()
+    for key, types, what in (("method", str, "'sobol' or 'lhs'"), ("seed", int, "an integer"),
+                             ("scramble", bool, "true or false")):
+        if key in table:
+            _check_type(table[key], types, what, None, f"{where} {key}")
+    method = table.get("method", "sobol").lower()
     if method not in ("sobol", "lhs"):
         raise OptionError(f"{where}: method must be 'sobol' or 'lhs', got {method!r}")
     n = table.get("n")
@@ -157,7 +165,9 @@ def _sample(table, where):
         if isinstance(b, dict):
             if set(b) - {"low", "high", "log"}:
                 raise OptionError(f"{where}: bounds.{name}: keys are low, high, log; got {sorted(b)}")
-            log, b = bool(b.get("log", False)), [b.get("low"), b.get("high")]
+            if not isinstance(b.get("log", False), bool):
+                raise OptionError(f"{where}: bounds.{name}: log must be true or false, got {b['log']!r}")
+            log, b = b.get("log", False), [b.get("low"), b.get("high")]
         try:
             lo, hi = (float(x) for x in b)
         except (TypeError, ValueError):
@@ -180,13 +190,41 @@ def _sample(table, where):
     return names, [dict(zip(names, map(float, row))) for row in x]
 
 
+_NUMBER = (int, float)
+_OPTION_TYPES = {"enumerate_pairs": (int, "an integer >= 0", 0), "zeno_events": (int, "an integer >= 2", 2),
+                 "velocity_tol": (_NUMBER, "a number >= 0", 0), "probe_delta": (_NUMBER, "a number >= 0", 0),
+                 "initial_tol": (_NUMBER, "a number >= 0", 0), "project_initial": (bool, "true or false", None),
+                 "force_sensitivities": (bool, "true or false", None), "method": (str, "a string", None),
+                 "formulation": (str, "a string", None), "on_ambiguous": (str, "a string", None)}
+
+
+def _check_type(value, types, what, least, where):
+    ok = isinstance(value, types) and (types is bool or not isinstance(value, bool))
+    if not ok or (least is not None and not value >= least):
+        raise OptionError(f"{where} must be {what}, got {value!r} ({type(value).__name__})")
+
+
 def _check_options(options, system, t_span, where):
-    """Names, and the values simulate checks up front (numbers, rules, formulation), before any run."""
+    """Names, types, and the values simulate checks up front (numbers, rules, formulation), before any run."""
     from ..dynamics.simulate import _CROSSCHECK, _DEFAULTS, AMBIGUITY_RULES, _options, make_formulation, simulate
     allowed = set(inspect.signature(simulate).parameters) - _NOT_OPTIONS
     bad = set(options) - allowed
     if bad:
-        raise OptionError(f"{where}: unknown simulate option(s) {sorted(bad)}; allowed: {sorted(allowed)}")
+        raise OptionError(f"{where}: unknown simulate option(s) {sorted(bad)}; allowed: {sorted(allowed | {'timeout'})}")
+    for k, v in options.items():
+        if k in _OPTION_TYPES:
+            _check_type(v, _OPTION_TYPES[k][0], _OPTION_TYPES[k][1], _OPTION_TYPES[k][2], f"{where} {k}")
+    for k, item, what in (("t_eval", _NUMBER, "a list of times"), ("sensitivities", str, "a list of parameter names")):
+        if k in options:
+            v = options[k]
+            if not isinstance(v, (list, tuple)) or not all(isinstance(x, item) and not isinstance(x, bool) for x in v):
+                raise OptionError(f"{where} {k} must be {what}, got {v!r}")
+    if "baumgarte" in options:
+        v = options["baumgarte"]
+        if not isinstance(v, dict) or set(v) - {"alpha", "beta"} or not all(
+                isinstance(x, _NUMBER) and not isinstance(x, bool) and x >= 0 for x in v.values()):
+            raise OptionError(f"{where} baumgarte must be a table {{alpha = A, beta = B}} of numbers >= 0 (1/s), "
+                              f"got {v!r}")
     try:
         _options(system, t_span, {k: v for k, v in options.items() if k in _DEFAULTS})
         if options.get("on_ambiguous", "stop") not in AMBIGUITY_RULES:
@@ -219,6 +257,10 @@ class SweepSpec:
     batch_size : int or None
     store : str or None
     name : str
+    fixed : dict
+        The ``[parameters]`` table.
+    timeout : float or None
+        Wall-time limit of one run in seconds (``[options] timeout``); not part of the run keys.
     """
 
     model: ModelSource
@@ -232,6 +274,7 @@ class SweepSpec:
     store: str | None = None
     name: str = "sweep"
     fixed: dict = field(default_factory=dict)
+    timeout: float | None = None
 
     @classmethod
     def from_dict(cls, data, base_dir=".", name="sweep", where="sweep spec", observables=None):
@@ -241,12 +284,20 @@ class SweepSpec:
         bad = set(data) - _TOP
         if bad:
             raise OptionError(f"{where}: unknown table(s) {sorted(bad)}; allowed: {sorted(_TOP)}")
+        for table, v in data.items():
+            if not isinstance(v, dict):
+                raise OptionError(f"{where}: [{table}] must be a table, got {v!r} ({type(v).__name__})")
         sweep = data.get("sweep", {})
         bad = set(sweep) - _SWEEP_KEYS
         if bad:
             raise OptionError(f"{where}: [sweep]: unknown key(s) {sorted(bad)}; allowed: {sorted(_SWEEP_KEYS)}")
         if "model" not in sweep:
             raise OptionError(f"{where}: [sweep] needs model = \"path/to/model.toml\" (relative to the spec file)")
+        for key, types, what in (("model", (str, Path), "a path (a string)"), ("store", (str, Path), "a path (a string)"),
+                                 ("observables", (list, tuple), "a list of observable names"),
+                                 ("t_span", (list, tuple), "[t0, t1]")):
+            if key in sweep:
+                _check_type(sweep[key], types, what, None, f"{where}: [sweep] {key}")
         model_path = Path(base_dir) / sweep["model"]
         if not model_path.is_file():
             raise ModelError(f"{where}: [sweep] model: no model file {model_path}; give the path relative to the spec file")
@@ -289,7 +340,14 @@ class SweepSpec:
                 raise OptionError(f"{where}: [sweep] t_span: t1 must be after t0, got {list(t_span)}")
         elif "t_end" not in system.simulation:
             raise OptionError(f"{where}: [sweep] needs t_span = [t0, t1] (the model has no [simulation] t_end)")
-        options = _check_options(data.get("options", {}), system, t_span, f"{where}: [options]")
+        options = dict(data.get("options", {}))
+        timeout = options.pop("timeout", None)
+        if timeout is not None:
+            _check_type(timeout, _NUMBER, "a number of seconds > 0", None, f"{where}: [options] timeout")
+            if not 0 < timeout < math.inf:
+                raise OptionError(f"{where}: [options] timeout must be a number of seconds > 0, got {timeout!r}")
+            timeout = float(timeout)
+        options = _check_options(options, system, t_span, f"{where}: [options]")
         obs = list(sweep.get("observables", DEFAULT_OBSERVABLES)) + list(observables or [])
         check_observables(obs, where=f"{where}: [sweep] observables")
         clash = sorted((set(axes) | set(fixed)) & _RESERVED)
@@ -299,7 +357,7 @@ class SweepSpec:
         if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
             raise OptionError(f"{where}: [sweep] batch_size must be an integer >= 1, got {batch!r}")
         store = sweep.get("store")
-        return cls(model, axes, runs, t_span, options, obs, kind, batch, store, name, dict(fixed))
+        return cls(model, axes, runs, t_span, options, obs, kind, batch, store, name, dict(fixed), timeout)
 
     def observable_names(self):
         """The observables as names (user functions by their ``__name__``), for keys and the manifest."""
