@@ -10,8 +10,8 @@
    store all inside the measured time;
    1 and 2 alternate over slices of the runs (``--rounds``, default 4: on a shared machine
    the others' load then weighs on both alike);
-3. the same ``run_sweep`` again on the finished store (what ``--resume`` costs when
-   nothing is left to do).
+3. the same ``run_sweep`` again on the finished stores (what ``--resume`` costs when
+   nothing is left to do; each slice has its own store, since a store holds one spec).
 
 Overhead per run = (sweep wall time × workers − Σ time inside the runs) / runs: the
 worker time not spent simulating (cluster start, scheduling, transfers, store writes,
@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from dask.distributed import Client
 
 import pympc
@@ -72,7 +73,7 @@ def main():
     loop = sweep = loop_cpu = 0.0
     statuses = []
     with tempfile.TemporaryDirectory(prefix="pympc-sweep-bench-") as tmp:
-        store = Path(tmp) / "store"
+        stores = [Path(tmp) / f"slice{k}" for k in range(len(slices))]     # a store holds one spec
         t = time.perf_counter()
         cluster = local_cluster(args.workers)
         client = Client(cluster)
@@ -86,7 +87,7 @@ def main():
             loop += time.perf_counter() - t
             loop_cpu += time.process_time() - c
             t = time.perf_counter()
-            report = run_sweep(part, store, client=client)
+            report = run_sweep(part, stores[k], client=client)
             sweep += time.perf_counter() - t
             assert report.complete and report.ran == len(part.runs)
             print(f"slice {k + 1}/{len(slices)}: loop {loop:.1f} s, sweep {sweep:.1f} s so far "
@@ -95,10 +96,10 @@ def main():
         cluster.close()
         dask = start + warm + sweep
         t = time.perf_counter()
-        again = run_sweep(spec, store, n_workers=args.workers, resume=True)
+        again = [run_sweep(part, st, n_workers=args.workers, resume=True) for part, st in zip(slices, stores)]
         resume = time.perf_counter() - t
-        df = load_results(store)
-    assert again.ran == 0 and again.skipped == n
+        df = pd.concat([load_results(st) for st in stores], ignore_index=True)
+    assert sum(a.ran for a in again) == 0 and sum(a.skipped for a in again) == n
     order = {tuple(sorted(p.items())): i for i, p in enumerate(r for part in slices for r in part.runs)}
     assert [statuses[order[tuple(sorted({"F0": a, "mu_s": b}.items()))]] for a, b in zip(df.F0, df.mu_s)] == \
         list(df.status), "the sweep's statuses differ from the loop's"

@@ -506,9 +506,10 @@ def build_parser():
     m.set_defaults(func=_cmd_simulate)
     sw = _sub(sub, "sweep", "run a parameter sweep (spec file) on Dask; resumable results and regime maps",
               "pympc sweep examples/sweep_oscillator.toml --plot stick_phases.slot\n\n"
-              "exit status: 0 every run stored with status SUCCESS; 1 some run stored with another status "
-              "(FAILED,\n  TIMEOUT, PARADOX, ZENO, ERROR, ...) or lost (rerun to do it); 2 bad spec, option or store "
-              "(another\n  spec's store, a store another sweep is writing); 130 interrupted (--resume continues)")
+              "exit status: 0 every run stored with an answer (SUCCESS, or the mechanism's PARADOX or ZENO);\n"
+              "  1 some run stored without one (FAILED, TIMEOUT, ERROR, MODE_FAILURE, EVENT_LIMIT, ...) or lost "
+              "(rerun\n  to do it); 2 bad spec, option or store (another spec's store, a store another sweep is "
+              "writing);\n  130 interrupted (--resume continues)")
     sw.add_argument("spec", help="a TOML sweep spec (see examples/sweep_*.toml)")
     sw.add_argument("--store", default=None, help="results directory (default: the spec's, else results/sweeps/<spec>)")
     sw.add_argument("--resume", action="store_true",

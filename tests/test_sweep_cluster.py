@@ -82,7 +82,7 @@ def test_sweep_on_a_scheduler_survives_a_killed_worker(cluster, tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
     assert workers[0].wait(timeout=60) == -signal.SIGKILL and workers[1].poll() is None
     assert proc.returncode == 0, (out, err)
-    assert f"{n} run now, 0 already stored, 0 not successful, 0 lost" in out
+    assert f"{n} run now, 0 already stored, 0 failed, 0 other outcomes, 0 lost" in out
     df = load_results(store)
     assert len(df) == n and df.key.is_unique and sorted(df.run) == list(range(n)) and (df.status == "SUCCESS").all()
     raw = pd.read_parquet(store)                        # every run stored exactly once, as any reader sees it

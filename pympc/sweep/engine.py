@@ -29,7 +29,12 @@ from .spec import SweepSpec
 from .store import RETRYABLE, ResultStore
 from .worker import run_batch
 
-__all__ = ["run_sweep", "SweepReport", "local_cluster"]
+__all__ = ["run_sweep", "SweepReport", "local_cluster", "ANSWERS"]
+
+ANSWERS = ("SUCCESS", "PARADOX", "ZENO")
+"""Statuses that answer the sweep's question about the mechanism: it moved to the end, it jams or the event
+HLCP is ambiguous (a Painlevé-type paradox), or its events accumulate.  Any other stored status is a run that
+did not answer (it raised, ran out of time or of events, or the simulation failed numerically)."""
 
 
 def local_cluster(n_workers=None, dashboard=False):
@@ -63,15 +68,19 @@ class SweepReport:
     ran : int
         Run and stored now.
     failed : int
-        Runs of this sweep stored with any status but ``SUCCESS`` (``FAILED``:
-        the run raised; ``TIMEOUT``: past its time limit; ``PARADOX``, ``ZENO``,
-        ``ERROR``, ...: the simulation's own outcome), now or earlier.
+        Runs of this sweep, now or earlier, stored without an answer: any status
+        but those of :data:`ANSWERS` (``FAILED``: the run raised; ``TIMEOUT``: past
+        its time limit; the simulation's ``ERROR``, ``MODE_FAILURE``,
+        ``EVENT_LIMIT``, ...).  A ``PARADOX`` or ``ZENO`` run is the simulation's
+        answer about the mechanism (a regime the sweep maps), counted in
+        ``counts`` and listed in ``failures`` but not failed.
     lost : int
         Runs of batches whose worker died (again) or whose task failed; not stored, a rerun does them.
     counts : dict
         Status → number of runs, over the whole sweep as stored.
     failures : list of dict
-        ``run``, parameters, ``status`` and ``error`` (or message) of every stored run that did not succeed.
+        ``run``, parameters, ``status`` and ``error`` (or message) of every stored run whose status is not
+        ``SUCCESS``.
     notes : list of str
         What opening the store repaired (a stale lock, damaged or unfinished parts set aside); also printed
         to stderr when the sweep starts.
@@ -99,13 +108,13 @@ class SweepReport:
 
     @property
     def ok(self):
-        """Complete and every run ended in ``SUCCESS`` (``pympc sweep`` exits 0 exactly then)."""
+        """Complete and every run answered (a status of :data:`ANSWERS`; ``pympc sweep`` exits 0 exactly then)."""
         return self.complete and self.failed == 0
 
     def summary(self):
         """The end-of-sweep text: counts per status and the first runs that did not succeed."""
         lines = [f"sweep     {self.total} runs: {self.ran} run now, {self.skipped} already stored, "
-                 f"{self.failed} not successful, {self.lost} lost ({self.wall_time:.1f} s) -> {self.store}"]
+                 f"{self.failed} failed, {len(self.failures) - self.failed} other outcomes, {self.lost} lost ({self.wall_time:.1f} s) -> {self.store}"]
         lines.append("status    " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items(), key=lambda kv: -kv[1])))
         for f in self.failures[:20]:
             params = ", ".join(f"{k}={v:g}" for k, v in f["params"].items())
@@ -123,7 +132,7 @@ class SweepReport:
 
 
 class _Bar:
-    """Runs done/not successful/remaining and the time left, redrawn on a terminal only."""
+    """Runs done/failed/remaining and the time left, redrawn on a terminal only."""
 
     def __init__(self, total, already, stream=None):
         self.stream = stream if stream is not None else sys.stderr
@@ -137,7 +146,7 @@ class _Bar:
         now = done - self.already
         eta = f"{remaining * elapsed / now:.0f} s" if now > 0 else "?"
         frac = done / self.total if self.total else 1.0
-        self.stream.write(f"\r[{'#' * int(30 * frac):30s}] {done}/{self.total} done, {failed} not successful, "
+        self.stream.write(f"\r[{'#' * int(30 * frac):30s}] {done}/{self.total} done, {failed} failed, "
                           f"{remaining} remaining, ETA {eta}   ")
         self.stream.flush()
 
@@ -355,7 +364,7 @@ def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_s
                     else:
                         store.write_part(rows)
                         report.ran += len(rows)
-                        failed += sum(r["status"] != "SUCCESS" for r in rows)
+                        failed += sum(r["status"] not in ANSWERS for r in rows)
                         done += len(rows)
                     tick(done, failed, report.total - done - report.lost)
         except BaseException:
@@ -385,4 +394,4 @@ def _tally(store, runs, axes, report):
             failures.append({"run": i, "params": {a: p[a] for a in axes}, "status": r["status"],
                              "error": r["error"] or r["message"] or ""})
     report.counts, report.failures = counts, sorted(failures, key=lambda f: f["run"])
-    report.failed = len(failures)
+    report.failed = sum(f["status"] not in ANSWERS for f in failures)
