@@ -596,9 +596,33 @@ def build_parser():
     return ap
 
 
+_COMPILING = (_cmd_solve, _cmd_classify, _cmd_crosscheck, _cmd_simulate, _cmd_identify, _cmd_design, _cmd_sweep)
+"""The commands that compute in this process (and may compile numba kernels)."""
+
+
+def _announce_compilation(stream=None):
+    """Never a silent minute: one line on stderr when this process starts compiling numba kernels, one when done."""
+    import atexit
+
+    from ._compiling import compile_seconds, on_first_compile
+    stream = stream or sys.stderr
+
+    def started():
+        print("pympc: compiling numba kernels for this model (once: they are cached on disk; after a fresh install "
+              "the first run takes a minute or two on 2 cores, a new model a few seconds) ...", file=stream, flush=True)
+
+        def done():
+            print(f"pympc: compiled for {compile_seconds():.0f} s; later runs load the kernels from the cache",
+                  file=stream, flush=True)
+        atexit.register(done)
+    on_first_compile(started)
+
+
 def main(argv=None):
     """Entry point of the ``pympc`` command."""
     args = build_parser().parse_args(argv)
+    if args.func in _COMPILING:
+        _announce_compilation()
     try:
         return args.func(args)
     except PympcError as exc:

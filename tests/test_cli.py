@@ -189,3 +189,20 @@ def test_round_trip_simulate_csv_noise_identify_from_the_command_line(tmp_path, 
     start = {"mu": 0.3, "mu_s": 0.4}
     for name, value, err in zip(res["names"], res["optimum"], res["stderr"]):
         assert abs(value - truth[name]) <= 4 * err < 0.25 * abs(start[name] - truth[name]), (name, value, err)
+
+
+def test_a_compilation_is_announced_once_and_timed():
+    """The first numba compilation of a command's process prints one notice (never a silent minute)."""
+    import io
+
+    import numba
+
+    from pympc._compiling import compile_seconds
+    from pympc.cli import _announce_compilation
+    stream = io.StringIO()
+    _announce_compilation(stream)
+    before = compile_seconds()
+    numba.njit(lambda x: x + 1)(1)            # a function no cache holds: numba compiles it here
+    numba.njit(lambda x: x + 2)(1)
+    assert stream.getvalue().count("pympc: compiling numba kernels") == 1
+    assert compile_seconds() > before

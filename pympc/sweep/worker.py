@@ -19,6 +19,7 @@ import threading
 import time
 import traceback
 
+from .._compiling import compile_seconds, compiling
 from .observables import evaluate
 
 __all__ = ["RunTimeout", "Deadline", "run_one", "run_batch"]
@@ -26,37 +27,6 @@ __all__ = ["RunTimeout", "Deadline", "run_one", "run_batch"]
 
 class RunTimeout(BaseException):
     """Raised in a run's thread past its time limit (a BaseException: no ``except Exception`` of the run keeps it)."""
-
-
-_numba = {"depth": 0, "since": 0.0, "total": 0.0, "installed": False}
-_numba_lock = threading.Lock()
-
-
-def _compile_seconds():
-    """Seconds this process has spent compiling numba functions (an ongoing compilation included)."""
-    with _numba_lock:
-        if not _numba["installed"]:
-            _numba["installed"] = True
-            try:
-                from numba.core import event
-            except ImportError:                  # pragma: no cover — numba is a dependency
-                return 0.0
-
-            class _Compiling(event.Listener):
-                def on_start(self, ev):
-                    with _numba_lock:
-                        if _numba["depth"] == 0:
-                            _numba["since"] = time.perf_counter()
-                        _numba["depth"] += 1
-
-                def on_end(self, ev):
-                    with _numba_lock:
-                        _numba["depth"] -= 1
-                        if _numba["depth"] == 0:
-                            _numba["total"] += time.perf_counter() - _numba["since"]
-            event.install_listener("numba:compile", _Compiling())
-        ongoing = time.perf_counter() - _numba["since"] if _numba["depth"] else 0.0
-        return _numba["total"] + ongoing
 
 
 class Deadline:
@@ -74,10 +44,10 @@ class Deadline:
 
     def elapsed(self):
         """Wall time of the run so far, numba compilation excluded."""
-        return time.perf_counter() - self._start - (_compile_seconds() - self._compiled)
+        return time.perf_counter() - self._start - (compile_seconds() - self._compiled)
 
     def __enter__(self):
-        self._start, self._compiled = time.perf_counter(), _compile_seconds()
+        self._start, self._compiled = time.perf_counter(), compile_seconds()
         if self.seconds is not None:
             self._thread, self._armed = threading.get_ident(), True
             self._schedule(self.seconds)
@@ -93,7 +63,7 @@ class Deadline:
             if not self._armed:
                 return
             left = self.seconds - self.elapsed()
-            if left > 0 or _numba["depth"]:
+            if left > 0 or compiling():
                 self._schedule(max(left, 0.2))
                 return
             self.fired = True
