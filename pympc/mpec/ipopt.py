@@ -26,6 +26,7 @@ from pyomo.mpec import Complementarity
 from pyomo.mpec.complementarity import ComplementarityData
 
 from ..errors import OptionError, SolverNotFound
+from .checks import check_components, domain_violations
 from .nlp import CompiledNLP, CompileTimeout
 from .polish import (_box_residual, _choice, _degenerate, _factors, _linear_polish, _pair_residual,  # noqa: F401
                      _polish_in_place, _polish_plan, _restore, _separated)
@@ -288,6 +289,7 @@ def run(model, options, *, mpec_tol=1e-9, polish=True, relaxation=RELAXATION, kk
         opts["max_wall_time"] = float(time_limit)
     deadline = None if "max_wall_time" not in opts else t0 + float(opts["max_wall_time"])
     clock = _Clock()
+    check_components(model, "pympc.ipopt")
     is_mpec = next(model.component_data_objects(Complementarity, active=True, descend_into=True), None) is not None
     try:
         if is_mpec:
@@ -306,6 +308,12 @@ def run(model, options, *, mpec_tol=1e-9, polish=True, relaxation=RELAXATION, kk
         out = _Run(None, None, {"status": TIME_OUT, "status_msg": str(exc).encode()})
     out.clock = clock
     out.verdict(mpec_tol, kkt_tol)
+    if out.outcome[1]:
+        bad = domain_violations(out.values())
+        if bad:   # a strict bound (PositiveReals) that IPOPT could only impose closed
+            v, x = bad[0]
+            out.outcome = ("unknown", False, f"{out.outcome[2]}; but variable {v.name} = {x:g} lies outside its domain "
+                                             f"{v.domain.name} ({len(bad)} variable(s) so)")
     clock.times["total"] = time.perf_counter() - t0
     return out
 

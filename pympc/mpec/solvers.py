@@ -253,7 +253,7 @@ class _ComplementaritySolver(_PympcSolver):
         from .models import from_pyomo   # (not at import: this module may be imported while models imports Pyomo)
 
         t = time.perf_counter()
-        read = from_pyomo(model)
+        read = from_pyomo(model, self.name)
         results.timing_info.read = time.perf_counter() - t
         options = {k: v for k, v in self._options(config).items() if v is not None}
         options.update(config.solver_options.value())
