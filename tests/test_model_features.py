@@ -197,3 +197,16 @@ def test_from_pyomo_names_its_caller():
     with pytest.raises(ProblemError, match=r"^pympc.mpec.from_pyomo: variable z\[0\] has domain Binary"):
         from_pyomo(lcp(pyo.Binary))
     assert pympc.PympcError in ProblemError.__mro__
+
+
+@pytest.mark.parametrize("name", LINEAR)
+def test_deep_linear_rows_are_read_without_recursion(name):
+    # a linear side nested 20000 deep (0.5 (0.5 (... + z) + z)): Pyomo's recursive repn raised RecursionError
+    m = lcp()
+    e = 0
+    for k in range(20_000):
+        e = 0.5 * (e + m.z[k % 2] * 1e-4)
+    m.c0.deactivate()
+    m.c0b = Complementarity(expr=complements(m.z[0] >= 0, 2 * m.z[0] + m.z[1] - 5 + e - e >= 0))
+    assert solve(name, m).solution_status == SolutionStatus.optimal
+    assert_exact(m)

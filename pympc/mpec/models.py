@@ -14,7 +14,7 @@ import pyomo.environ as pyo
 from pyomo.core.expr.numeric_expr import LinearExpression
 from pyomo.core.expr.relational_expr import EqualityExpression, InequalityExpression, RangedExpression
 from pyomo.mpec import Complementarity, complements
-from pyomo.repn import generate_standard_repn
+from pyomo.repn.linear import LinearRepnVisitor
 
 from ..complementarity import HLCP, LCP
 from ..errors import ProblemError
@@ -117,19 +117,28 @@ class PyomoHLCP:
             v.set_value(float(val), skip_validation=True)
 
 
+def _repn(expr):
+    """Pyomo's linear repn of ``expr`` and its variables by id (``LinearRepnVisitor``: no recursion on depth).
+
+    Fixed variables and Params are folded at their current values.
+    """
+    visitor = LinearRepnVisitor({})
+    return visitor.walk_expression(expr), visitor.var_map
+
+
 def _linear(expr, where, index):
     """``(coefs by var id, constant)`` of a linear expression, or a ProblemError naming ``where``."""
-    repn = generate_standard_repn(expr, compute_values=True, quadratic=False)
-    if not repn.is_linear():
+    repn, var_map = _repn(expr)
+    if repn.nonlinear is not None:
         raise ProblemError(f"{where} is not linear in the model's variables; pympc can only read linear "
                            "complementarity models (use SolverFactory('pympc.ipopt') for nonlinear ones).")
+    mult = float(repn.multiplier)
     coefs = {}
-    for v, a in zip(repn.linear_vars, repn.linear_coefs):
-        if v.fixed:
-            raise ProblemError(f"{where}: fixed variable {v.name} should have been folded; unfix it or use a Param.")
+    for vid, a in repn.linear.items():
+        v = var_map[vid]
         index.setdefault(id(v), v)
-        coefs[id(v)] = coefs.get(id(v), 0.0) + float(a)
-    return coefs, float(pyo.value(repn.constant))
+        coefs[id(v)] = coefs.get(id(v), 0.0) + mult * float(a)
+    return coefs, mult * float(repn.constant)
 
 
 def _nonneg_side(arg, where, index):
@@ -269,7 +278,5 @@ def _power_of_two(mags):
 
 
 def _is_constant(expr):
-    try:
-        return generate_standard_repn(expr, compute_values=True).is_constant()
-    except Exception:  # pragma: no cover - pyomo raises several types here
-        return False
+    repn, _ = _repn(expr)
+    return repn.nonlinear is None and not any(a != 0 for a in repn.linear.values())
