@@ -32,10 +32,9 @@ from ..errors import ProblemError
 __all__ = ["check_components", "check_domains", "domain_violations"]
 
 
-def _allowed():
-    kinds = {pyo.Block, pyo.Var, pyo.Param, pyo.Set, pyo.RangeSet, pyo.Expression, pyo.Constraint,
-             pyo.Objective, pyo.Suffix, Complementarity}
-    return kinds
+#: the component types every solver reads or may ignore (anything else is refused)
+_ALLOWED = frozenset({pyo.Block, pyo.Var, pyo.Param, pyo.Set, pyo.RangeSet, pyo.Expression, pyo.Constraint,
+                      pyo.Objective, pyo.Suffix, Complementarity})
 
 
 _ADVICE = {
@@ -71,9 +70,8 @@ def check_components(model, solver):
     ProblemError
         Naming the first such component, its type and what to do.
     """
-    allowed = _allowed()
     for comp in model.component_objects(active=True, descend_into=True):
-        if comp.ctype in allowed or _discretized(comp):
+        if comp.ctype in _ALLOWED or _discretized(comp):
             continue
         kind = comp.ctype.__name__
         advice = _ADVICE.get(kind, "deactivate it or use a solver that handles it")
@@ -99,7 +97,7 @@ def check_domains(variables, solver, strict_bounds=False):
                 "the variable.")
         if not strict_bounds:
             for end, bound in (("lower", v.lb), ("upper", v.ub)):
-                if bound is not None and not v.domain.__contains__(bound) and _is_domain_bound(v, bound):
+                if bound is not None and bound not in v.domain and _is_domain_bound(v, bound):
                     raise ProblemError(
                         f"{solver}: variable {v.name} has domain {v.domain.name}, whose {end} bound {bound:g} is "
                         f"strict; {solver} can only impose closed bounds. Use a closed domain (NonNegativeReals "
