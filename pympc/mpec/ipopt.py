@@ -41,10 +41,10 @@ __all__ = ["run", "solve_nlp", "kkt_residual", "RELAXATION", "NLP_DEFAULTS", "CA
 RELAXATION = (1e-6, 1e-10, 1e-12)
 
 #: IPOPT options pympc sets for a plain NLP (the caller's options override them).  The adaptive barrier
-#: update, measured on the Hock–Schittkowski problems of tests/hock_schittkowski.py (30 problems):
-#: monotone (IPOPT's default) solves 29 and stops at the iteration limit (3000) on HS109; adaptive solves
-#: all 30 (HS109 in 19 iterations), 359 iterations in all on the other 29 against 315 (fewer on 11, more on
-#: 4: HS081 68 against 7).
+#: update, measured on the 32 Hock–Schittkowski problems of tests/hock_schittkowski.py: monotone (IPOPT's
+#: default) solves 31 and stops at the iteration limit (3000) on HS109; adaptive solves all 32 (HS109 in 19
+#: iterations), 414 iterations in all on the other 31 against 350 (fewer on 11, more on 6: HS081 68 against
+#: 7, HS092 37 against 19).
 NLP_DEFAULTS = {"mu_strategy": "adaptive"}
 
 #: pseudo IPOPT statuses of pympc's own: an exception inside a callback ended the solve; the time limit ran out
