@@ -109,19 +109,52 @@ def test_overflow_gives_no_exception_and_ipopt_backtracks():
     assert m.x.value == pytest.approx(math.log(2), abs=1e-6)
 
 
-def test_deep_and_long_expressions_compile_without_recursion_error():
+def _deep(kind, depth, x):
+    e = x[0]
+    for k in range(depth):
+        if kind == "sum":        # x0 * 1e-3 + 0.999 * (x1 * 1e-3 + 0.999 * (...)): nested sums
+            e = x[k % 3] * 1e-3 + 0.999 * e
+        elif kind == "product":  # (((x0 (1 + 1e-5 x1)) (1 + 1e-5 x2)) ...): nested products
+            e = e * (1 + 1e-5 * x[k % 3])
+        else:                    # sin(sin(... + 1e-3 x1) + 1e-3 x2): nested functions
+            e = pyo.sin(e) + 1e-3 * x[k % 3]
+    return e
+
+
+@pytest.mark.parametrize("kind", ["sum", "product", "function"])
+def test_deep_and_long_expressions_compile_without_recursion_error(kind):
+    # depth 10^4 (the depth of a whole-trajectory MPEC's expressions): no recursion on depth in building the
+    # NLP, differentiating it or compiling its code; the derivatives of such chains are sums of thousands
+    # of terms, which Python's compiler cannot take on one line either
     m = pyo.ConcreteModel()
     m.x = pyo.Var(range(3), initialize=0.5, bounds=(-2, 2))
-    e = m.x[0]
-    for k in range(3000):                           # nested 3000 deep: x0 * (1 + 1e-4 (x1 * (...)))
-        e = m.x[k % 3] * 1e-3 + 0.999 * e
+    e = _deep(kind, 10_000, m.x)
     m.o = pyo.Objective(expr=(e - 0.3) ** 2 + sum((m.x[i] - 0.1 * i) ** 2 for i in range(3)))
     m.c = pyo.Constraint(expr=pyo.quicksum(m.x[k % 3] * m.x[(k + 1) % 3] for k in range(3000)) <= 1000)
     res = solve(m)
     assert res.solution_status == SolutionStatus.optimal, res.extra_info.message
+    assert res.extra_info.kkt <= 1e-6
     nlp = CompiledNLP(m)
     u = np.array([m.x[i].value for i in range(3)])
     assert nlp.objective(u) == pytest.approx(pyo.value(m.o), rel=1e-12)
+    fd = approx_fprime(u, nlp.objective, 1e-7)
+    assert np.allclose(nlp.gradient(u), fd, rtol=1e-4, atol=1e-5)
+
+
+def test_a_sum_of_many_terms_compiles_and_adds_in_order():
+    # one sum node of 20000 variable terms: written 64 terms a line, added in the order of the terms
+    from pympc.mpec._codegen import compile_functions
+
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(20_000))
+    e = sum(m.x[i] * m.x[(i + 1) % 20_000] for i in range(20_000))
+    column = {id(m.x[i]): i for i in range(20_000)}
+    (f,) = compile_functions([[e]], column)
+    u = np.random.default_rng(1).standard_normal(20_000)
+    expected = 0.0
+    for i in range(20_000):
+        expected = expected + u[i] * u[(i + 1) % 20_000]
+    assert f(u)[0] == expected   # bit for bit: the same additions in the same order
 
 
 def test_time_limit_covers_building_the_nlp():

@@ -247,3 +247,23 @@ def test_fixed_variables_only_and_violated_constant_rows():
     res = NewFactory("pympc.ipopt").solve(m, raise_exception_on_nonoptimal_result=False, load_solutions=False)
     assert res.termination_condition == TerminationCondition.provenInfeasible
     assert res.solution_status == SolutionStatus.infeasible and "c2" in res.extra_info.message
+
+
+def test_solvers_are_in_pyomos_own_listings_with_their_options():
+    # issue 30 (6): once pympc is imported, `pyomo help --solvers` lists the three solvers as available, both
+    # factories iterate over their names with a doc, and each CONFIG declares pympc's options
+    code = ("import pympc\nfrom pyomo.scripting.driver_help import help_solvers\nhelp_solvers()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    for name in SOLVERS:
+        assert f"+{name} " in out.stdout, out.stdout[-3000:]   # '+': available
+    options = {"pympc.lemke": {"max_pivots", "piv_tol", "tol", "certify", "time_limit"},
+               "pympc.milp": {"big_m", "tol", "all_solutions", "max_solutions", "time_limit"},
+               "pympc.ipopt": {"mpec_tol", "relaxation", "polish", "kkt_tol", "time_limit", "solver_options"}}
+    for name in SOLVERS:
+        assert name in list(pyo.SolverFactory) and name in list(NewFactory)
+        assert NewFactory.doc(name) and pyo.SolverFactory.doc(name)
+        config = NewFactory(name).config
+        assert options[name] <= set(config.keys()), (name, sorted(config.keys()))
+        for key in options[name]:
+            assert config.get(key)._description or config.get(key)._doc, (name, key)

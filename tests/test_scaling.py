@@ -171,3 +171,66 @@ def test_one_pair_edge_cases_at_every_scale(s):
     # A = 0, a uniformly tiny or huge B: the basis is y, y = c / b
     r = pympc.solve(HLCP([[0.0]], [[s]], [2.0 * s]))
     assert r.status == Status.SOLVED and r.y == pytest.approx([2.0])
+
+
+# -- issue 25: magnitudes no double can carry, and HiGHS's range ----------------------------------------------
+
+@pytest.mark.parametrize("make, name", [
+    (lambda e: LCP([[e, 0.0], [0.0, 1.0]], [-1.0, -1.0]), "M"),
+    (lambda e: LCP(np.eye(2), [-1.0, -e]), "q"),
+    (lambda e: HLCP([[e, 0.0], [0.0, 1.0]], -np.eye(2), [1.0, 1.0]), "A"),
+    (lambda e: HLCP(np.eye(2), [[-1.0, 0.0], [0.0, -e]], [1.0, 1.0]), "B"),
+    (lambda e: HLCP(np.eye(2), -np.eye(2), [e, 1.0]), "c"),
+])
+@pytest.mark.parametrize("e", [1e300, 1e-300, -1e200, 1e151, 1e-151])
+def test_magnitudes_outside_the_window_are_a_problem_error_naming_the_argument(make, name, e):
+    # the class: entries whose products or ratios leave the doubles (the issue's LCP [[1e300, 0], [0, 1e-300]]
+    # printed LAPACK's DLASCL lines and raised LinAlgError, or was called unsolvable)
+    with pytest.raises(pympc.ProblemError, match=rf"^{name} has an entry of magnitude .* Rescale"):
+        make(e)
+
+
+def test_the_issue_lcp_is_refused_at_construction_without_lapack_output():
+    import subprocess
+    import sys
+
+    code = ("import pympc\ntry:\n    pympc.solve(pympc.LCP([[1e300, 0], [0, 1e-300]], [-1, -1]))\n"
+            "except pympc.ProblemError as e:\n    print('refused:', str(e)[:20])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "refused: M has an entry of ma\n" and "DLASCL" not in out.stderr
+
+
+@pytest.mark.parametrize("k", [0, 3, 6, 9, 12, 20, 50, 100, 149])
+@pytest.mark.parametrize("signs", [(-1, -1), (1, -1), (-1, 1), (-1e0, "s")])
+@pytest.mark.parametrize("formulation", ["auto", "bigm"])
+def test_milp_never_calls_a_p_matrix_problem_unsolvable(k, signs, formulation):
+    # LCP(diag(s, 1/s), q) has the unique solution z_i = max(0, -q_i / M_ii) for every q (a P-matrix): the
+    # exact MILP must give it (verified) or say it cannot decide; "no solution" would be a false proof
+    # (before: from s = 1e9 on, HiGHS dropped the entry 1/s and the MILP answered INFEASIBLE)
+    from pympc.complementarity import milp
+
+    s = 10.0 ** k
+    q = np.array([signs[0], -s if signs[1] == "s" else signs[1]], float)
+    M = np.diag([s, 1.0 / s])
+    r = milp(LCP(M, q), formulation=formulation)
+    assert r.status in (Status.SOLVED, Status.UNDECIDED), (r.status, r.message)
+    if r.status == Status.SOLVED:
+        np.testing.assert_allclose(r.z, np.maximum(0.0, -q / np.diag(M)), rtol=1e-9, atol=0)
+    else:
+        assert r.message and not r.success
+
+
+def test_milp_proves_infeasibility_of_a_well_scaled_problem_after_equilibration():
+    # equilibration does not cost the proofs: LCP(diag(s, 1/s) with a row that has no solution) stays INFEASIBLE
+    # when the data's spread after scaling is small; HLCP x - y = -1 with x = y... (A = [[1, -1]]-type) is empty
+    from pympc.complementarity import milp
+    from pympc.complementarity.milp import equilibrate
+
+    for s in (1.0, 1e6, 1e40):
+        p = HLCP([[s, 0.0], [0.0, 1.0]], [[s, 0.0], [0.0, 1.0]], [-s, 1.0])   # s (x1 + y1) = -s: x1 + y1 = -1
+        scaled, dx, dy, spread = equilibrate(p)
+        assert spread <= 4.0
+        np.testing.assert_array_equal(np.log2(dx) % 1, 0)   # powers of two: the scaling is exact
+        r = milp(p)
+        assert r.status == Status.INFEASIBLE, r.message

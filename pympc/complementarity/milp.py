@@ -34,11 +34,11 @@ import time
 import numpy as np
 
 from ..errors import OptionError, SolverNotFound
-from .problems import HLCP, LCP
+from .problems import HLCP, LCP, MAGNITUDES
 from .results import Result, Status
 from .support import solve_on_support
 
-__all__ = ["milp", "MILP_OPTIONS"]
+__all__ = ["milp", "MILP_OPTIONS", "equilibrate"]
 
 MILP_OPTIONS = {
     "formulation": "'auto' (default: a convex QP when the problem is monotone, else a branch-and-bound over supports "
@@ -126,9 +126,92 @@ def milp(problem, **options):
     formulation = options.get("formulation", "auto")
     if formulation not in ("auto", "bigm"):
         raise OptionError(f"formulation must be 'auto' or 'bigm', got {formulation!r}")
+    # HiGHS works on the problem equilibrated by powers of two (exact); its points are mapped back and
+    # verified again on the caller's data, and "no solution" is a proof only within HiGHS's range
+    from .search import monotone_form
+
+    if formulation == "auto" and not options.get("all_solutions", False) and monotone_form(hlcp) is not None:
+        # a monotone problem's QP keeps its form only unscaled (row and column scalings break the positive
+        # definite symmetric part)
+        scaled, dx, dy, spread = hlcp, np.ones(hlcp.n), np.ones(hlcp.n), _spread(hlcp.A, hlcp.B, hlcp.c)
+    else:
+        scaled, dx, dy, spread = equilibrate(hlcp)
+
+    def back(status, message, x, y, info):
+        info["solutions"] = [(dx * a, dy * b) for a, b in info.get("solutions", [])]
+        if info.get("big_m") is not None:
+            info["big_m"] = (info["big_m"][0] * dx, info["big_m"][1] * dy)
+        info["spread"] = spread
+        x, y = dx * x, dy * y
+        if status == Status.SOLVED:
+            pt = solve_on_support(hlcp, x > y, tol)
+            if pt is None:
+                return result(Status.UNDECIDED, message + "; but the point does not verify on the unscaled data "
+                              "(round-off): no conclusion", x, y, info)
+            x, y = pt
+        elif status == Status.INFEASIBLE and spread > _HIGHS_SPREAD:
+            return result(Status.UNDECIDED, f"HiGHS found no solution, but the data's nonzero magnitudes span "
+                          f"{spread:.1e} even after equilibration, more than HiGHS resolves ({_HIGHS_SPREAD:.0e}: it "
+                          "drops smaller matrix entries): no conclusion; use method='enumerate' or 'lemke'",
+                          x, y, info)
+        return result(status, message, x, y, info)
+
     if formulation == "auto" and not options.get("all_solutions", False):
-        return _exact_search(highspy, hlcp, tol, options, result)
-    return _bigm(highspy, hlcp, tol, options, result)
+        return _exact_search(highspy, scaled, tol, options, back)
+    bound = _bound(scaled)
+    if bound[0] is None and not bound[1]:   # the monotone bound holds in the caller's units only
+        U = _bound(hlcp)[0]
+        if U is not None:
+            bound = ((U[0] / dx, U[1] / dy), False)
+    return _bigm(highspy, scaled, tol, options, back, bound)
+
+
+#: the largest ratio of nonzero magnitudes (matrix and right-hand side, after equilibration) for which
+#: HiGHS's "infeasible" is taken as a proof: it treats matrix entries below 1e-9 as zero and has
+#: feasibility tolerances of 1e-9 (measured: LCP(diag(s, 1/s), q) was called infeasible from s = 1e9 on)
+_HIGHS_SPREAD = 1e7
+
+
+def equilibrate(hlcp, sweeps=6):
+    """``(scaled, dx, dy, spread)``: ``hlcp`` with rows and columns scaled by powers of two (exactly).
+
+    ``scaled`` is ``HLCP(R A Dx, R B Dy, R c)``; a solution ``(x', y')`` of it
+    gives ``(Dx x', Dy y')`` of ``hlcp`` (complementarity survives positive
+    diagonal scalings).  Rows and columns of ``[A B]`` are scaled alternately
+    towards unit geometric means of their largest and smallest nonzero
+    magnitudes.  ``spread`` is the ratio of the largest to the smallest
+    nonzero magnitude of the scaled ``[A B c]``.
+    """
+    A, B, c = hlcp.A.copy(), hlcp.B.copy(), hlcp.c.copy()
+    n = hlcp.n
+    dx, dy = np.ones(n), np.ones(n)
+
+    def power(mags, axis):
+        big = mags.max(axis=axis)
+        small = np.where(mags > 0, mags, np.inf).min(axis=axis)
+        ok = big > 0
+        out = np.ones(big.shape)
+        out[ok] = np.exp2(-np.round(0.5 * (np.log2(big[ok]) + np.log2(small[ok]))))
+        return out
+
+    for _ in range(sweeps):
+        r = power(np.abs(np.hstack([A, B])), 1)
+        A, B, c = A * r[:, None], B * r[:, None], c * r
+        sx, sy = power(np.abs(A), 0), power(np.abs(B), 0)
+        A, B, dx, dy = A * sx, B * sy, dx * sx, dy * sy
+    mags = np.abs(np.concatenate([A.ravel(), B.ravel(), c]))
+    mags = mags[mags > 0]
+    low, high = MAGNITUDES
+    if mags.size and (mags.min() < low or mags.max() > high):   # scaled out of the doubles' window: left as it is
+        return hlcp, np.ones(n), np.ones(n), _spread(hlcp.A, hlcp.B, hlcp.c)
+    return HLCP(A, B, c), dx, dy, _spread(A, B, c)
+
+
+def _spread(*arrays):
+    """The ratio of the largest to the smallest nonzero magnitude over ``arrays`` (1 when all are zero)."""
+    mags = np.abs(np.concatenate([np.ravel(a) for a in arrays]))
+    mags = mags[mags > 0]
+    return float(mags.max() / mags.min()) if mags.size else 1.0
 
 
 def _exact_search(highspy, hlcp, tol, options, result):
@@ -176,10 +259,13 @@ def _exact_search(highspy, hlcp, tol, options, result):
                   zeros, zeros, info)
 
 
-def _bigm(highspy, hlcp, tol, options, result):
-    """The big-M MILP (see the module); with ``all_solutions``, every support by no-good cuts."""
+def _bigm(highspy, hlcp, tol, options, result, bound=None):
+    """The big-M MILP (see the module); with ``all_solutions``, every support by no-good cuts.
+
+    ``bound``: ``(U, relaxation infeasible)`` as :func:`_bound` gives them, when already known.
+    """
     n = hlcp.n
-    U, relax_infeasible = _bound(hlcp)
+    U, relax_infeasible = _bound(hlcp) if bound is None else bound
     zeros = np.zeros(n)
     if relax_infeasible:
         return result(Status.INFEASIBLE, "even the LP relaxation (complementarity dropped) is infeasible",

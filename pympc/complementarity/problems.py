@@ -71,6 +71,27 @@ def as_vector(name, value, size=None):
     return arr
 
 
+#: The window of nonzero magnitudes a problem's data may have: products and ratios of two entries stay
+#: finite and normal doubles inside it.  ``LCP([[1e300, 0], [0, 1e-300]], q)`` (outside) made LAPACK print
+#: DLASCL lines and enumeration call a solvable problem unsolvable.
+MAGNITUDES = (1e-150, 1e150)
+
+
+def check_magnitudes(name, arr):
+    """Raise :class:`ProblemError` when a nonzero entry of ``arr`` lies outside :data:`MAGNITUDES`."""
+    mags = np.abs(arr)
+    bad = (mags > 0) & ((mags < MAGNITUDES[0]) | (mags > MAGNITUDES[1]))
+    if bad.any():
+        where = np.argwhere(bad)[0] if arr.ndim > 1 else np.flatnonzero(bad)[:1]
+        idx = ", ".join(str(int(k)) for k in where)
+        raise ProblemError(
+            f"{name} has an entry of magnitude {mags[tuple(where)]:.3g} at [{idx}]; pympc solves problems whose nonzero "
+            f"entries lie between {MAGNITUDES[0]:g} and {MAGNITUDES[1]:g} in size (beyond, products and ratios of "
+            "two entries overflow or underflow doubles). Rescale the problem's units (a row, or a variable, by a "
+            "power of ten) or set negligible entries to zero.")
+    return arr
+
+
 #: Relative size, in the units of the equilibrated problem, below which an entry of a point
 #: counts as rounding noise of a zero (see :meth:`HLCP.is_solution`).
 NOISE = 1e-12
@@ -185,6 +206,8 @@ class HLCP(_Problem):
             raise ProblemError(f"A must be square, got shape {self.A.shape}.")
         self.B = as_matrix("B", B, (n, n))
         self.c = as_vector("c", c, n)
+        for key in ("A", "B", "c"):
+            check_magnitudes(key, getattr(self, key))
         self.name = name
         self._seal()
 
@@ -407,6 +430,8 @@ class LCP(_Problem):
         if self.M.shape != (n, n):
             raise ProblemError(f"M must be square, got shape {self.M.shape}.")
         self.q = as_vector("q", q, n)
+        check_magnitudes("M", self.M)
+        check_magnitudes("q", self.q)
         self.name = name
         self.comment = comment
         self.M.flags.writeable = False

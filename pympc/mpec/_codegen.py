@@ -10,6 +10,9 @@ three-address code: every expression node is evaluated once into a temporary
   once;
 * no line nests more than one operation, whatever the depth of the
   expression (a nested string of 2000 products made Python's parser raise
+  ``RecursionError``), and a sum of many terms is added up :data:`_CHUNK`
+  terms a line (Python's compiler nests ``a + b + c ...`` one level per
+  term: the 3719-term sums of the Hessian of HS092 made it raise
   ``RecursionError``);
 * the tree is walked with an explicit stack, never by recursion.
 
@@ -42,6 +45,10 @@ _NAMESPACE = {f"_{name}": getattr(np, fn) for name, fn in _UNARY.items()}
 _NAMESPACE.update(_abs=np.abs, _max=max, _min=min, _f64=np.float64)
 
 
+#: terms of a sum written on one line (Python's compiler recursed past its limit at about 2000)
+_CHUNK = 64
+
+
 def _literal(value):
     return f"({float(value)!r})"
 
@@ -52,6 +59,7 @@ class _Writer:
     def __init__(self, column, where):
         self.column, self.where = column, where
         self.lines, self.names, self.keep = [], {}, []
+        self.count = 0
 
     def leaf(self, node):
         """Code of a node without variable children (number, variable, Param, constant expression), else None."""
@@ -116,9 +124,16 @@ class _Writer:
                             names[id(arg)] = code
                             self.keep.append(arg)
                 continue
-            code = self.operation(node, [names[id(a)] for a in node.args])
-            t = f"t{len(self.lines)}"
-            self.lines.append(f"    {t} = {code}")
+            args = [names[id(a)] for a in node.args]
+            t = f"t{self.count}"
+            self.count += 1
+            if len(args) > _CHUNK and issubclass(node.__class__, ne.SumExpression):
+                # ((t + a) + b) + ...: the same order of additions as a + b + ... on one line
+                for k in range(0, len(args), _CHUNK):
+                    code = " + ".join(args[k: k + _CHUNK])
+                    self.lines.append(f"    {t} = {code}" if k == 0 else f"    {t} = {t} + {code}")
+            else:
+                self.lines.append(f"    {t} = {self.operation(node, args)}")
             names[id(node)] = t
             self.keep.append(node)   # ids stay unique while the writer lives
         return names[id(root)]

@@ -14,10 +14,11 @@ import pyomo.environ as pyo
 from pyomo.core.expr.numeric_expr import LinearExpression
 from pyomo.core.expr.relational_expr import EqualityExpression, InequalityExpression, RangedExpression
 from pyomo.mpec import Complementarity, complements
-from pyomo.repn import generate_standard_repn
+from pyomo.repn.linear import LinearRepnVisitor
 
 from ..complementarity import HLCP, LCP
 from ..errors import ProblemError
+from .checks import check_components, check_domains
 
 __all__ = ["to_pyomo", "from_pyomo", "PyomoHLCP"]
 
@@ -116,19 +117,28 @@ class PyomoHLCP:
             v.set_value(float(val), skip_validation=True)
 
 
+def _repn(expr):
+    """Pyomo's linear repn of ``expr`` and its variables by id (``LinearRepnVisitor``: no recursion on depth).
+
+    Fixed variables and Params are folded at their current values.
+    """
+    visitor = LinearRepnVisitor({})
+    return visitor.walk_expression(expr), visitor.var_map
+
+
 def _linear(expr, where, index):
     """``(coefs by var id, constant)`` of a linear expression, or a ProblemError naming ``where``."""
-    repn = generate_standard_repn(expr, compute_values=True, quadratic=False)
-    if not repn.is_linear():
+    repn, var_map = _repn(expr)
+    if repn.nonlinear is not None:
         raise ProblemError(f"{where} is not linear in the model's variables; pympc can only read linear "
                            "complementarity models (use SolverFactory('pympc.ipopt') for nonlinear ones).")
+    mult = float(repn.multiplier)
     coefs = {}
-    for v, a in zip(repn.linear_vars, repn.linear_coefs):
-        if v.fixed:
-            raise ProblemError(f"{where}: fixed variable {v.name} should have been folded; unfix it or use a Param.")
+    for vid, a in repn.linear.items():
+        v = var_map[vid]
         index.setdefault(id(v), v)
-        coefs[id(v)] = coefs.get(id(v), 0.0) + float(a)
-    return coefs, float(pyo.value(repn.constant))
+        coefs[id(v)] = coefs.get(id(v), 0.0) + mult * float(a)
+    return coefs, mult * float(repn.constant)
 
 
 def _nonneg_side(arg, where, index):
@@ -145,7 +155,7 @@ def _nonneg_side(arg, where, index):
     raise ProblemError(f"{where}: each side must be an inequality such as 'x >= 0' or 'expr >= 0', got {arg!r}.")
 
 
-def from_pyomo(model):
+def from_pyomo(model, solver="pympc.mpec.from_pyomo"):
     """Read a Pyomo model of linear equalities and complementarity conditions into an HLCP.
 
     Every complementarity ``complements(g(u) >= 0, h(u) >= 0)`` (either side a
@@ -155,7 +165,10 @@ def from_pyomo(model):
     pairs: with ``K = [G; H; E]`` of full column rank, the consistency
     conditions of ``K u = (x - g0, y - h0, f)`` are the HLCP's equations.
 
-    The model is not modified.
+    The model is not modified.  ``solver`` (the name of the solver that reads
+    the model) is named in the errors.  Integer and binary domains, strict
+    bounds and component types other than the above are refused
+    (:mod:`pympc.mpec.checks`).
 
     Returns
     -------
@@ -183,6 +196,7 @@ def from_pyomo(model):
     >>> r.values(s.x, s.y).round(6)
     array([1.333333, 2.333333])
     """
+    check_components(model, solver)
     index = {}
     G, g0, H, h0, names, E, f = [], [], [], [], [], [], []
     for comp in model.component_data_objects(Complementarity, active=True, descend_into=True):
@@ -204,6 +218,7 @@ def from_pyomo(model):
             raise ProblemError(f"objective {obj.name} is not constant; a complementarity solver would ignore it. "
                                "Deactivate it (model.{0}.deactivate()) or use SolverFactory('pympc.ipopt').".format(obj.name))
     variables = list(index.values())
+    check_domains(variables, solver)
     col = {id(v): k for k, v in enumerate(variables)}
     pair_vars = set()
     for coefs, const in zip(G + H, g0 + h0):
@@ -224,18 +239,27 @@ def from_pyomo(model):
         return out
 
     K = np.vstack([dense(G), dense(H), dense(E)])
-    if nv != n + me or np.linalg.matrix_rank(K) < nv:
+    # equilibrated by powers of two (exact) before the rank and the SVD: S K D, with the answers mapped back;
+    # coefficients of 1e-100 next to 1e100 are not round-off to the rank test then
+    D = _power_of_two(np.abs(K).max(axis=0, initial=0))
+    S = _power_of_two(np.abs(K * D).max(axis=1, initial=0))
+    K2 = S[:, None] * K * D
+    try:
+        U, s, Vt = np.linalg.svd(K2)
+    except np.linalg.LinAlgError as exc:   # pragma: no cover - K2 is finite with entries of size one at most
+        raise ProblemError(f"the model's coefficients could not be factorized ({exc}); rescale its variables.") from None
+    if nv != n + me or (s > s.max(initial=0) * max(K2.shape) * np.finfo(float).eps).sum() < nv:
         raise ProblemError(
             f"the model has {nv} variable(s), {n} complementarity pair(s) and {me} equalit(y/ies): its variables are "
             "not determined by the pairs (need variables = pairs + equalities and the pair expressions and equalities "
             "independent). Fix free variables or add the equalities that define them."
         )
-    # K u = t + t0 with t = (x, y, 0) and t0 = (-g0, -h0, f).  Split by a QR with
-    # the left null space: u = K⁺ (t + t0), and N (t + t0) = 0 are the n equations.
-    U, s, Vt = np.linalg.svd(K)
+    # K u = t + t0 with t = (x, y, 0) and t0 = (-g0, -h0, f).  With the SVD of S K D and its left null space:
+    # u = D (S K D)⁺ S (t + t0), and N (t + t0) = 0 are the n equations (N = N' S, N' (S K D) = 0).
     rank = nv
-    N = U[:, rank:].T  # (2n + me - nv) = n rows
-    Kpinv = (Vt.T / s) @ U[:, :rank].T
+    U[np.abs(U) < 1e-150] = 0.0   # round-off of an orthonormal basis, not data: kept out of the HLCP's magnitudes
+    N = U[:, rank:].T * S  # (2n + me - nv) = n rows
+    Kpinv = (D[:, None] * ((Vt.T / s) @ U[:, :rank].T)) * S
     t0 = np.concatenate([-np.array(g0), -np.array(h0), np.array(f)])
     A = N[:, :n]
     B = N[:, n:2 * n]
@@ -245,8 +269,14 @@ def from_pyomo(model):
     return PyomoHLCP(HLCP(A, B, c, name=model.name), variables, names, R, r0)
 
 
+def _power_of_two(mags):
+    """``2**-round(log2(m))`` for every positive ``m`` (1 for zeros): an exact scaling to size one."""
+    out = np.ones(mags.shape)
+    ok = mags > 0
+    out[ok] = np.exp2(-np.round(np.log2(mags[ok])))
+    return out
+
+
 def _is_constant(expr):
-    try:
-        return generate_standard_repn(expr, compute_values=True).is_constant()
-    except Exception:  # pragma: no cover - pyomo raises several types here
-        return False
+    repn, _ = _repn(expr)
+    return repn.nonlinear is None and not any(a != 0 for a in repn.linear.values())

@@ -24,6 +24,7 @@ from pyomo.repn import generate_standard_repn
 
 from ..errors import ProblemError
 from ._codegen import compile_functions
+from .checks import check_domains
 
 __all__ = ["CompiledNLP", "CompileTimeout"]
 
@@ -249,6 +250,7 @@ class CompiledNLP:
         if objs:
             self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
             self.obj = _Part(objs[0].expr, index, objs[0], memo)
+        check_domains(self.variables, "pympc.ipopt", strict_bounds=True)   # before the costly differentiation
         self.redundant = []
         if drop_redundant:
             self._drop_redundant_equalities()

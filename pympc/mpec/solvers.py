@@ -253,7 +253,7 @@ class _ComplementaritySolver(_PympcSolver):
         from .models import from_pyomo   # (not at import: this module may be imported while models imports Pyomo)
 
         t = time.perf_counter()
-        read = from_pyomo(model)
+        read = from_pyomo(model, self.name)
         results.timing_info.read = time.perf_counter() - t
         options = {k: v for k, v in self._options(config).items() if v is not None}
         options.update(config.solver_options.value())
@@ -451,7 +451,8 @@ class _Legacy(LegacySolverWrapper):
 def register():
     """Register the three solvers with Pyomo's factories (new and legacy); idempotent."""
     docs = {"pympc.lemke": (LemkeSolver, "pympc's lexicographic Lemke solver for linear complementarity models"),
-            "pympc.milp": (MILPSolver, "exact big-M MILP (HiGHS) for linear complementarity models"),
+            "pympc.milp": (MILPSolver, "exact solver (HiGHS: convex QP, support search or big-M MILP) for linear "
+                                          "complementarity models"),
             "pympc.ipopt": (IpoptSolver, "IPOPT via cyipopt with exact derivatives (no ASL); MPECs by continuation")}
     for name, (cls, doc) in docs.items():
         legacy = type(f"Legacy{cls.__name__}", (_Legacy, cls), {"__doc__": f"Legacy interface of {name}."})
