@@ -131,10 +131,12 @@ def _parse_rst(directive, lines):
     return node.children
 
 
-def _cell(text, first_prefix, indent="     "):
-    """A list-table cell: its first line after ``first_prefix``, the others indented under it."""
-    lines = str(text).strip().splitlines() or [""]
-    return [f"{first_prefix}{lines[0].strip()}"] + [f"{indent}{ln.strip()}" for ln in lines[1:]]
+def _cell(text, first_prefix):
+    """A list-table cell of one line: the text's first paragraph, its absolute values escaped."""
+    paragraph = " ".join(str(text).strip().split("\n\n")[0].split())
+    line = [paragraph]
+    escape_absolute_values(None, "", "pympc", None, None, line)
+    return [f"{first_prefix}{line[0]}" if line[0] else first_prefix + "\\ "]
 
 
 def _pympc_solvers():
@@ -142,15 +144,21 @@ def _pympc_solvers():
     import pyomo.environ as pyo
     from pyomo.contrib.solver.common.factory import SolverFactory
 
-    names = [n for n in pyo.SolverFactory if SolverFactory.get_class(n) is not None
-             and SolverFactory.get_class(n).__module__.startswith("pympc.")]
+    def new_class(name):
+        try:
+            return SolverFactory.get_class(name)
+        except KeyError:    # registered with the legacy factory only (Pyomo's own plugins)
+            return None
+
+    names = [n for n in pyo.SolverFactory if getattr(new_class(n), "__module__", "").startswith("pympc.")]
     if not names:
         raise ExtensionError("no pympc solver is registered with Pyomo's SolverFactory")
     return names, SolverFactory, pyo.SolverFactory
 
 
 class SolverFactoryDirective(SphinxDirective):
-    """``.. pympc-solver-factory::``: a table of the solvers pympc registers with Pyomo."""
+    """``.. pympc-solver-factory::``: a table of the solvers pympc registers with Pyomo (reST; in MyST pages
+    inside ``{eval-rst}``)."""
 
     has_content = False
 
