@@ -26,7 +26,6 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
-    "sphinx.ext.intersphinx",
     "numpydoc",
     "myst_nb",
     "pympc_docs",
@@ -34,7 +33,7 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
-exclude_patterns = ["_build", "_templates", "_ext", "**.ipynb_checkpoints", "README.md"]
+exclude_patterns = ["_build", "_templates", "_ext", "**.ipynb_checkpoints"]
 templates_path = ["_templates"]
 
 # --- API reference ---------------------------------------------------------------------------------
@@ -60,11 +59,8 @@ pympc_gallery = ["cross_slide", "identification", "sweep"]   # notebooks/<name>.
 pympc_notebook_timeout = int(os.environ.get("PYMPC_DOCS_NB_TIMEOUT", "600"))   # seconds per cell
 
 # --- Cross-references --------------------------------------------------------------------------------
-intersphinx_mapping = {}   # no network during builds: external names stay plain text
-suppress_warnings = [
-    "myst.xref_missing",      # links of the included README files to repository files
-    "mystnb.unknown_mime_type",
-]
+# No intersphinx (no network during builds): references to numpy, scipy or Pyomo names stay plain text, and
+# nitpicky stays off, since docstrings also name private modules (pympc.dynamics._dop853) on purpose.
 
 # --- HTML ----------------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"

@@ -112,6 +112,11 @@ def _execute(nb, name, timeout):
 
     start = time.perf_counter()
     logger.info(f"[pympc] executing notebooks/{name}.ipynb ...")
+    # a first cell, removed again: figures that are the value of a cell show as images, as in Jupyter with
+    # `%matplotlib inline`, also when made with matplotlib's object API (pympc.sweep.plot_regime)
+    import nbformat
+
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%matplotlib inline"))
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT / "notebooks")}})
     try:
@@ -120,6 +125,8 @@ def _execute(nb, name, timeout):
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
         raise ExtensionError(f"notebooks/{name}.ipynb failed while the docs executed it "
                              f"(run it with jupyter to debug):\n{exc}") from None
+    finally:
+        del nb.cells[0]
     logger.info(f"[pympc] notebooks/{name}.ipynb executed in {time.perf_counter() - start:.1f} s")
 
 
@@ -238,19 +245,22 @@ def _documented_names(env):
 
 
 def _resolve(dotted):
+    """The object a dotted name reaches by attribute access from its top package (as ``pympc.mpec.crosscheck``
+    is the function the package exports, not the module of that name), importing submodules on the way."""
     parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
+    try:
+        obj = importlib.import_module(parts[0])
+    except Exception:  # noqa: BLE001 - not importable: not ours to resolve
+        return None
+    for i, attr in enumerate(parts[1:], start=1):
         try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except Exception:  # noqa: BLE001 - not a module: try a shorter prefix
-            continue
-        try:
-            for attr in parts[i:]:
-                obj = getattr(obj, attr)
+            obj = getattr(obj, attr)
         except AttributeError:
-            return None
-        return obj
-    return None
+            try:
+                obj = importlib.import_module(".".join(parts[:i + 1]))
+            except Exception:  # noqa: BLE001
+                return None
+    return obj
 
 
 def resolve_reexport(app, env, node, contnode):
