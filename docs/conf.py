@@ -82,4 +82,5 @@ pympc_data_docs = {
                               "joint's body may be ``\"ground\"``).",
     "pympc.identify.JACOBIANS": "The Jacobians :func:`estimate` can use (its ``jac`` argument), by name.",
     "pympc.identify.METHODS": "The estimation routes of :func:`estimate` (its ``method`` argument), by name.",
+    "pympc.design.CRITERIA": "The design criteria by name.",
 }

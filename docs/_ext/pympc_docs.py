@@ -9,6 +9,8 @@
 * **Solvers.**  ``.. pympc-solver-factory::`` lists the solvers pympc registers with Pyomo's two
   ``SolverFactory`` objects, and ``.. pympc-solver-options:: NAME`` the options of one, both read
   from Pyomo's factories and the solvers' ``CONFIG`` at build time (they cannot drift from the code).
+* **API pages.**  ``docs/api/<subpackage>.rst`` are written from the subpackages' ``__all__`` by
+  :mod:`pympc_api` (sections from its ``SECTIONS``).
 * **Re-exported names.**  A reference to ``pympc.LCP`` (or ``pympc.mechanics.system.Slot``) resolves
   to the page where that object is documented (``pympc.complementarity.LCP``, ``pympc.mechanics.Slot``).
 """
@@ -374,9 +376,18 @@ def _attribute_doc(name, obj):
     return None
 
 
+def write_api_pages(app, config):
+    """docs/api/<subpackage>.rst from the subpackages' ``__all__`` (before autosummary reads them)."""
+    import pympc_api
+
+    written = pympc_api.write_pages(DOCS / "api")
+    logger.info(f"[pympc] API pages: {', '.join(written)}")
+
+
 def setup(app):
     app.add_config_value("pympc_gallery", [], "env")
     app.add_config_value("pympc_notebook_timeout", 600, "env")
+    app.connect("config-inited", write_api_pages)   # before Sphinx lists the sources and autosummary writes stubs
     app.connect("builder-inited", execute_gallery)
     app.connect("missing-reference", resolve_reexport)
     app.connect("autodoc-process-docstring", escape_absolute_values)
