@@ -55,7 +55,10 @@ nb_execution_mode = "off"
 nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
-pympc_gallery = ["cross_slide", "identification", "sweep"]   # notebooks/<name>.ipynb, in this order
+# Every notebooks/<name>.ipynb is in the gallery: these first, in this order, then the others (alphabetical);
+# pympc_gallery_skip leaves notebooks out (e.g. one too slow to run on every build).
+pympc_gallery = ["cross_slide", "identification", "sweep"]
+pympc_gallery_skip = []
 pympc_notebook_timeout = int(os.environ.get("PYMPC_DOCS_NB_TIMEOUT", "600"))   # seconds per cell
 
 # --- Cross-references --------------------------------------------------------------------------------

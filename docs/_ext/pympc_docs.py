@@ -1,6 +1,7 @@
 """Sphinx extension of pympc's documentation.
 
-* **Gallery.**  Executes ``notebooks/<name>.ipynb`` (for each name of the ``pympc_gallery`` setting)
+* **Gallery.**  Executes every ``notebooks/<name>.ipynb`` (``pympc_gallery`` first, then the others;
+  ``pympc_gallery_skip`` leaves some out)
   with nbclient, in ``notebooks/`` (where their relative paths hold, as ``tests/test_notebook.py``
   runs them), and writes the executed copy to ``docs/gallery/<name>.ipynb``, which myst-nb renders.
   A cell that raises fails the build, naming the notebook.  An executed copy is reused while its key
@@ -77,6 +78,17 @@ def _kernel_environment():
             os.environ["PYTHONPATH"] = saved
 
 
+def gallery_names(config):
+    """Every notebook of notebooks/, those named by ``pympc_gallery`` first (a name there that does not exist is
+    an error), the others after them in alphabetical order, less ``pympc_gallery_skip``."""
+    present = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    unknown = [n for n in (*config.pympc_gallery, *config.pympc_gallery_skip) if n not in present]
+    if unknown:
+        raise ExtensionError(f"docs/conf.py names notebooks that notebooks/ does not have: {unknown}")
+    first = [n for n in config.pympc_gallery if n not in config.pympc_gallery_skip]
+    return first + [n for n in present if n not in first and n not in config.pympc_gallery_skip]
+
+
 def execute_gallery(app):
     """Execute the gallery's notebooks into docs/gallery/ (or reuse the copies whose key is unchanged)."""
     import nbformat
@@ -84,12 +96,14 @@ def execute_gallery(app):
     out_dir = DOCS / "gallery"
     out_dir.mkdir(exist_ok=True)
     execute = os.environ.get("PYMPC_DOCS_EXECUTE", "1") != "0"
-    for name in app.config.pympc_gallery:
+    names = gallery_names(app.config)
+    toctree = "```{toctree}\n:maxdepth: 1\n\n" + "".join(f"{n}\n" for n in names) + "```\n"
+    inc = out_dir / "toctree.inc"      # included by gallery/index.md
+    if not inc.is_file() or inc.read_text(encoding="utf-8") != toctree:
+        inc.write_text(toctree, encoding="utf-8")
+    for name in names:
         src = ROOT / "notebooks" / f"{name}.ipynb"
         dst = out_dir / f"{name}.ipynb"
-        if not src.is_file():
-            raise ExtensionError(f"pympc_gallery names {name!r}, but {src} does not exist: "
-                                 "fix pympc_gallery in docs/conf.py")
         if not execute:
             shutil.copyfile(src, dst)
             logger.info(f"[pympc] {name}.ipynb copied unexecuted (PYMPC_DOCS_EXECUTE=0)")
@@ -386,6 +400,7 @@ def write_api_pages(app, config):
 
 def setup(app):
     app.add_config_value("pympc_gallery", [], "env")
+    app.add_config_value("pympc_gallery_skip", [], "env")
     app.add_config_value("pympc_notebook_timeout", 600, "env")
     app.connect("config-inited", write_api_pages)   # before Sphinx lists the sources and autosummary writes stubs
     app.connect("builder-inited", execute_gallery)
