@@ -210,3 +210,16 @@ def test_deep_linear_rows_are_read_without_recursion(name):
     m.c0b = Complementarity(expr=complements(m.z[0] >= 0, 2 * m.z[0] + m.z[1] - 5 + e - e >= 0))
     assert solve(name, m).solution_status == SolutionStatus.optimal
     assert_exact(m)
+
+
+@pytest.mark.parametrize("limit", [float("nan"), -1.0, 0.0, "60", True])
+def test_a_time_limit_that_is_not_a_positive_number_is_refused_by_name(limit):
+    """NaN is no limit nowhere: every entry point that takes a time limit refuses it by name."""
+    import pympc
+    from pympc.errors import OptionError
+    p = pympc.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    for call, name in ((lambda: pympc.crosscheck(p, time_limit=limit), "time_limit"),
+                       (lambda: pympc.solve(p, method="milp", time_limit=limit), "time_limit"),
+                       (lambda: pympc.solve(p, fallback_time_limit=limit), "fallback_time_limit")):
+        with pytest.raises(OptionError, match=f"^{name} must be a number of seconds > 0"):
+            call()

@@ -12,6 +12,7 @@ import time
 import warnings
 
 import pandas as pd
+import numpy as np
 import pytest
 from conftest import ROOT
 from test_sweep import CROSS, OSC, _toml, client, cross_spec, same  # noqa: F401  (client: the module's cluster)
@@ -383,3 +384,28 @@ def test_run_keys_keep_their_formula():
                                  "options": {"samples": 21, "timeout": 5.0}})
     assert timed.timeout == 5.0 and timed.options == spec.options
     assert [timed.key(p) for p in timed.runs] == [spec.key(p) for p in spec.runs]   # the time limit is not in it
+
+
+def test_fixed_parameters_and_grid_values_take_the_model_language(tmp_path):
+    """[parameters] and [grid] list entries may be expressions (issue 30.4), parsed by the model file's parser."""
+    from pympc.sweep import load_spec
+    from pympc.errors import ModelError
+    spec = tmp_path / "expr.toml"
+    spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 1.0]}, "parameters": {"w": "pi/4"},
+                           "grid": {"F0": ["2*K", 3.0]}}))
+    s = load_spec(spec)
+    assert [r["F0"] for r in s.runs] == [30.0, 3.0] and all(r["w"] == np.pi / 4 for r in s.runs)
+    spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 1.0]}, "parameters": {"w": "pi/"},
+                           "grid": {"F0": [3.0]}}))
+    with pytest.raises(ModelError, match=r"\[parameters\] w: cannot parse 'pi/'"):
+        load_spec(spec)
+
+
+@pytest.mark.parametrize("bounds", [[0.1, float("inf")], [float("-inf"), 0.5], [0.1, float("nan")]])
+def test_a_sample_needs_finite_bounds(tmp_path, bounds):
+    from pympc.sweep import load_spec
+    spec = tmp_path / "inf.toml"
+    spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 1.0]},
+                           "sample": {"n": 4, "bounds": {"mu": bounds}}}))
+    with pytest.raises(OptionError, match=r"bounds.mu: .* not a finite range"):
+        load_spec(spec)

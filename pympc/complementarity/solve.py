@@ -12,14 +12,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ProblemError, SolverNotFound
+from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
 from .lemke import lemke
 from .milp import milp
 from .problems import HLCP, LCP
 from .results import Result, Status
 
-__all__ = ["solve", "METHODS", "ENUMERATION_LIMIT"]
+__all__ = ["solve", "METHODS", "ENUMERATION_LIMIT", "check_time_limit"]
+
+
+def check_time_limit(value, name="time_limit"):
+    """A time limit in seconds: None (no limit) or a number > 0 (``inf``: no limit); NaN and the rest are refused."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, str)) or not isinstance(value, (int, float, np.number)) or not value > 0:
+        raise OptionError(f"{name} must be a number of seconds > 0 (or None for no limit), got {value!r}")
+    return float(value)
 
 #: problems with at most this many pairs are enumerated when Lemke's method ends without an answer
 ENUMERATION_LIMIT = 12
@@ -83,7 +92,8 @@ def _after_lemke(problem, r, time_limit):
         out = milp(problem, time_limit=time_limit)
         out.message = f"Lemke: {r.status.name} ({r.message}); then the exact method: {out.message}"
     if out.status == Status.UNDECIDED:
-        r.message += (f"; the exact method did not decide within {time_limit:g} s: run pympc.solve(problem, "
+        within = "" if time_limit is None else f" within {time_limit:g} s"
+        r.message += (f"; the exact method did not decide{within}: run pympc.solve(problem, "
                       "method='milp', time_limit=...) with more time, or pympc.crosscheck(problem)")
         return r
     out.info["lemke"] = r
@@ -132,8 +142,11 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     if not isinstance(problem, (LCP, HLCP)):
         raise ProblemError(f"solve: expected a complementarity problem, got {type(problem).__name__}; wrap the data "
                            "in pympc.LCP(M, q) or pympc.HLCP(A, B, c)")
+    if "time_limit" in options:
+        options["time_limit"] = check_time_limit(options["time_limit"])
+    fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
     r = fn(problem, **options)
     if (method == "lemke" and fallback and options.get("certify") is not False and not r.success
             and r.status in (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)):
-        return _after_lemke(problem, r, float(fallback_time_limit))
+        return _after_lemke(problem, r, fallback_time_limit)
     return r

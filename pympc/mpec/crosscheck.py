@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..complementarity import LCP, Status, enumerate_solutions
-from ..complementarity.solve import METHODS
+from ..complementarity.solve import METHODS, check_time_limit
 from ..errors import SolverNotFound
 
 __all__ = ["crosscheck", "CrossCheckReport", "SolverAnswer", "SOLVERS"]
@@ -91,6 +91,7 @@ def crosscheck(problem, solvers=SOLVERS, tol=1e-7, verbose=False, time_limit=60.
     unknown = set(solvers) - set(METHODS)
     if unknown:
         raise SolverNotFound(f"unknown cross-check solver(s) {sorted(unknown)}; choose from {sorted(METHODS)}")
+    time_limit = check_time_limit(time_limit)
     h = problem.to_hlcp() if isinstance(problem, LCP) else problem
     rep = CrossCheckReport(problem)
     for name in solvers:

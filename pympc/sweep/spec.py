@@ -94,13 +94,23 @@ class ModelSource:
         return build_model(data, self.source, **overrides)
 
 
-def _axis(name, v, where):
-    """The values of one grid axis: a list, {start, stop, num[, log]} or {start, stop, step}."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
+def _number(v):
+    """A list entry that must be a number (not a string, not a bool)."""
+    if isinstance(v, (str, bool)) or not isinstance(v, (int, float, np.number)):
+        raise TypeError(v)
+    return float(v)
+
+
+def _axis(name, v, where, number=_number):
+    """The values of one grid axis: a list, {start, stop, num[, log]} or {start, stop, step}.
+
+    ``number`` turns a list entry into a float (:func:`_expression_number` lets it be an expression).
+    """
+    if isinstance(v, (int, float, str)) and not isinstance(v, bool):
         v = [v]
     if isinstance(v, (list, tuple, np.ndarray)):        # tuples and arrays from the Python API
         try:
-            values = np.array([float(x) for x in np.asarray(v).ravel()])
+            values = np.array([number(x) for x in np.asarray(v, dtype=object).ravel()])
         except (TypeError, ValueError):
             raise OptionError(f"{where}: {name} must be a list of numbers, got {v!r}") from None
     elif isinstance(v, dict):
@@ -141,6 +151,16 @@ def _axis(name, v, where):
     return [float(x) for x in values]
 
 
+def _expression_number(system, where):
+    """A number, or an expression string of the model file's language over the model's parameter values."""
+    from ..mechanics.expressions import parse
+    values = dict(system.parameters)
+
+    def number(v):
+        return parse(v, values, variables=(), where=where).value if isinstance(v, str) else _number(v)
+    return number
+
+
 def _sample(table, where):
     allowed = {"method", "n", "seed", "bounds", "scramble"}
     bad = set(table) - allowed
@@ -172,6 +192,9 @@ def _sample(table, where):
             lo, hi = (float(x) for x in b)
         except (TypeError, ValueError):
             raise OptionError(f"{where}: bounds.{name} must be [low, high], got {b!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise OptionError(f"{where}: bounds.{name}: [{lo}, {hi}] is not a finite range; a sample needs finite "
+                              "low and high")
         if not hi > lo:
             raise OptionError(f"{where}: bounds.{name}: empty range [{lo}, {hi}]; give high > low")
         if log and lo <= 0:
@@ -305,9 +328,11 @@ class SweepSpec:
         system = model.load()           # a model that does not build fails here, before anything runs
         known = set(system.parameters)
         fixed = data.get("parameters", {})
-        if not isinstance(fixed, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not isinstance(fixed, dict) or not all(isinstance(v, (int, float, str)) and not isinstance(v, bool)
                                                   for v in fixed.values()):
-            raise OptionError(f"{where}: [parameters] must map parameter names to numbers")
+            raise OptionError(f"{where}: [parameters] must map parameter names to numbers or expressions "
+                              "such as \"pi/6\"")
+        fixed = {k: _expression_number(system, f"{where}: [parameters] {k}")(v) for k, v in fixed.items()}
         if ("grid" in data) == ("sample" in data):
             raise OptionError(f"{where}: give exactly one of [grid] (values per parameter) and [sample] (Sobol/LHS)")
         if "grid" in data:
@@ -315,7 +340,8 @@ class SweepSpec:
             if not isinstance(grid, dict) or not grid:
                 raise OptionError(f"{where}: [grid] must name at least one parameter")
             axes = list(grid)
-            values = [_axis(k, v, f"{where}: [grid]") for k, v in grid.items()]
+            values = [_axis(k, v, f"{where}: [grid]", _expression_number(system, f"{where}: [grid] {k}"))
+                      for k, v in grid.items()]
             runs = [dict(zip(axes, combo)) for combo in itertools.product(*values)]
             kind = "grid"
         else:
