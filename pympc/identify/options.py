@@ -259,6 +259,8 @@ def resolve(method, legacy=None):
     and where the option belongs.
     """
     legacy = dict(legacy or {})
+    if isinstance(method, type) and issubclass(method, (Shooting, Mpec)):
+        method = method._name           # the class itself: its defaults, as its name gives them
     if isinstance(method, (Shooting, Mpec)):
         given = method
         cls = type(method)

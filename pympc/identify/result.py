@@ -1,4 +1,5 @@
-"""The result of an identification: estimates, intervals, checks, report; save/load; plots."""
+"""The result of an identification: estimates, intervals, checks, report; save/load; plots; and the questions
+asked of it afterwards, :meth:`IdentificationResult.profile` and :meth:`IdentificationResult.confidence_intervals`."""
 
 from __future__ import annotations
 
@@ -54,11 +55,14 @@ class IdentificationResult:
         What stick phases allow to say about friction coefficients (see
         :func:`~pympc.identify.uncertainty.stick_information`).
     profiles : dict
-        name → profile likelihood (values, deviance, interval, kind).
+        name → profile likelihood (values, deviance, interval, kind) at level ``confidence``:
+        those asked for (:meth:`profile`, ``estimate(..., profile=[...])``) and the automatic ones.
     fits : list of dict
         Per experiment: times, outputs, data, prediction at θ̂, noise, events.
     method : dict
-        How the result was obtained (estimator, Jacobian, starts, seed, tolerances, versions).
+        How the result was obtained (the method's name, its ``options`` — the fields of
+        :class:`~pympc.identify.Shooting` or :class:`~pympc.identify.Mpec` —, Jacobian, starts,
+        seed, tolerances, versions).
     gradient, newton_step : float
         Stationarity at θ̂ (:func:`~pympc.identify.shooting.stationarity`): the relative
         gradient |Jᵀr|/(|J||r|) and the largest Gauss–Newton step relative to θ̂.
@@ -265,7 +269,7 @@ class IdentificationResult:
         failed = st[st["status"] == "failed"]
         why = "".join(f"; start {int(r.start)} failed: {str(r.message)[:120]}" for r in failed.itertuples())
         if len(st) == 1:
-            return True, "not applicable: one start (give starts=N / --starts N to check that the optimum is global)"
+            return True, "not applicable: one start (give Shooting(starts=N) / --starts N to check that the optimum is global)"
         best = np.min(cost) if np.isfinite(cost).any() else np.inf
         reached = int(np.sum(np.isfinite(cost) & (cost <= best * (1 + 1e-6) + 1e-12 + 1e-3 * self.sigma2 *
                                                   (1.0 if np.isfinite(self.sigma2) else 0.0))))
