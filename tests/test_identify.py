@@ -333,10 +333,17 @@ def test_option_classes_document_every_field_and_take_only_their_own():
             assert re.search(rf"^    (\w+, )*{f.name}\b", cls.__doc__, re.M), (cls, f.name)
     assert Shooting().least_squares == dict(max_nfev=60, ftol=1e-8, xtol=1e-8, gtol=1e-8)
     assert Mpec(time_limit=np.inf).time_limit is None and Mpec().step == 0.02
-    with pytest.raises(TypeError, match="step"):
+    with pytest.raises(OptionError, match=r"^Shooting: 'step' is an option of method='mpec' \(pympc.identify.Mpec"):
         Shooting(step=0.01)
-    with pytest.raises(TypeError, match="starts"):
+    with pytest.raises(OptionError, match=r"^Mpec: 'starts' is an option of method='shooting'"):
         Mpec(starts=2)
+    with pytest.raises(OptionError, match="'stepsize' is not an option of any method"):
+        Mpec(stepsize=0.01)
+    import pickle
+    from dataclasses import replace
+
+    assert pickle.loads(pickle.dumps(Mpec(step=0.01))) == Mpec(step=0.01)
+    assert replace(Shooting(starts=3), seed=2) == Shooting(starts=3, seed=2)
 
 
 def test_old_keywords_warn_with_the_new_spelling_and_fit_the_same(ramp):

@@ -76,6 +76,18 @@ class _ExactJacobian:
     fd_step: float | None = None
     fd_scheme: str = "forward"
 
+    def __new__(cls, *args, **kwargs):
+        # an option of the other method names where it belongs (OptionError is a TypeError, as Python's own)
+        own = _fields(cls)
+        for k in kwargs:
+            if k not in own:
+                owner = [c for c in _CLASSES.values() if k in _fields(c)]
+                where = (f"an option of method='{owner[0]._name}' (pympc.identify.{owner[0].__name__}({k}=...))"
+                         if owner else "not an option of any method")
+                raise OptionError(f"{cls.__name__}: {k!r} is {where}, not of method '{cls._name}'; the options of "
+                                  f"{cls.__name__} are {own}")
+        return super().__new__(cls)
+
     def _check_jacobian(self, cls):
         if self.jac not in JACOBIANS:
             raise OptionError(f"{cls}: jac must be one of {sorted(JACOBIANS)}, got {self.jac!r}")
