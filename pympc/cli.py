@@ -295,7 +295,7 @@ def _cli_bounds(name, text):
 def _cmd_identify(args):
     from pathlib import Path
 
-    from .identify import Experiment, Parameter, estimate
+    from .identify import Experiment, Mpec, Parameter, Shooting, estimate
 
     fixed = _set_numbers(args.model, _parse_sets(args.set))
     fit = [n for n in (s.strip() for s in args.fit.split(",")) if n]
@@ -331,12 +331,18 @@ def _cmd_identify(args):
             raise OptionError(f"--t-end {args.t_end:g}: {args.data} has no samples at t <= {args.t_end:g}")
         data = data[data["t"] <= args.t_end]
     exp = Experiment(args.model, data, outputs=outputs, fixed=fixed, noise=noise)
-    extra = {"step": args.step} if args.step is not None else {}
-    if args.step is not None and args.method != "mpec":
-        raise OptionError("--step is the time step of --method mpec")
+    profile = args.profile.split(",") if args.profile else ()
+    if args.method == "mpec":
+        if args.starts != 1 or profile:
+            raise OptionError("--method mpec solves once from the start values: --starts and --profile are options "
+                              "of --method shooting; leave them out")
+        method = Mpec(jac=args.jac, **({"step": args.step} if args.step is not None else {}))
+    else:
+        if args.step is not None:
+            raise OptionError("--step is the time step of --method mpec")
+        method = Shooting(jac=args.jac, starts=args.starts, seed=args.seed)
     specs = [Parameter(n, initial=starts.get(n), bounds=bounds.get(n)) for n in fit]
-    result = estimate(exp, specs, method=args.method, jac=args.jac, starts=args.starts, seed=args.seed,
-                      profile=args.profile.split(",") if args.profile else (), **extra)
+    result = estimate(exp, specs, method, profile=profile)
     print(f"model     {args.model}, data {args.data}: {len(exp.t)} samples of {', '.join(exp.outputs)}")
     print(result.summary())
     table = result.starts[["start", "cost", "status", "at_best"] + [c for c in result.starts.columns

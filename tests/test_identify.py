@@ -11,7 +11,8 @@ from scipy.optimize._numdiff import approx_derivative
 import pympc
 from pympc.errors import ModelError, OptionError, SimulationError
 from pympc.identify import (
-    Experiment, IdentificationResult, Parameter, Parametrization, ShootingProblem, estimate, synthetic_record,
+    Experiment, IdentificationResult, Mpec, Parameter, Parametrization, Shooting, ShootingProblem, estimate,
+    synthetic_record,
 )
 
 OSC = MODELS / "friction_oscillator.toml"
@@ -122,8 +123,8 @@ def test_sensitivity_estimate_agrees_with_fd_estimate():
     df, sigma = oscillator_data(t, 3, 0.01)
     exp = Experiment(OSC, df, noise=sigma)
     spec = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.35, (0.05, 1.5))]
-    a = estimate(exp, spec, jac="sensitivity")
-    b = estimate(exp, spec, jac="fd")
+    a = estimate(exp, spec, Shooting(jac="sensitivity"))
+    b = estimate(exp, spec, Shooting(jac="fd"))
     assert a.ok and b.ok
     assert np.allclose(a.optimum, b.optimum, rtol=1e-4)
     assert np.allclose(a.stderr, b.stderr, rtol=1e-2)
@@ -134,9 +135,9 @@ def test_oscillator_mu_and_mu_s_recovered_within_their_intervals(tmp_path):
     t = np.round(np.arange(0, 161) * 0.05, 10)
     df, sigma = oscillator_data(t, 7, 0.01)
     exp = Experiment(OSC, df, noise=sigma)
-    res = estimate(exp, [Parameter("mu", 0.2, (0.05, 1.0)), Parameter("mu_s", 0.5, (0.05, 1.5))],
-                   confidence=0.99, profile=["mu_s"])
+    res = estimate(exp, [Parameter("mu", 0.2, (0.05, 1.0)), Parameter("mu_s", 0.5, (0.05, 1.5))], confidence=0.99)
     assert res.ok, res.summary()
+    assert res.profile("mu_s") is res.profiles["mu_s"]     # a question asked of the result, kept with it
     assert res.method["reparametrized"] == ["mu, mu_s - mu"]
     tab = res.table()
     for name, true in (("mu", 0.3), ("mu_s", 0.4)):
@@ -238,7 +239,7 @@ def test_multistart_reports_every_start_and_survives_a_failing_one(ramp, monkeyp
     t = np.linspace(0.0, 3.0, 31)
     exp = ramp_experiment(ramp, t, noise=1e-3)
     res = estimate(exp, [Parameter("mu", 0.1, (0.0, 1.0)), Parameter("mu_s", 0.35, (0.0, 1.0), excess=(0.0, 0.5))],
-                   starts=6, seed=1)
+                   Shooting(starts=6, seed=1))
     st = res.starts
     assert len(st) == 6 and st.loc[0, "mu_start"] == 0.1
     failed = st[st["status"] == "failed"]
@@ -300,17 +301,127 @@ def test_bad_estimate_arguments_raise_clear_errors():
     with pytest.raises(OptionError, match="fixed in experiment"):
         estimate(exp, "F0")
     with pytest.raises(OptionError, match="finite bounds"):
-        estimate(exp, "K", starts=3)
+        estimate(exp, "K", Shooting(starts=3))
     with pytest.raises(OptionError, match="method must be"):
         estimate(exp, "mu", method="newton")
-    with pytest.raises(OptionError, match="solves once from the initial values"):
-        estimate(exp, "mu", method="mpec", starts=3)
-    with pytest.raises(OptionError, match="are options of method='mpec'"):
-        estimate(exp, "mu", step=0.01)
     with pytest.raises(OptionError, match="jac must be"):
-        estimate(exp, "mu", jac="exact")
+        Shooting(jac="exact")
     with pytest.raises(OptionError, match="μ_s must be ≥ μ"):
         estimate(exp, [Parameter("mu", 0.5, (0.0, 1.0)), Parameter("mu_s", 0.4, (0.0, 1.0))])
+
+
+# ----------------------------------------------------------------------------- options, and questions to the result
+@pytest.mark.parametrize("cls, field, bad", [
+    (Shooting, "jac", "exact"), (Shooting, "fd_scheme", "backward"), (Shooting, "fd_step", 0.0),
+    (Shooting, "starts", 0), (Shooting, "starts", "4"), (Shooting, "starts", 2.0), (Shooting, "include_initial", 1),
+    (Shooting, "seed", -1), (Shooting, "max_nfev", 0), (Shooting, "ftol", -1e-8), (Shooting, "xtol", np.nan),
+    (Shooting, "gtol", "1e-8"), (Shooting, "profile_steps", 0), (Shooting, "auto_profile", "yes"),
+    (Mpec, "step", 0.0), (Mpec, "step", np.inf), (Mpec, "relaxation", ()), (Mpec, "relaxation", (1e-3, -1.0)),
+    (Mpec, "relaxation", "1e-3"), (Mpec, "static_penalty", -1.0), (Mpec, "time_limit", 0.0),
+    (Mpec, "time_limit", np.nan), (Mpec, "jac", "exact"), (Mpec, "fd_step", -1e-6)])
+def test_every_option_is_checked_once_by_its_class(cls, field, bad):
+    with pytest.raises(OptionError, match=f"^{cls.__name__}: {field}"):
+        cls(**{field: bad})
+
+
+def test_option_classes_document_every_field_and_take_only_their_own():
+    import dataclasses
+    import re
+
+    for cls in (Shooting, Mpec):     # each field heads a paragraph of the class's Parameters section
+        for f in dataclasses.fields(cls):
+            assert re.search(rf"^    (\w+, )*{f.name}\b", cls.__doc__, re.M), (cls, f.name)
+    assert Shooting().least_squares == dict(max_nfev=60, ftol=1e-8, xtol=1e-8, gtol=1e-8)
+    assert Mpec(time_limit=np.inf).time_limit is None and Mpec().step == 0.02
+    with pytest.raises(OptionError, match=r"^Shooting: 'step' is an option of method='mpec' \(pympc.identify.Mpec"):
+        Shooting(step=0.01)
+    with pytest.raises(OptionError, match=r"^Mpec: 'starts' is an option of method='shooting'"):
+        Mpec(starts=2)
+    with pytest.raises(OptionError, match="'stepsize' is not an option of any method"):
+        Mpec(stepsize=0.01)
+    import pickle
+    from dataclasses import replace
+
+    assert pickle.loads(pickle.dumps(Mpec(step=0.01))) == Mpec(step=0.01)
+    assert replace(Shooting(starts=3), seed=2) == Shooting(starts=3, seed=2)
+
+
+def test_old_keywords_warn_with_the_new_spelling_and_fit_the_same(ramp):
+    exp = ramp_experiment(ramp, np.linspace(0.0, 3.0, 31), noise=1e-3)
+    spec = [Parameter("mu", 0.25, (0.05, 1.0))]
+    new = estimate(exp, spec, Shooting(jac="fd", max_nfev=20))
+    with pytest.warns(DeprecationWarning, match=r"write estimate\(\.\.\., method=Shooting\(jac='fd', max_nfev=20\)\)"):
+        old = estimate(exp, spec, jac="fd", max_nfev=20)
+    np.testing.assert_array_equal(old.optimum, new.optimum)
+    assert old.method["options"] == new.method["options"] and new.method["options"]["max_nfev"] == 20
+    assert old.optimum[0] == pytest.approx(0.2, abs=1e-6)       # the closed form's μ
+    # an option of another method names the method it belongs to
+    with pytest.raises(OptionError, match=r"\['step'\] are options of method='mpec'.*method=Mpec\(step=0.01\)"):
+        estimate(exp, spec, step=0.01)
+    with pytest.raises(OptionError, match=r"\['time_limit'\] are options of method='mpec'"):
+        estimate(exp, spec, Shooting(), time_limit=5)
+    with pytest.raises(OptionError, match=r"\['seed', 'starts'\] are options of method='shooting'.*solves once"):
+        estimate(exp, spec, "mpec", starts=3, seed=1)
+    with pytest.raises(OptionError, match=r"in the options object passed as method, Shooting\(\.\.\., starts=3\)"):
+        estimate(exp, spec, Shooting(), starts=3)
+    with pytest.raises(OptionError, match=r"no option \['start'\].*fields of pympc.identify.Shooting"):
+        estimate(exp, spec, start=3)
+    with pytest.raises(OptionError, match="profile is a question for method='shooting'"):
+        estimate(exp, spec, Mpec(), profile=["mu"])
+
+
+def test_profiles_and_intervals_are_questions_to_the_result(ramp, tmp_path):
+    from scipy.stats import norm
+
+    t = np.linspace(0.0, 3.0, 31)
+    sigma = 1e-3
+    y = ramp_closed_form(t)[0] + sigma * np.random.default_rng(4).standard_normal(t.size)
+    exp = Experiment(ramp, pd.DataFrame({"t": t, "block.x": y}), noise=sigma)
+    spec = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.35, (0.05, 1.0))]
+    asked = estimate(exp, spec, profile=["mu"])
+    res = estimate(exp, spec)
+    assert res.ok and set(res.profiles) == set(asked.profiles) - {"mu"}
+    prof = res.profile("mu")                   # one implementation: the same profile as estimate(profile=...)
+    assert prof == asked.profiles["mu"] and res.profiles["mu"] is prof and res.profile("mu") is prof
+    pd.testing.assert_frame_equal(res.table(), asked.table())
+    assert res.verdict("mu")["interval"] == "profile"
+    ci = res.confidence_intervals()            # at the result's level: what the verdicts print
+    tab = res.table()
+    for n in ("mu", "mu_s"):
+        v = res.verdict(n)
+        assert (ci.loc[n, "low"], ci.loc[n, "high"], ci.loc[n, "interval"]) == (v["low"], v["high"], v["interval"])
+        assert ci.loc[n, "low"] < [0.2, 0.3][res.names.index(n)] < ci.loc[n, "high"]
+    assert ci.loc["mu", "low"] == tab.loc["mu", "profile_low"]
+    wide = res.confidence_intervals(0.99)      # another level: Wald rescaled, the profile refitted
+    assert res.confidence == 0.95 and res.profiles["mu"] is prof and res.table().equals(tab)   # result unchanged
+    ratio = norm.ppf(0.995) / norm.ppf(0.975)
+    assert wide.loc["mu_s", "interval"] == "wald"
+    assert (wide.loc["mu_s", "high"] - wide.loc["mu_s", "low"]) == pytest.approx(
+        ratio * (ci.loc["mu_s", "high"] - ci.loc["mu_s", "low"]), rel=1e-9)
+    assert wide.loc["mu", "interval"] == "profile"
+    assert wide.loc["mu", "low"] < ci.loc["mu", "low"] and wide.loc["mu", "high"] > ci.loc["mu", "high"]
+    # a loaded result keeps its profiles, but has nothing to refit new ones with
+    res.save(tmp_path / "r.json")
+    back = IdentificationResult.load(tmp_path / "r.json")
+    assert back.profile("mu") == prof
+    with pytest.raises(OptionError, match="loaded from a file"):
+        back.profile("mu_s")
+    with pytest.raises(OptionError, match="not an estimated parameter"):
+        res.profile("m")
+    with pytest.raises(OptionError, match="level must be in"):
+        res.confidence_intervals(1.5)
+
+
+def test_import_of_identify_stays_pyomo_free():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, pympc.identify as i; i.Shooting(); i.Mpec(step=0.01); "
+            "print(sorted(k for k in sys.modules if k.startswith('pyomo')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:]
 
 
 # ----------------------------------------------------------------------------- command line
@@ -366,6 +477,11 @@ def test_identification_notebook_executes():
                    for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "check converged      ok" in text and "one-sided" in text and "not sorted" in text
     assert sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs) >= 3
+    # the questions asked of the result: a profile, and the intervals at 99 % (Wald rescaled, profile refitted)
+    assert "profile likelihood [" in text
+    ci = [c for c in nb.cells if "confidence_intervals(0.99)" in c.source][0]
+    table = ci.outputs[0]["data"]["text/plain"]
+    assert "profile" in table and "wald" in table and table.count("identified") == 2, table
 
 
 def test_exact_data_give_the_true_values_and_pass_every_check():
@@ -378,5 +494,6 @@ def test_exact_data_give_the_true_values_and_pass_every_check():
     res = estimate(Experiment(OSC, df), specs)
     np.testing.assert_allclose(res.optimum, [0.3, 0.4], rtol=1e-8)
     assert res.ok and res.checks()["gradient"][0] and res.converged, res.summary()
-    early = estimate(Experiment(OSC, df), specs, max_nfev=2)
+    early = estimate(Experiment(OSC, df), specs, Shooting(max_nfev=2))
     assert not early.checks()["gradient"][0] and not early.ok
+

@@ -14,7 +14,7 @@ from conftest import MODELS
 from pympc import simulate
 from pympc.cli import EXIT_ERROR, EXIT_NOT_IDENTIFIED, EXIT_OK, main
 from pympc.errors import OptionError, SimulationError
-from pympc.identify import Experiment, Parameter, estimate, synthetic_record
+from pympc.identify import Experiment, Mpec, Parameter, Shooting, estimate, synthetic_record
 from pympc.identify.verdict import STATUSES
 
 OSC = MODELS / "friction_oscillator.toml"
@@ -206,7 +206,7 @@ def test_multistart_check_needs_the_best_cost_twice_and_says_why_starts_failed(r
     exp = Experiment(OSC, df, noise=sigma)
     specs = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))]
     monkeypatch.setattr(shooting, "simulate_experiment", fragile)
-    res = estimate(exp, specs, starts=4, seed=2)
+    res = estimate(exp, specs, Shooting(starts=4, seed=2))
     st = res.starts
     reached = int((st["cost"] <= st["cost"].min() * (1 + 1e-6) + 1e-9).sum())
     ok, detail = res.checks()["multistart"]
@@ -262,7 +262,7 @@ def test_starts_lie_inside_the_model_files_declared_bounds(record, tmp_path):
     path = tmp_path / "bounded.toml"
     path.write_text(BOUNDED, encoding="utf-8")
     df, sigma = record
-    res = estimate(Experiment(path, df, noise=sigma), "mu,mu_s", starts=8, seed=0)
+    res = estimate(Experiment(path, df, noise=sigma), "mu,mu_s", Shooting(starts=8, seed=0))
     st = res.starts
     assert st["mu_start"].between(0.1, 0.45).all() and st["mu_s_start"].between(0.2, 0.6).all()
     assert (st["mu_s_start"] >= st["mu_start"]).all()
@@ -339,6 +339,6 @@ def test_bad_identification_input_is_a_clear_error(record, tmp_path):
         with pytest.raises(OptionError, match=msg):
             estimate(exp, parameters)
     with pytest.raises(OptionError, match="time_limit"):
-        estimate(exp, "mu", method="mpec", time_limit=float("nan"))
+        Mpec(time_limit=float("nan"))
     with pytest.raises(OptionError, match="starts must be an integer"):
-        estimate(exp, "mu", starts="4")
+        Shooting(starts="4")

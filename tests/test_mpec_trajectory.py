@@ -15,7 +15,7 @@ from scipy.optimize import linprog
 
 import pympc
 from pympc.errors import ModelError, OptionError
-from pympc.identify import Experiment, Parameter, estimate
+from pympc.identify import Experiment, Mpec, Parameter, estimate
 from pympc.identify.experiment import synthetic_record
 from pympc.mechanics import load_model
 from pympc.mpec.trajectory import residuals, slot_law, trajectory_model
@@ -117,7 +117,7 @@ def test_mpec_estimate_approaches_the_shooting_estimate(oscillator):
     assert shooting.optimum[0] == pytest.approx(0.3, abs=1e-4)
     gaps = []
     for h in (0.04, 0.02):
-        r = estimate(exp, [Parameter("mu", 0.25, (0.05, 1.0))], method="mpec", step=h)
+        r = estimate(exp, [Parameter("mu", 0.25, (0.05, 1.0))], Mpec(step=h))
         mp = r.method["mpec"]
         assert mp["verified"] and all(r.checks()[k][0] for k in ("converged", "mpec", "simulations")), r.summary()
         # the discretization check's bias estimate (an exact-model Gauss–Newton step) points at the shooting
@@ -168,7 +168,6 @@ def test_time_stepping_is_the_mpec_and_first_order(case, tmp_path):
     """The MPEC's time stepping run as a simulation (pympc.mpec.stepping): its trajectory satisfies the
     MPEC's rows and pairs (same equations), and its velocity error against the event-driven simulator
     halves with the step (first order)."""
-    from pympc.identify.experiment import sample_rows
     from pympc.mpec.stepping import time_stepping
 
     system = load_model(OSC if case == "mu_s > mu" else _equal_coefficients(tmp_path))
@@ -181,7 +180,7 @@ def test_time_stepping_is_the_mpec_and_first_order(case, tmp_path):
         r = residuals(m)
         assert r["dynamics"] <= 1e-7 and r["complementarity"] <= 1e-7, r
         tr = pympc.simulate(system, (0.0, T), t_eval=ts["t"])
-        rows = sample_rows(tr, ts["t"])
+        rows = tr.sample_rows(ts["t"])
         errs.append(np.max(np.abs(ts["v"][:, 0] - tr.qd[rows, 0])))
     assert errs[0] > 1e-3                            # the step matters ...
     assert all(a / b >= 1.6 for a, b in zip(errs, errs[1:])), errs   # ... at first order
@@ -203,7 +202,7 @@ def test_mpec_gap_to_shooting_is_first_order(case, tmp_path):
     spec = [Parameter("mu", 0.25, (0.05, 1.0))]
     shooting = estimate(exp, spec)
     assert shooting.optimum[0] == pytest.approx(0.3, abs=1e-5)
-    r = estimate(exp, spec, method="mpec", step=0.01)
+    r = estimate(exp, spec, Mpec(step=0.01))
     mp = r.method["mpec"]
     assert mp["verified"] and all(r.checks()[k][0] for k in ("converged", "mpec", "simulations")), r.summary()
     ladder = mp["ladder"]
@@ -289,7 +288,7 @@ def test_mpec_fits_mu_and_mu_s_at_first_order():
     spec = [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))]
     shooting = estimate(exp, spec)
     assert shooting.optimum == pytest.approx([0.3, 0.4], abs=1e-5)
-    r = estimate(exp, spec, method="mpec", step=0.01)
+    r = estimate(exp, spec, Mpec(step=0.01))
     mp = r.method["mpec"]
     assert mp["verified"] and all(r.checks()[k][0] for k in ("converged", "mpec", "simulations")), r.summary()
     assert "walk" in mp["solver"] and not mp["static"]                # a point estimate of μ_s, not a bound
@@ -319,7 +318,7 @@ def test_mpec_mu_s_without_breakaway_is_one_sided():
     tr = pympc.simulate(load_model(OSC, F0=2.0), (0.0, 1.0), t_eval=t)
     assert all(e.kind.name != "BREAKAWAY" for e in tr.events[1:])
     exp = Experiment(OSC, pd.DataFrame({"t": t, "mass.x": tr.q[:, 0]}), fixed={"F0": 2.0})
-    r = estimate(exp, [Parameter("mu_s", 0.45, (0.05, 1.5))], method="mpec", step=0.05)
+    r = estimate(exp, [Parameter("mu_s", 0.45, (0.05, 1.5))], Mpec(step=0.05))
     assert r.method["mpec"]["verified"]
     ok, why = r.checks()["identifiable"]
     assert not ok and "mu_s: one-sided" in why

@@ -1,17 +1,24 @@
 """Friction-parameter identification: fit μ, μ_s and any model parameter to measured motion.
 
-:class:`Experiment` (a model file, fixed parameter values, data),
-:class:`Parameter` (name, initial value, bounds) and :func:`estimate`
-(shooting: event-driven simulations fitted by ``scipy.optimize.least_squares``,
-multistart from a Sobol sample) returning an :class:`IdentificationResult`
-(estimates, Wald and profile intervals, identifiability report, plots, save/load).
+:class:`Experiment` (a model file, the parameter values held fixed, data),
+:class:`Parameter` (name, initial value, bounds) and
+``estimate(experiments, parameters, method)`` with ``method`` a name or an
+options object, as in scipy: :class:`Shooting` (event-driven simulations fitted
+by ``scipy.optimize.least_squares``, multistart from a Sobol sample; the
+default) or :class:`Mpec` (the whole trajectory as one Pyomo MPEC).  It returns
+an :class:`IdentificationResult`: estimates, verdicts, Wald intervals, the
+identifiability report, plots, save/load, and the questions asked afterwards,
+:meth:`IdentificationResult.profile` and
+:meth:`IdentificationResult.confidence_intervals`.
 """
 
 from .estimate import METHODS, estimate
 from .experiment import Experiment, friction_pairs, output_names, read_data, synthetic_record
+from .options import JACOBIANS, Mpec, Shooting
 from .parameters import FRICTION_BOUNDS, Parameter, Parametrization
 from .result import IdentificationResult
-from .shooting import JACOBIANS, ShootingProblem
+from .shooting import ShootingProblem
 
-__all__ = ["Experiment", "Parameter", "estimate", "IdentificationResult", "ShootingProblem", "Parametrization",
-           "output_names", "friction_pairs", "read_data", "synthetic_record", "METHODS", "JACOBIANS", "FRICTION_BOUNDS"]
+__all__ = ["Experiment", "Parameter", "estimate", "Shooting", "Mpec", "IdentificationResult", "ShootingProblem",
+           "Parametrization", "output_names", "friction_pairs", "read_data", "synthetic_record", "METHODS",
+           "JACOBIANS", "FRICTION_BOUNDS"]

@@ -283,13 +283,14 @@ def trajectory_output(tr, name):
     raise SimulationError(f"the trajectory has no output {name!r}")
 
 
-def synthetic_record(model, t, outputs, rel_noise, seed, **overrides):
+def synthetic_record(model, t, outputs, rel_noise, seed, **values):
     """Simulated measurements for tests and examples: outputs at times ``t`` plus Gaussian noise.
 
     Parameters
     ----------
     model : str or Path
-        A model file, simulated with ``overrides``.
+        A model file, simulated with the parameter ``values`` given as keywords (``mu=0.25``;
+        the others keep the file's values).
     t : array
         Sample times (the span is ``t[0] .. t[-1]``).
     outputs : list of str
@@ -305,7 +306,7 @@ def synthetic_record(model, t, outputs, rel_noise, seed, **overrides):
     import pandas as pd
 
     t = np.asarray(t, dtype=float)
-    tr = simulate(model, (t[0], t[-1]), t_eval=t, overrides=overrides)
+    tr = simulate(model, (t[0], t[-1]), t_eval=t, overrides=values)
     if not tr.success:
         raise SimulationError(f"{model}: the simulation for the record did not succeed: {tr.message}")
     rows = tr.sample_rows(t)

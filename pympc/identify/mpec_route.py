@@ -27,15 +27,9 @@ import numpy as np
 
 from ..dynamics import simulate
 from ..errors import OptionError, SimulationError
+from .options import RELAXATION, STEP
 
 __all__ = ["fit_mpec", "mpec_model", "static_bounds", "ladder", "RELAXATION", "STEP", "COARSEST"]
-
-RELAXATION = (1e-3, 1e-4, 1e-6, 1e-8)
-"""Continuation schedule of the relaxation (relative to the data scale², see :mod:`pympc.mpec.ipopt`); the polish
-after it makes complementarity exact."""
-
-STEP = 0.02
-"""Default time step of the MPEC route [s]."""
 
 COARSEST = 0.05
 """Coarsest grid of the continuation in the step [s] (see :func:`fit_mpec`)."""

@@ -93,7 +93,7 @@ def plot_profiles(result):
         ax.set_title(f"{n}: {pr['kind']}", fontsize=9)
     axes[0, 0].set_ylabel("(SSE − SSE*)/σ² [-]")
     if not names:
-        axes[0, 0].text(0.5, 0.5, "no profiles computed (estimate(..., profile=[...]))", ha="center",
+        axes[0, 0].text(0.5, 0.5, "no profiles computed (result.profile(name))", ha="center",
                         transform=axes[0, 0].transAxes)
     fig.tight_layout()
     return fig

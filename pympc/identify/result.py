@@ -1,15 +1,19 @@
-"""The result of an identification: estimates, intervals, checks, report; save/load; plots."""
+"""The result of an identification: estimates, intervals, checks, report; save/load; plots; and the questions
+asked of it afterwards, :meth:`IdentificationResult.profile` and :meth:`IdentificationResult.confidence_intervals`."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import time
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import OptionError
 from .shooting import GRADIENT_TOL, STEP_TOL, is_stationary
+from .parameters import as_number
+from .uncertainty import profile_parameter, wald
 from .verdict import POINT, noise_test, verdict
 
 __all__ = ["IdentificationResult"]
@@ -51,11 +55,14 @@ class IdentificationResult:
         What stick phases allow to say about friction coefficients (see
         :func:`~pympc.identify.uncertainty.stick_information`).
     profiles : dict
-        name → profile likelihood (values, deviance, interval, kind).
+        name → profile likelihood (values, deviance, interval, kind) at level ``confidence``:
+        those asked for (:meth:`profile`, ``estimate(..., profile=[...])``) and the automatic ones.
     fits : list of dict
         Per experiment: times, outputs, data, prediction at θ̂, noise, events.
     method : dict
-        How the result was obtained (estimator, Jacobian, starts, seed, tolerances, versions).
+        How the result was obtained (the method's name, its ``options`` — the fields of
+        :class:`~pympc.identify.Shooting` or :class:`~pympc.identify.Mpec` —, Jacobian, starts,
+        seed, tolerances, versions).
     gradient, newton_step : float
         Stationarity at θ̂ (:func:`~pympc.identify.shooting.stationarity`): the relative
         gradient |Jᵀr|/(|J||r|) and the largest Gauss–Newton step relative to θ̂.
@@ -87,6 +94,101 @@ class IdentificationResult:
     newton_step: float = np.nan
     simulations_ok: bool = True
     extra: dict = field(default_factory=dict)
+
+    _refits = None      # what a profile refits with (the shooting route, in memory; not saved)
+
+    # ------------------------------------------------------------------ uncertainty
+    def attach_refits(self, refits):
+        """Keep what :meth:`profile` refits with (``estimate`` does this for a shooting estimate)."""
+        self._refits = refits
+
+    def profile(self, name, *, confidence=None, steps=None):
+        """The likelihood profile of parameter ``name``: held at values stepping out from the estimate, the others
+        refitted (:func:`pympc.identify.uncertainty.profile_parameter`).
+
+        Parameters
+        ----------
+        name : str
+            An estimated parameter.
+        confidence : float, optional
+            Level of the profile interval (χ²₁ quantile); default the result's ``confidence``.
+        steps : int, optional
+            At most this many refits per side (default the fit's ``Shooting.profile_steps``).
+
+        Returns
+        -------
+        dict
+            ``values``, ``deviance`` ((SSE − SSE*)/σ²), ``threshold``, ``interval``, ``kind``
+            (bounded / one-sided / flat), ``sides``.  At the result's own level it is kept in
+            :attr:`profiles` and the verdicts, table, summary and saved file use it; a profile
+            already kept is returned without refitting.
+
+        Raises
+        ------
+        OptionError
+            An unknown name, a bad level or steps, an MPEC estimate (profiles refit by shooting),
+            or a result loaded from a file (no experiments to refit: run ``estimate`` again).
+        """
+        if name not in self.names:
+            raise OptionError(f"profile: {name!r} is not an estimated parameter ({self.names})")
+        level = self.confidence if confidence is None else as_number(confidence, "profile: confidence")
+        if not 0 < level < 1:
+            raise OptionError(f"profile: confidence must be in (0, 1), got {level}")
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise OptionError(f"profile: steps must be an integer >= 1, got {steps!r}")
+        kept = level == self.confidence
+        if kept and steps is None and name in self.profiles:
+            return self.profiles[name]
+        refits = self._refits
+        if refits is None:
+            if (self.method or {}).get("method") == "mpec":
+                raise OptionError("profile: an MPEC estimate is not profiled (it is O(step) off the exact model's "
+                                  "optimum, where a profile refits); estimate with method='shooting' to profile")
+            raise OptionError("profile: this result has no experiments to refit (it was loaded from a file, or every "
+                              "start failed); run estimate again and profile that result")
+        k = self.names.index(name)
+        before = refits.simulations
+        clock = time.perf_counter()
+        out = profile_parameter(refits.problem, refits.par, np.asarray(self.optimum, float), self.sse,
+                                self.sigma2 if np.isfinite(self.sigma2) else 1.0, k, float(self.stderr[k]),
+                                refits.options.least_squares, level,
+                                refits.options.profile_steps if steps is None else steps)
+        if isinstance(self.method, dict):
+            self.method["simulations"] = self.method.get("simulations", 0) + refits.simulations - before
+            self.method["seconds"] = self.method.get("seconds", 0.0) + time.perf_counter() - clock
+        if kept:
+            self.profiles[name] = out
+        return out
+
+    def confidence_intervals(self, level=None):
+        """The interval of every parameter at ``level`` (default the result's ``confidence``), as a DataFrame.
+
+        Columns ``estimate``, ``low``, ``high``, ``interval`` (``"profile"``, ``"wald"`` or ``""``), ``status``:
+        the verdicts (:mod:`pympc.identify.verdict`) at that level.  Another level than the
+        result's recomputes the Wald intervals from the covariance and refits the profiles
+        the result has (:meth:`profile`); NaN where a parameter has no point estimate (its
+        ``status`` says why).
+        """
+        import pandas as pd
+
+        r = self
+        if level is not None:
+            level = as_number(level, "confidence_intervals: level")
+            if not 0 < level < 1:
+                raise OptionError(f"confidence_intervals: level must be in (0, 1), got {level}")
+            if level != self.confidence:
+                _, lo, hi = wald(np.asarray(self.optimum, float), np.asarray(self.covariance, float), self.n,
+                                 self.known_noise, level)
+                r = replace(self, confidence=level, wald_low=lo, wald_high=hi,
+                            profiles={n: self.profile(n, confidence=level) for n in self.profiles})
+        rows = []
+        for n in r.names:
+            v = r.verdict(n)
+            point = v["status"] in POINT
+            rows.append({"parameter": n, "estimate": v["estimate"], "low": v["low"] if point else np.nan,
+                         "high": v["high"] if point else np.nan, "interval": v["interval"] if point else "",
+                         "status": v["status"]})
+        return pd.DataFrame(rows).set_index("parameter")
 
     # ------------------------------------------------------------------ verdicts
     @property
@@ -167,7 +269,7 @@ class IdentificationResult:
         failed = st[st["status"] == "failed"]
         why = "".join(f"; start {int(r.start)} failed: {str(r.message)[:120]}" for r in failed.itertuples())
         if len(st) == 1:
-            return True, "not applicable: one start (give starts=N / --starts N to check that the optimum is global)"
+            return True, "not applicable: one start (give Shooting(starts=N) / --starts N to check that the optimum is global)"
         best = np.min(cost) if np.isfinite(cost).any() else np.inf
         reached = int(np.sum(np.isfinite(cost) & (cost <= best * (1 + 1e-6) + 1e-12 + 1e-3 * self.sigma2 *
                                                   (1.0 if np.isfinite(self.sigma2) else 0.0))))

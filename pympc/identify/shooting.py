@@ -18,13 +18,9 @@ from scipy.optimize import least_squares
 
 from ..errors import OptionError, PympcError, SimulationError
 from .experiment import simulate_experiment, trajectory_output
+from .options import JACOBIANS
 
 __all__ = ["ShootingProblem", "fit_starts", "JACOBIANS"]
-
-JACOBIANS = {
-    "fd": "finite differences of the simulator (forward by default; fd_scheme='central' for central)",
-    "sensitivity": "forward sensitivities from pympc.simulate(..., sensitivities=[...]) (exact through events)",
-}
 
 
 class ShootingProblem:

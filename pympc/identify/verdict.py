@@ -10,8 +10,9 @@ The rule, in order (the first that applies decides):
    reversals without sticking: μ_s < X) → ``one-sided`` with that bound.
 2. **Data**: fewer informative values (residuals whose Jacobian row is not zero) than
    parameters → ``not identifiable``.
-3. **Profile likelihood**, where it was computed (asked for, or automatically for a
-   parameter that rules 4–6 would not call identified: ``estimate(..., auto_profile=True)``): bounded → ``identified`` with the
+3. **Profile likelihood**, where it was computed (asked for, ``result.profile(name)``, or
+   automatically for a parameter that rules 4–6 would not call identified:
+   ``Shooting(auto_profile=True)``, the default): bounded → ``identified`` with the
    profile interval; one-sided → ``one-sided`` (bounded below/above by the side that
    crossed); flat → ``not identifiable``.
 4. **Rank**: a parameter in a flat direction of the weighted Jacobian →
