@@ -39,7 +39,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import least_squares
 
 import pympc
-from pympc.identify import Experiment, Parameter, estimate
+from pympc.identify import Experiment, Mpec, Parameter, Shooting, estimate
 from pympc.identify import synthetic_record as record
 
 MODELS = Path(__file__).parents[1] / "models"
@@ -54,7 +54,7 @@ def rel_err(est, true):
 def pympc_fit(df, sigma, jac="sensitivity"):
     exp = Experiment(OSC, df, noise=sigma)
     t0 = time.perf_counter()
-    res = estimate(exp, [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))], jac=jac)
+    res = estimate(exp, [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, (0.05, 1.5))], method=Shooting(jac=jac))
     return res, time.perf_counter() - t0
 
 
@@ -122,7 +122,7 @@ def main():
     exp = Experiment(OSC, df, noise=sig)
     t0 = time.perf_counter()
     res = estimate(exp, [Parameter("mu", 0.25, (0.05, 1.0)), Parameter("mu_s", 0.45, excess=(0.0, 0.5))],
-                   starts=16, include_initial=False, seed=0)
+                   method=Shooting(starts=16, include_initial=False, seed=0))
     dt = time.perf_counter() - t0
     st = res.starts
     print(f"\n16 Sobol starts over mu in [0.05, 1], mu_s - mu in [0, 0.5] (5% noise, seed 0): "
@@ -201,7 +201,7 @@ def mpec_part(span=2.0, steps=(0.04, 0.02, 0.01)):
             print(f"{'step':>6s} {'steps':>6s} {'time':>7s} {'mu':>9s} {'|Δmu|':>9s} {'order':>6s} {'mu_s':>10s} "
                   f"{'|Δmu_s|':>9s} {'order':>6s} {'solver':>10s} {'check':>6s}")
             t0 = time.perf_counter()
-            res = estimate(exp, spec, method="mpec", step=steps[-1])
+            res = estimate(exp, spec, method=Mpec(step=steps[-1]))
             total = time.perf_counter() - t0
             mp = res.method["mpec"]
             prev = prev_s = None
