@@ -271,3 +271,32 @@ def test_a_fit_to_the_along_slot_coordinate_recovers_the_parameters():
         assert res.status_of(name)[0] == "identified"
         k = res.names.index(name)
         assert abs(res.optimum[k] - truth) <= 4 * res.stderr[k]
+
+
+def test_parquet_and_xarray_exports_carry_units_and_the_run(osc, tmp_path):
+    """A trajectory exports as any tool reads it: Parquet (pandas, pyarrow, polars, DuckDB) and xarray."""
+    import json
+
+    import pyarrow.parquet as pq
+    t, tr = osc
+    path = tr.to_parquet(tmp_path / "run.parquet")
+    df = tr.to_dataframe()
+    back = pd.read_parquet(path)
+    pd.testing.assert_frame_equal(back, df)
+    np.testing.assert_array_equal(back["t"], t)
+    schema = pq.read_schema(path)
+    assert schema.field("slot.normal_force").metadata[b"unit"] == b"N"
+    assert schema.field("mass.x_dot").metadata[b"unit"] == b"m/s"
+    meta = json.loads(schema.metadata[b"pympc"])
+    assert meta["status"] == "SUCCESS" and json.loads(meta["parameters"]) == dict(tr.parameters)
+    for reader in ("polars", "duckdb"):
+        lib = pytest.importorskip(reader)
+        n = len(lib.read_parquet(str(path))) if reader == "polars" else \
+            len(lib.sql(f"select * from read_parquet('{path}')").df())
+        assert n == len(t)
+    xr = pytest.importorskip("xarray")
+    ds = tr.to_xarray()
+    assert isinstance(ds, xr.Dataset) and ds.sizes["t"] == len(t)
+    assert ds["slot.friction_force"].attrs["units"] == "N" and ds["t"].attrs["units"] == "s"
+    np.testing.assert_array_equal(ds["mass.x"].values, df["mass.x"].values)
+    assert ds.attrs["status"] == "SUCCESS"

@@ -532,6 +532,52 @@ class Trajectory:
             df.to_csv(f, index=False, float_format=float_format, lineterminator="\n")
         return path
 
+    def _metadata(self):
+        """What names the run: status, parameters, model hash, pympc's version (text, for file metadata)."""
+        from .. import __version__
+        return {"status": self.status.name, "message": self.message, "model_hash": self.model_hash or "",
+                "parameters": json.dumps({k: float(v) for k, v in self.parameters.items()}),
+                "pympc_version": __version__}
+
+    def to_parquet(self, path, events=False):
+        """Write :meth:`to_dataframe` as a Parquet file that pandas, pyarrow, polars and DuckDB read as it is.
+
+        The run (status, parameters as JSON, model hash, pympc's version) is in the
+        file's key-value metadata under ``pympc``, and each column's SI unit in its
+        field metadata (``unit``).  Returns the path.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from .plots import output_unit
+        path = Path(path)
+        table = pa.Table.from_pandas(self.to_dataframe(events=events), preserve_index=False)
+        fields = [f.with_metadata({"unit": output_unit(f.name)}) if f.name not in ("sample", "event") else f
+                  for f in table.schema]
+        meta = {**(table.schema.metadata or {}), b"pympc": json.dumps(self._metadata()).encode()}
+        pq.write_table(table.cast(pa.schema(fields, metadata=meta)), path)
+        return path
+
+    def to_xarray(self, events=False):
+        """The trajectory as an :class:`xarray.Dataset` over the dimension ``t`` (needs xarray).
+
+        One variable per column of :meth:`to_dataframe` (``events=True`` keeps both
+        rows of each event, so ``t`` then repeats), each with its ``units``
+        attribute; the run (status, parameters, model hash) in the dataset's attributes.
+        """
+        try:
+            import xarray  # noqa: F401
+        except ImportError:
+            raise SimulationError("to_xarray needs xarray: pip install xarray") from None
+        from .plots import output_unit
+        ds = self.to_dataframe(events=events).set_index("t").to_xarray()
+        ds["t"].attrs["units"] = "s"
+        for name in ds.data_vars:
+            if name not in ("sample", "event"):
+                ds[name].attrs["units"] = output_unit(name)
+        ds.attrs.update(self._metadata())
+        return ds
+
 
 def _jsonable(v):
     try:
