@@ -607,19 +607,26 @@ _COMPILING = (_cmd_solve, _cmd_classify, _cmd_crosscheck, _cmd_simulate, _cmd_id
 
 
 def _announce_compilation(stream=None):
-    """Never a silent minute: one line on stderr when this process starts compiling numba kernels, one when done."""
+    """Never a silent minute: one line on a terminal's stderr (or ``stream``) when this process starts compiling numba
+    kernels, one at exit saying how long it took."""
     import atexit
 
     from ._compiling import compile_seconds, on_first_compile
-    stream = stream or sys.stderr
+    if stream is None:
+        stream = sys.stderr
+        if not getattr(stream, "isatty", lambda: False)():      # a notice for a person at a terminal, not for logs
+            return
 
     def started():
         print("pympc: compiling numba kernels for this model (once: they are cached on disk; after a fresh install "
               "the first run takes a minute or two on 2 cores, a new model a few seconds) ...", file=stream, flush=True)
 
         def done():
-            print(f"pympc: compiled for {compile_seconds():.0f} s; later runs load the kernels from the cache",
-                  file=stream, flush=True)
+            try:
+                print(f"pympc: compiled for {compile_seconds():.0f} s; later runs load the kernels from the cache",
+                      file=stream, flush=True)
+            except (ValueError, OSError):     # the stream was closed before the process ended
+                pass
         atexit.register(done)
     on_first_compile(started)
 

@@ -126,44 +126,54 @@ def milp(problem, **options):
     formulation = options.get("formulation", "auto")
     if formulation not in ("auto", "bigm"):
         raise OptionError(f"formulation must be 'auto' or 'bigm', got {formulation!r}")
-    # HiGHS works on the problem equilibrated by powers of two (exact); its points are mapped back and
-    # verified again on the caller's data, and "no solution" is a proof only within HiGHS's range
+    # HiGHS works on the caller's data and, where that spans more than it resolves and gave no verified point, on
+    # the problem equilibrated by powers of two (exact); points are mapped back and verified again on the caller's
+    # data, and "no solution" is a proof only within HiGHS's range
     from .search import monotone_form
 
-    if formulation == "auto" and not options.get("all_solutions", False) and monotone_form(hlcp) is not None:
-        # a monotone problem's QP keeps its form only unscaled (row and column scalings break the positive
-        # definite symmetric part)
-        scaled, dx, dy, spread = hlcp, np.ones(hlcp.n), np.ones(hlcp.n), _spread(hlcp.A, hlcp.B, hlcp.c)
-    else:
-        scaled, dx, dy, spread = equilibrate(hlcp)
+    def attempt(scaled, dx, dy, spread, options):
+        def back(status, message, x, y, info):
+            info["solutions"] = [(dx * a, dy * b) for a, b in info.get("solutions", [])]
+            if info.get("big_m") is not None:
+                info["big_m"] = (info["big_m"][0] * dx, info["big_m"][1] * dy)
+            info["spread"] = spread
+            x, y = dx * x, dy * y
+            if status == Status.SOLVED:
+                pt = solve_on_support(hlcp, x > y, tol)
+                if pt is None:
+                    return result(Status.UNDECIDED, message + "; but the point does not verify on the unscaled data "
+                                  "(round-off): no conclusion", x, y, info)
+                x, y = pt
+            elif status == Status.INFEASIBLE and spread > _HIGHS_SPREAD:
+                return result(Status.UNDECIDED, f"HiGHS found no solution, but the data's nonzero magnitudes span "
+                              f"{spread:.1e}, more than HiGHS resolves ({_HIGHS_SPREAD:.0e}: it drops smaller matrix "
+                              "entries): no conclusion; use method='enumerate' or 'lemke'", x, y, info)
+            return result(status, message, x, y, info)
 
-    def back(status, message, x, y, info):
-        info["solutions"] = [(dx * a, dy * b) for a, b in info.get("solutions", [])]
-        if info.get("big_m") is not None:
-            info["big_m"] = (info["big_m"][0] * dx, info["big_m"][1] * dy)
-        info["spread"] = spread
-        x, y = dx * x, dy * y
-        if status == Status.SOLVED:
-            pt = solve_on_support(hlcp, x > y, tol)
-            if pt is None:
-                return result(Status.UNDECIDED, message + "; but the point does not verify on the unscaled data "
-                              "(round-off): no conclusion", x, y, info)
-            x, y = pt
-        elif status == Status.INFEASIBLE and spread > _HIGHS_SPREAD:
-            return result(Status.UNDECIDED, f"HiGHS found no solution, but the data's nonzero magnitudes span "
-                          f"{spread:.1e} even after equilibration, more than HiGHS resolves ({_HIGHS_SPREAD:.0e}: it "
-                          "drops smaller matrix entries): no conclusion; use method='enumerate' or 'lemke'",
-                          x, y, info)
-        return result(status, message, x, y, info)
+        if formulation == "auto" and not options.get("all_solutions", False):
+            return _exact_search(highspy, scaled, tol, options, back)
+        bound = _bound(scaled)
+        if bound[0] is None and not bound[1]:   # the monotone bound holds in the caller's units only
+            U = _bound(hlcp)[0]
+            if U is not None:
+                bound = ((U[0] / dx, U[1] / dy), False)
+        return _bigm(highspy, scaled, tol, options, back, bound)
 
-    if formulation == "auto" and not options.get("all_solutions", False):
-        return _exact_search(highspy, scaled, tol, options, back)
-    bound = _bound(scaled)
-    if bound[0] is None and not bound[1]:   # the monotone bound holds in the caller's units only
-        U = _bound(hlcp)[0]
-        if U is not None:
-            bound = ((U[0] / dx, U[1] / dy), False)
-    return _bigm(highspy, scaled, tol, options, back, bound)
+    t0 = time.perf_counter()
+    ones = np.ones(hlcp.n)
+    spread = _spread(hlcp.A, hlcp.B, hlcp.c)
+    first = attempt(hlcp, ones, ones, spread, options)
+    if first.status == Status.SOLVED or spread <= _HIGHS_SPREAD or (
+            formulation == "auto" and not options.get("all_solutions", False) and monotone_form(hlcp) is not None):
+        return first        # (a monotone problem's QP keeps its form only unscaled: scalings break its PD part)
+    scaled, dx, dy, spread_after = equilibrate(hlcp)
+    if options.get("time_limit") is not None:
+        left = options["time_limit"] - (time.perf_counter() - t0)
+        if left <= 0:
+            return first
+        options = {**options, "time_limit": left}
+    second = attempt(scaled, dx, dy, spread_after, options)
+    return second if second.status != Status.UNDECIDED else first
 
 
 #: the largest ratio of nonzero magnitudes (matrix and right-hand side, after equilibration) for which
