@@ -415,8 +415,8 @@ def test_event_samples_from_the_dense_output_equal_the_sampled_states(rng):
     """The compiled DOP853 states + event functions (vector.dense) = the event vector at scipy's dense output."""
     import importlib
     from scipy.integrate import solve_ivp
+    from pympc.dynamics import _event_kernels
     from pympc.dynamics.crossings import DenseStates
-    from pympc.mechanics import _kernels
     driver = importlib.import_module("pympc.dynamics.simulate")
     system = pympc.load_model(MODELS / "friction_oscillator.toml")
     form = GeneralMethod(system)
@@ -428,7 +428,7 @@ def test_event_samples_from_the_dense_output_equal_the_sampled_states(rng):
     states = DenseStates(sol.sol)
     ts = np.sort(np.concatenate([rng.uniform(0.0, 0.4, 30), sol.t]))
     X = np.empty((ts.size, sol.y.shape[0]))
-    _kernels.dop853_states(ts, *states.stack, X)
+    _event_kernels.dop853_states(ts, *states.stack, X)
     np.testing.assert_allclose(X, sol.sol(ts).T, rtol=1e-14, atol=1e-15)
     funcs = run.event_functions(mode, 10.0)
     got = funcs.vector.dense(ts, states)
@@ -441,10 +441,13 @@ def test_kernels_without_reference_counting_return_no_arrays():
     release it (memory corruption, not an error). Checked on every signature compiled by a simulation."""
     from numba.core import types
 
+    from pympc.dynamics import _event_kernels
     from pympc.mechanics import _kernels
     pympc.simulate(pympc.load_model(Path(__file__).parents[1] / "models" / "friction_oscillator.toml"), (0.0, 2.0))
-    plain = [f for f in vars(_kernels).values() if getattr(f, "targetoptions", {}).get("_nrt") is False]
+    plain = [f for module in (_kernels, _event_kernels) for f in vars(module).values()
+             if getattr(f, "targetoptions", {}).get("_nrt") is False]
     assert len(plain) >= 10
+    assert _event_kernels.dop853_states in plain          # the dense-output kernel moved to dynamics keeps _PLAIN
 
     def has_array(t):
         return isinstance(t, types.Array) or (isinstance(t, types.BaseTuple) and any(has_array(e) for e in t))

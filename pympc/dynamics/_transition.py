@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..complementarity._kernel import back_substitute, lu_solve, rcond_1
+from .._linalg import back_substitute, lu_solve, rcond_1
 
 __all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_norm", "project_velocity", "check_mode",
            "slip_directions"]

@@ -25,7 +25,7 @@ from scipy.integrate import solve_ivp
 from ..complementarity import enumerate_solutions
 from ..errors import ModelError, OptionError, PympcError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
-from ..mechanics._kernels import event_values
+from ._event_kernels import event_values
 from ..mechanics.assembly import AbsoluteModel
 from . import _dop853 as dop853
 from ._variational import variational_run
