@@ -193,8 +193,9 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     if sensitivities is not None:
         if getattr(form, "name", None) not in ("general", "tree"):
             raise OptionError("sensitivities need formulation='general' or 'tree'")
-        sens = Sensitivities(ev, system, sensitivities, lambda sy: ModeEvaluator(make_formulation(sy, form.name), ev.stab),
-                             forces=bool(force_sensitivities))
+        def perturbed(sy):          # the same evaluations for another binding (finite differences in θ)
+            return ModeEvaluator(make_formulation(sy, form.name), ev.stab)
+        sens = Sensitivities(ev, system, sensitivities, perturbed, forces=bool(force_sensitivities))
     locator = EventLocator(ev, o)
     stepper, transition = PhaseStepper(ev, locator, o, sens, form.rheonomic), Transition(ev, o)
     t0, t1, grid, n = o["t_start"], o["t_end"], o["grid"], form.n
