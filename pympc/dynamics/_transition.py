@@ -1,5 +1,5 @@
-"""Compiled pieces of a transition for small systems: the dense event HLCP in one call, the projection onto
-the constraints and the consistency test of a mode without NumPy temporaries.
+"""Compiled pieces of a transition (:mod:`pympc.dynamics.transition`) for small systems: the dense event HLCP
+in one call, the projection onto the constraints and the consistency test of a mode without NumPy temporaries.
 
 :func:`dense_event` builds what :func:`pympc.dynamics.events.event_problem`
 builds with NumPy on its dense path (the biases with the Baumgarte terms, the
