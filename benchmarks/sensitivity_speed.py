@@ -36,12 +36,16 @@ from pympc.mechanics import GeneralMethod
 
 MODELS = Path(__file__).parents[1] / "models"
 _driver = importlib.import_module("pympc.dynamics.simulate")     # the module (pympc.dynamics.simulate is the function)
+try:                     # the module that calls the integrators: the phase stepper (before issue 27: the driver)
+    _steps = importlib.import_module("pympc.dynamics.stepper")
+except ImportError:
+    _steps = _driver
 
 
 def rhs_calls(run):
     """Right-hand-side evaluations the integrators (``solve_ivp``, the compiled DOP853 loop) make in ``run()``
     (an untimed run)."""
-    total, solve_ivp, loop = [0], _driver.solve_ivp, _driver.dop853.integrate
+    total, solve_ivp, loop = [0], _steps.solve_ivp, _steps.dop853.integrate
 
     def counting(integrate):
         def counted(*args, **kwargs):
@@ -49,11 +53,11 @@ def rhs_calls(run):
             total[0] += sol.nfev
             return sol
         return counted
-    _driver.solve_ivp, _driver.dop853.integrate = counting(solve_ivp), counting(loop)
+    _steps.solve_ivp, _steps.dop853.integrate = counting(solve_ivp), counting(loop)
     try:
         run()
     finally:
-        _driver.solve_ivp, _driver.dop853.integrate = solve_ivp, loop
+        _steps.solve_ivp, _steps.dop853.integrate = solve_ivp, loop
     return total[0]
 
 

@@ -145,7 +145,9 @@ def _rhs_timer():
     """Count and time every call of the driver's right-hand side (the class method, wrapped)."""
     import importlib
     driver = importlib.import_module("pympc.dynamics.simulate")
-    original = driver._Run.rhs
+    # the class that owns the right-hand side: ModeEvaluator (a tree before issue 27: the driver's _Run)
+    owner = driver._Run if hasattr(driver, "_Run") else importlib.import_module("pympc.dynamics.evaluation").ModeEvaluator
+    original = owner.rhs
     stats = [0, 0.0]
 
     def timed(self, t, x, mode):
@@ -155,7 +157,7 @@ def _rhs_timer():
         stats[0] += 1
         return out
 
-    driver._Run.rhs = timed
+    owner.rhs = timed
     try:                                # the compiled DOP853 loop (this tree): its right-hand side calls are
         stepper = importlib.import_module("pympc.dynamics._dop853")       # inside it; time the loop per call
     except ImportError:

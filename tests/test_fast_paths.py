@@ -6,15 +6,19 @@ Oracles: :func:`solve_mode` on :meth:`GeneralMethod.assemble` (dense LAPACK), th
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import scipy.sparse
 
 import pympc
-from pympc.dynamics import Baumgarte, Mode, Motion, event_problem, solve_mode
+from pympc.dynamics import Baumgarte, Mode, Motion, SimulateOptions, event_problem, solve_mode
 from pympc.dynamics import events as events_module
+from pympc.dynamics.evaluation import ModeEvaluator
+from pympc.dynamics.locate import EventLocator
 from pympc.dynamics.modes import CompiledModes, banded_solve, min_norm, solve_linear
+from pympc.dynamics.stepper import PhaseStepper
 from pympc.mechanics import GeneralMethod, Particle, RigidBody, Slot, System, slider_chain
 
 MODELS = Path(__file__).parents[1] / "models"
@@ -190,16 +194,24 @@ def test_a_time_force_that_cannot_be_evaluated_is_a_model_error_on_the_compiled_
         fast.compute(1.5, q, qd, mode)
 
 
+def _parts(system, form):
+    """The parts of a run of ``system`` on (0, 1) by ``form``: its evaluator (``run.ev``, and its ``form``, ``n``, ``mu``,
+    ``_fast``, ``rhs``), event locator (``run.locator``) and phase stepper (``run.stepper``)."""
+    o = SimulateOptions().resolve(system, (0.0, 1.0))
+    ev = ModeEvaluator(form, Baumgarte())
+    locator = EventLocator(ev, o)
+    return SimpleNamespace(ev=ev, form=ev.form, n=ev.n, mu=ev.mu, mu_s=ev.mu_s, _fast=ev._fast, rhs=ev.rhs, locator=locator,
+                           stepper=PhaseStepper(ev, locator, o))
+
+
 def test_the_compiled_event_vector_equals_the_event_functions(rng):
-    import importlib
-    driver = importlib.import_module("pympc.dynamics.simulate")
     system = slider_chain(6)
     form = GeneralMethod(system)
-    run = driver._Run(form, Baumgarte(), driver._options(system, (0.0, 1.0), {}))
+    run = _parts(system, form)
     q, qd = form.initial_state()
     for _ in range(5):
         mode = _random_mode(rng, 6)
-        funcs = run.event_functions(mode, 7.0)
+        funcs = run.locator.functions(mode, 7.0)
         x = np.concatenate([q + 0.05 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size), [0.0, 0.0]])
         t = float(rng.uniform(0, 1))
         got = funcs.vector(t, x)
@@ -209,7 +221,7 @@ def test_the_compiled_event_vector_equals_the_event_functions(rng):
         a = form.assemble(x[:q.size], x[q.size:2 * q.size], t)    # and against the dense mode solve
         s = solve_mode(a, mode, run.mu, run.mu_s, Baumgarte(), form.mass_diagonal)
         wall = [k for k, f in enumerate(funcs) if f.kind.name == "WALL_SWITCH"]
-        band = max(1e-12, 10 * run.opts["rtol"]) * 7.0
+        band = max(1e-12, 10 * run.locator.opts["rtol"]) * 7.0
         np.testing.assert_allclose(got[wall] - band, np.asarray(mode.walls) * s.lam, rtol=1e-10, atol=1e-10)
 
 
@@ -279,16 +291,14 @@ def test_compiled_revolute_rows_equal_the_python_ones(rng):
 @pytest.mark.parametrize("model", ["friction_oscillator", "chain5"])
 def test_compiled_event_samples_equal_the_event_vector(model, rng):
     """All samples of a scan in one compiled call = the event vector sample by sample (and no stale cache)."""
-    import importlib
-    driver = importlib.import_module("pympc.dynamics.simulate")
     system = slider_chain(5) if model == "chain5" else pympc.load_model(MODELS / f"{model}.toml")
     form = GeneralMethod(system)
-    run = driver._Run(form, Baumgarte(), driver._options(system, (0.0, 1.0), {}))
+    run = _parts(system, form)
     q, qd = form.initial_state()
     ns = len(run.mu)
     for _ in range(5):
         mode = _random_mode(rng, ns)
-        funcs = run.event_functions(mode, 7.0)
+        funcs = run.locator.functions(mode, 7.0)
         ts = np.sort(rng.uniform(0, 3, 9))
         X = np.column_stack([q + 0.05 * rng.standard_normal((9, q.size)), qd + rng.standard_normal((9, q.size)),
                              np.zeros((9, 2))])
@@ -413,14 +423,12 @@ def test_dense_states_are_scipys_dense_output(method):
 
 def test_event_samples_from_the_dense_output_equal_the_sampled_states(rng):
     """The compiled DOP853 states + event functions (vector.dense) = the event vector at scipy's dense output."""
-    import importlib
     from scipy.integrate import solve_ivp
+    from pympc.dynamics import _event_kernels
     from pympc.dynamics.crossings import DenseStates
-    from pympc.mechanics import _kernels
-    driver = importlib.import_module("pympc.dynamics.simulate")
     system = pympc.load_model(MODELS / "friction_oscillator.toml")
     form = GeneralMethod(system)
-    run = driver._Run(form, Baumgarte(), driver._options(system, (0.0, 1.0), {}))
+    run = _parts(system, form)
     mode = Mode((1,), (Motion.FORWARD,))
     q, qd = form.initial_state()
     sol = solve_ivp(run.rhs, (0.0, 0.4), np.concatenate([q, qd + [0.5, 0.0], [0.0, 0.0]]), method="DOP853",
@@ -428,9 +436,9 @@ def test_event_samples_from_the_dense_output_equal_the_sampled_states(rng):
     states = DenseStates(sol.sol)
     ts = np.sort(np.concatenate([rng.uniform(0.0, 0.4, 30), sol.t]))
     X = np.empty((ts.size, sol.y.shape[0]))
-    _kernels.dop853_states(ts, *states.stack, X)
+    _event_kernels.dop853_states(ts, *states.stack, X)
     np.testing.assert_allclose(X, sol.sol(ts).T, rtol=1e-14, atol=1e-15)
-    funcs = run.event_functions(mode, 10.0)
+    funcs = run.locator.functions(mode, 10.0)
     got = funcs.vector.dense(ts, states)
     ref = np.array([funcs.vector(t, sol.sol(t)) for t in ts])
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-13)
@@ -441,10 +449,13 @@ def test_kernels_without_reference_counting_return_no_arrays():
     release it (memory corruption, not an error). Checked on every signature compiled by a simulation."""
     from numba.core import types
 
+    from pympc.dynamics import _event_kernels
     from pympc.mechanics import _kernels
     pympc.simulate(pympc.load_model(Path(__file__).parents[1] / "models" / "friction_oscillator.toml"), (0.0, 2.0))
-    plain = [f for f in vars(_kernels).values() if getattr(f, "targetoptions", {}).get("_nrt") is False]
+    plain = [f for module in (_kernels, _event_kernels) for f in vars(module).values()
+             if getattr(f, "targetoptions", {}).get("_nrt") is False]
     assert len(plain) >= 10
+    assert _event_kernels.dop853_states in plain          # the dense-output kernel moved to dynamics keeps _PLAIN
 
     def has_array(t):
         return isinstance(t, types.Array) or (isinstance(t, types.BaseTuple) and any(has_array(e) for e in t))

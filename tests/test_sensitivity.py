@@ -138,11 +138,11 @@ def test_sensitivity_columns_are_error_controlled_as_a_one_percent_parameter_cha
 def _sensitivities(system, names):
     from pympc.dynamics import Baumgarte
     from pympc.dynamics.sensitivity import Sensitivities
-    from pympc.dynamics.simulate import _options, _Run, make_formulation
-    o = _options(system, (0.0, 1.0), {})
+    from pympc.dynamics.evaluation import ModeEvaluator
+    from pympc.dynamics.simulate import make_formulation
 
     def make_run(s):
-        return _Run(make_formulation(s), Baumgarte(), o)
+        return ModeEvaluator(make_formulation(s), Baumgarte())
     run = make_run(system)
     return run, Sensitivities(run, system, names, make_run, forces=True)
 

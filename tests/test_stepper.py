@@ -10,6 +10,7 @@ round-off as well when numba's ``np.dot`` and numpy's give the same bits on this
 """
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,7 +22,11 @@ from pympc.dynamics import Baumgarte, Mode, Motion
 from pympc.dynamics import _dop853
 from pympc.dynamics.crossings import DenseStates
 from pympc.dynamics.modes import CompiledModes
-from pympc.dynamics.simulate import _lowest, _Run, _options, make_formulation
+from pympc.dynamics import SimulateOptions
+from pympc.dynamics.evaluation import ModeEvaluator
+from pympc.dynamics.locate import EventLocator, lowest
+from pympc.dynamics.simulate import make_formulation
+from pympc.dynamics.stepper import PhaseStepper
 from pympc.mechanics import Particle, PointForce, Slot, System, slider_chain
 
 MODELS = Path(__file__).parents[1] / "models"
@@ -31,8 +36,13 @@ SAME_BLAS = same_blas()
 
 
 def _run(system, t_end):
-    o = _options(system, (0.0, t_end), {})
-    return _Run(make_formulation(system), Baumgarte(), o)
+    """The parts of a run of ``system`` on (0, t_end): its evaluator (``run.ev``, and its ``form``, ``n``, ``mu``,
+    ``_fast``, ``rhs``), event locator (``run.locator``) and phase stepper (``run.stepper``)."""
+    o = SimulateOptions().resolve(system, (0.0, t_end))
+    ev = ModeEvaluator(make_formulation(system), Baumgarte())
+    locator = EventLocator(ev, o)
+    return SimpleNamespace(ev=ev, form=ev.form, n=ev.n, mu=ev.mu, _fast=ev._fast, rhs=ev.rhs, locator=locator,
+                           stepper=PhaseStepper(ev, locator, o))
 
 
 def _cases():
@@ -97,7 +107,7 @@ def _forward_slip(rng, v):
     mode = Mode((1,), (Motion.FORWARD,))
     x0 = _state(run, rng)
     x0[run.n] = v
-    return run, mode, run.event_functions(mode, 10.0), x0
+    return run, mode, run.locator.functions(mode, 10.0), x0
 
 
 def test_the_event_stop_is_solve_ivps(rng):
@@ -105,10 +115,10 @@ def test_the_event_stop_is_solve_ivps(rng):
     run, mode, funcs, x0 = _forward_slip(rng, 1.0)    # slipping forward at 1 m/s: it stops within a second
     g0 = funcs.vector(0.0, x0)
     watched = np.flatnonzero(g0 > 0)
-    lowest = _lowest(funcs.vector, watched)
+    hint = lowest(funcs.vector, watched)
     ref = solve_ivp(run.rhs, (0.0, 5.0), x0, method="DOP853", rtol=1e-10, atol=1e-12, args=(mode,),
-                    dense_output=True, events=lowest, t_eval=np.linspace(0.1, 4.9, 25))
-    got = run.integrate(None, mode, funcs, 0.0, 5.0, x0, np.linspace(0.1, 4.9, 25), np.inf, watched)
+                    dense_output=True, events=hint, t_eval=np.linspace(0.1, 4.9, 25))
+    got = run.stepper.integrate(mode, funcs, 0.0, 5.0, x0, np.linspace(0.1, 4.9, 25), np.inf, watched)
     assert isinstance(got, _dop853.Dop853Result)
     assert ref.status == got.status == 1
     assert 0 < got.t_events[0][0] < 5.0
@@ -118,9 +128,9 @@ def test_the_event_stop_is_solve_ivps(rng):
     if SAME_BLAS:
         np.testing.assert_allclose(got.sol.ts, ref.sol.ts, rtol=1e-12, atol=0)
     np.testing.assert_array_equal(got.t, ref.t)
-    assert abs(lowest(got.t_events[0][0], got.y_events[0][0])) < 1e-9
+    assert abs(hint(got.t_events[0][0], got.y_events[0][0])) < 1e-9
     # without watched functions it runs to the end
-    free = run.integrate(None, mode, funcs, 0.0, 5.0, x0, (), np.inf, np.array([], int))
+    free = run.stepper.integrate(mode, funcs, 0.0, 5.0, x0, (), np.inf, np.array([], int))
     assert free.status == 0 and free.t_events is None and free.sol.ts[-1] == 5.0
 
 
@@ -188,7 +198,7 @@ def test_other_methods_keep_solve_ivp(monkeypatch):
 def _slipping_piece(rng):
     """A piece of a forward slip of the oscillator that ends with the slip velocity crossing zero."""
     run, mode, funcs, x0 = _forward_slip(rng, 1.0 + rng.uniform(0, 0.5))
-    sol = run.integrate(None, mode, funcs, 0.0, 5.0, x0, (), np.inf, np.array([], int))
+    sol = run.stepper.integrate(mode, funcs, 0.0, 5.0, x0, (), np.inf, np.array([], int))
     return run, mode, funcs, sol
 
 
@@ -226,7 +236,7 @@ def test_the_compiled_scan_is_the_python_one(rng, monkeypatch):
         return out
 
     monkeypatch.setattr(_dop853, "scan_dense", counted)
-    got = run.scan_phase(sol, 0.0, 5.0, funcs)
+    got = run.locator.on_dense(sol, 0.0, 5.0, funcs)
     assert calls and calls[-1][2] == _dop853.SCAN_OK
     # a direct comparison on one interval the curvature bound leaves open
     G = lambda s: funcs.vector(s, sol.sol(s))  # noqa: E731
@@ -237,7 +247,7 @@ def test_the_compiled_scan_is_the_python_one(rng, monkeypatch):
     direct = funcs.vector.scanner(sol.sol.stack)(a, ga, b, gb, bound, 1e-11)
     assert direct[0] is not None and direct == crossings._scan(G, a, ga, b, gb, bound, 1e-11)
     monkeypatch.setattr(funcs.vector, "scanner", lambda stack: None)
-    ref = run.scan_phase(sol, 0.0, 5.0, funcs)
+    ref = run.locator.on_dense(sol, 0.0, 5.0, funcs)
     assert got[0] is not None and got[0] == ref[0] and got[1] == ref[1]
     np.testing.assert_array_equal(got[2], ref[2])
 

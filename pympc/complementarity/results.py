@@ -2,44 +2,17 @@
 
 from __future__ import annotations
 
-from enum import IntEnum
-
+from .._enum import DocIntEnum
 from .problems import LCP
 
 __all__ = ["Status", "Result", "LCPResult", "HLCPResult"]
 
 
-class _DocIntEnum(IntEnum):
-    """IntEnum whose members carry their own docstring: ``NAME = value, "doc"``.
-
-    A member prints as its name (``str``, ``print``, f-strings); a numeric
-    format spec (``f"{s:d}"``) still gives the number.
-
-    Examples
-    --------
-    >>> from pympc import Status
-    >>> print(Status.SOLVED)
-    SOLVED
-    >>> f"[{Status.SOLVED:>8}] {Status.SOLVED:d}"
-    '[  SOLVED] 0'
-    """
-
-    def __new__(cls, value, doc=""):
-        obj = int.__new__(cls, value)
-        obj._value_ = value
-        obj.__doc__ = doc
-        return obj
-
-    def __str__(self):
-        return self.name
-
-    def __format__(self, spec):
-        if spec and spec[-1] in "bcdoxXneEfFgG%":
-            return int.__format__(int(self), spec)
-        return format(self.name, spec)
+_DocIntEnum = DocIntEnum
+"""The old private name of :class:`pympc._enum.DocIntEnum` (complementarity.enumeration still uses it)."""
 
 
-class Status(_DocIntEnum):
+class Status(DocIntEnum):
     """How a complementarity solve ended.  Only ``SOLVED`` carries a solution."""
 
     SOLVED = 0, "A point was found and verified: nonnegative, complementary and satisfying the equations within tolerance."

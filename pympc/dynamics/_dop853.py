@@ -11,7 +11,7 @@ its dense output — in numba, calling the compiled right-hand side directly.
 It takes the same steps as ``solve_ivp`` to round-off, and returns them as a
 :class:`Dop853Solution` whose ``stack`` is the form
 :class:`~pympc.dynamics.crossings.DenseStates` and
-:func:`~pympc.mechanics._kernels.dop853_states` consume.
+:func:`~pympc.dynamics._event_kernels.dop853_states` consume.
 
 Events: the lowest of the watched event functions is evaluated at every step
 end from the buffers the step's last stage left (no extra evaluation), and the
@@ -40,7 +40,8 @@ except ImportError:    # pragma: no cover
     MAX_FACTOR = MIN_FACTOR = SAFETY = 0.0
     AVAILABLE = False
 
-from ..mechanics._kernels import dop853_states, event_values, flat_event_samples, general_mode_flat
+from ..mechanics._kernels import general_mode_flat
+from ._event_kernels import dop853_states, event_values, flat_event_samples
 
 __all__ = ["integrate", "Dop853Solution", "Dop853Result"]
 

@@ -1,5 +1,5 @@
-"""Compiled pieces of a transition for small systems: the dense event HLCP in one call, the projection onto
-the constraints and the consistency test of a mode without NumPy temporaries.
+"""Compiled pieces of a transition (:mod:`pympc.dynamics.transition`) for small systems: the dense event HLCP
+in one call, the projection onto the constraints and the consistency test of a mode without NumPy temporaries.
 
 :func:`dense_event` builds what :func:`pympc.dynamics.events.event_problem`
 builds with NumPy on its dense path (the biases with the Baumgarte terms, the
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..complementarity._kernel import back_substitute, lu_solve, rcond_1
+from .._linalg import back_substitute, lu_solve, rcond_1
 
 __all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_norm", "project_velocity", "check_mode",
            "slip_directions"]

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..errors import ModelError, SimulationError
-from ..mechanics._kernels import curvature_bounds, dop853_states
+from ._event_kernels import curvature_bounds, dop853_states
 from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, PointForce, Torque
 
@@ -239,7 +239,7 @@ class DenseStates:
     the compiled DOP853's :class:`~pympc.dynamics._dop853.Dop853Solution`, which holds the stack already).
 
     For DOP853 (the driver's default) all the steps' interpolants are stacked once and evaluated for all the
-    times together by :func:`~pympc.mechanics._kernels.dop853_states`: the very operations of scipy's
+    times together by :func:`~pympc.dynamics._event_kernels.dop853_states`: the very operations of scipy's
     ``Dop853DenseOutput``, on the segment scipy's ``OdeSolution`` picks, so the values are the same to the bit.  Anything else (other
     methods, a descending span): ``sol(ts).T``.
 

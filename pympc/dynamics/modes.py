@@ -23,11 +23,12 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.linalg import lapack as _lapack
 from scipy.linalg.lapack import dgesv as _dgesv
 
-from ..complementarity.results import _DocIntEnum
+from .._enum import DocIntEnum
 from ..complementarity.support import lu_rcond
 from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
 from ..mechanics.assembly import EMPTY, SparseAssembly, time_program
+from . import _event_kernels
 from ._flat import flat_rows
 from ._transition import SMALL_ROWS, as_floats, small_min_norm
 
@@ -39,7 +40,7 @@ SPARSE_FROM = 32
 ones with LAPACK, as they are cheapest."""
 
 
-class Motion(_DocIntEnum):
+class Motion(DocIntEnum):
     """What a slot's slider does relative to its guide."""
 
     BACKWARD = -1, "Slipping against the slot direction; friction μ_k|λ| acts forward."
@@ -451,9 +452,9 @@ class CompiledModes:
         """The event functions of a phase at many samples in one compiled call, or None where it does not apply.
 
         ``X[i]`` is the state at ``ts[i]`` (rows); ``table = (slot, cv, cl, cf, band)`` defines the functions
-        as in :func:`pympc.mechanics._kernels.event_values`; with ``dense`` = ``(tsorted, t_old, h, y_old, F)``
+        as in :func:`pympc.dynamics._event_kernels.event_values`; with ``dense`` = ``(tsorted, t_old, h, y_old, F)``
         (:class:`~pympc.dynamics.crossings.DenseStates`) X is not given but computed from those DOP853 steps
-        (:func:`pympc.mechanics._kernels.dop853_states`).  Only without Python parts (no joints, no forces
+        (:func:`pympc.dynamics._event_kernels.dop853_states`).  Only without Python parts (no joints, no forces
         of the state, forces of time compiled): None otherwise, and the caller evaluates sample by sample.
         The mode's buffers hold the last sample afterwards (:meth:`result` is not valid until the next
         :meth:`compute`).  A sample whose solve fails is repeated by :meth:`compute`, which raises.
@@ -465,17 +466,17 @@ class CompiledModes:
         ts = np.ascontiguousarray(ts, dtype=float)
         if dense is not None:         # the states from a stack of DOP853 steps (crossings.DenseStates), compiled
             X = np.empty((ts.size, dense[3].shape[1]))
-            _kernels.dop853_states(ts, *dense, X)
+            _event_kernels.dop853_states(ts, *dense, X)
         X = np.ascontiguousarray(X, dtype=float)
         slot, cv, cl, cf, band = table
         G = np.empty((ts.size, slot.size))
         off = p.offs
         Z = self._none[1]
         if p.fl is not None:
-            bad = _kernels.flat_event_samples(ts, X, p.fl, p.il, off[10].start, off[2].start, off[3].start,
+            bad = _event_kernels.flat_event_samples(ts, X, p.fl, p.il, off[10].start, off[2].start, off[3].start,
                                               slot, cv, cl, cf, band, G)
         else:
-            bad = _kernels.mode_event_samples(ts, X, self.n, self._tF, Z, Z, self.stab.alpha, self.stab.beta,
+            bad = _event_kernels.mode_event_samples(ts, X, self.n, self._tF, Z, Z, self.stab.alpha, self.stab.beta,
                                               self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work,
                                               np.empty(2 * self.n + 2), self._tprog, self._tconst,
                                               off[10].start, off[2].start, off[3].start, slot, cv, cl, cf, band, G)

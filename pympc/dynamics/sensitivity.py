@@ -57,14 +57,16 @@ class Sensitivities:
 
     Parameters
     ----------
-    run : _Run
-        The simulation's run object (formulation, stabilization, options).
+    run : ModeEvaluator
+        The simulation's evaluations (:class:`~pympc.dynamics.evaluation.ModeEvaluator`: formulation,
+        stabilization, the mode's right-hand side).
     system : System
         The bound system that is simulated.
     names : sequence of str
         Parameters to differentiate with respect to.
     make_run : callable
-        ``make_run(system)`` → a run object of the same options for another binding.
+        ``make_run(system)`` → a :class:`ModeEvaluator` of the same formulation and stabilization for another
+        binding.
     forces : bool
         Also give ∂λ/∂θ and ∂F/∂θ at the samples (:meth:`outputs`).
     """
@@ -269,7 +271,7 @@ class Sensitivities:
     def project(self, t, x, S, stick):
         """The Jacobian of the event projection applied to S (position, then velocity constraints).
 
-        The least-norm corrections are the ones :meth:`_Run.project` applies to the state (:func:`min_norm`).
+        The least-norm corrections are the ones :meth:`Transition.project <pympc.dynamics.transition.Transition.project>` applies to the state (:func:`min_norm`).
         """
         if self.undefined is not None:
             return np.zeros_like(S)

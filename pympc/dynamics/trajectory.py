@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 
 from ..complementarity import HLCP
-from ..complementarity.results import _DocIntEnum
+from .._enum import DocIntEnum
 from ..errors import SimulationError
 from .modes import Mode
 
 __all__ = ["SimulationStatus", "EventKind", "Event", "Trajectory"]
 
 
-class SimulationStatus(_DocIntEnum):
+class SimulationStatus(DocIntEnum):
     """How a simulation ended."""
 
     SUCCESS = 0, "Reached the end of the time span."
@@ -32,7 +32,7 @@ class SimulationStatus(_DocIntEnum):
     INTERRUPTED = 8, "Interrupted by the user (KeyboardInterrupt); the trajectory up to then is kept."
 
 
-class EventKind(_DocIntEnum):
+class EventKind(DocIntEnum):
     """What triggered an event."""
 
     START = 0, "The initial state: the first mode is chosen by an event HLCP."

@@ -1,0 +1,122 @@
+"""The vector field of a mode and the forces behind it, with a one-point cache: what the phase stepper, the
+event locator, the transition and the sensitivities all evaluate.
+
+:class:`ModeEvaluator` holds a formulation and the slots' friction coefficients; at (t, x, mode) it gives the
+assembly and :class:`~pympc.dynamics.modes.ModeSolution` (:meth:`~ModeEvaluator.evaluate`), the right-hand
+side of the state ``x = (q, q̇, dissipated, work)`` (:meth:`~ModeEvaluator.rhs`) and the slots' ``(vT, λ, F)``
+(:meth:`~ModeEvaluator.slot_values`) — by one compiled call where :class:`CompiledModes` applies, by the
+assembly and :func:`solve_mode` otherwise.  The last point is cached: solve_ivp and the event functions ask
+for the same point several times.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .modes import CompiledModes, Mode, solve_mode
+
+__all__ = ["ModeEvaluator"]
+
+
+class ModeEvaluator:
+    """Evaluations of one formulation (``form``) with constraint stabilization ``stab``, one per run.
+
+    Attributes: ``form``, ``stab``, ``n`` (coordinates), ``mu``, ``mu_s`` (per slot), ``md`` (the mass
+    diagonal), ``_fast`` (the compiled modes, or None).  A caller that makes the compiled buffers hold
+    another point (a batch of samples, a compiled integration) calls :meth:`forget`.
+    """
+
+    def __init__(self, form, stab):
+        self.form, self.stab = form, stab
+        self.n = form.n
+        self.mu = np.array([float(s.mu) for s in form.slots])
+        self.mu_s = np.array([float(s.static_mu) for s in form.slots])
+        self.md = form.mass_diagonal
+        self._cache_key, self._cache = None, None
+        self._modes = {}               # mode → its walls and motions as arrays (mode_arrays)
+        self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
+
+    def compiled(self, mode):
+        """Does the compiled path evaluate ``mode``?"""
+        return self._fast is not None and isinstance(mode, Mode)
+
+    def forget(self):
+        """The cached point is no longer in the compiled buffers."""
+        self._cache_key = None
+
+    def _stale(self, t, x, mode):
+        """Is the cached evaluation not that of (t, x, mode)?  (The mode is compared by identity first:
+        solve_ivp passes the same object to every call of a phase, and a tuple compare costs O(slots).)"""
+        xb = x.tobytes()
+        k = self._cache_key
+        if k is not None and k[0] == t and k[1] == xb and (k[2] is mode or k[2] == mode):
+            return None
+        return (t, xb, mode)
+
+    def evaluate(self, t, x, mode):
+        """``(assembly, ModeSolution)`` at (t, x) in ``mode``."""
+        key = self._stale(t, x, mode)
+        if key is not None:
+            n = self.n
+            if self._fast is not None and isinstance(mode, Mode):   # one compiled call (general method)
+                self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
+                self._cache = None
+            else:
+                a = self.form.assemble(x[:n], x[n:2 * n], t)
+                self._cache = (a, solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md))
+            self._cache_key = key
+        if self._cache is None:
+            self._cache = self._fast.result()
+        return self._cache
+
+    def _compute(self, t, x, mode):
+        """The compiled evaluation at (t, x, mode), unless it is the cached one; True if it was evaluated
+        (``self._out`` is then a new array, never written again)."""
+        key = self._stale(t, x, mode)
+        if key is None:
+            return False
+        self._out = self._fast.compute_state(t, x, mode, np.empty(2 * self.n + 2))
+        self._cache_key, self._cache = key, None
+        return True
+
+    def slot_values(self, t, x, mode):
+        """``(vT, λ, F)`` of the slots at (t, x) in ``mode`` (views of the compiled path's buffers when it applies)."""
+        if self._fast is not None and isinstance(mode, Mode):
+            self._compute(t, x, mode)
+            return self._fast.slot_values()
+        a, s = self.evaluate(t, x, mode)
+        return a.vT, s.lam, s.F
+
+    def rhs(self, t, x, mode):
+        """``dx/dt`` of the state ``x = (q, q̇, dissipated, work)`` in ``mode`` (solve_ivp's ``fun``)."""
+        n = self.n
+        if self._fast is not None and isinstance(mode, Mode):
+            return self._out if self._compute(t, x, mode) else self._out.copy()
+        a, s = self.evaluate(t, x, mode)
+        qd = x[n:2 * n]
+        out = np.empty_like(x)
+        out[:n], out[n:2 * n] = qd, s.qdd
+        out[2 * n] = -float(s.F @ a.vT)                                  # friction dissipation
+        work = a.power + float(s.lam @ a.vN)                             # work put in: applied forces, slots,
+        if s.nu.size:                                                    # and joints (driven ones do work)
+            work += float(s.nu @ (a.J @ qd))
+        out[2 * n + 1] = work
+        return out
+
+    def solved(self, t, q, qd, mode):
+        """The compiled mode solve at (q, q̇, t): the views of its buffers (valid until the next evaluation)."""
+        self._cache_key = None           # the compiled buffers will hold this point
+        self._fast.compute(t, q, qd, mode)
+        return self._fast.plan(mode).view
+
+    def mode_arrays(self, mode):
+        """``(walls, motions)`` of ``mode`` as float arrays (made once per mode and run)."""
+        arrays = self._modes.get(mode)
+        if arrays is None:
+            arrays = self._modes[mode] = (np.array(mode.walls, dtype=float), np.array(mode.motions, dtype=float))
+        return arrays
+
+    def locked(self, a, mode):
+        """Do the joints, slots and sticking slots fix every coordinate (no free motion at all)?"""
+        C = np.vstack([a.J, a.WN, a.WT[mode.sticking]])
+        return C.shape[0] >= self.n and np.linalg.matrix_rank(C) == self.n

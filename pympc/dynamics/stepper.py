@@ -1,0 +1,168 @@
+"""The phase stepper: one smooth phase in a fixed mode, from its start to its first event or the end.
+
+The contract (scipy's ``OdeSolver`` split: the driver loops, the stepper steps):
+``PhaseStepper.advance(t, x, mode, t1, inside, funcs, assembly)`` → :class:`PhaseResult` — the samples of the
+phase (its start, the requested times ``inside`` it, its end) and how it ended: at an event (its time, the
+index of the event function, the state there), at ``t1``, or with the integrator failing.
+
+A phase is integrated in windows with dense output (the compiled DOP853 loop of
+:mod:`pympc.dynamics._dop853` where the mode's right-hand side is compiled end to end, else scipy's
+``solve_ivp``), and each window's events are located by the :class:`~pympc.dynamics.locate.EventLocator`
+on its dense output.  A phase in which the joints and the sticking slots lock every coordinate and nothing
+is driven is not integrated: its state is constant (:meth:`EventLocator.frozen`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from . import _dop853 as dop853
+from ._variational import variational_run
+from .locate import lowest
+from .modes import Mode
+from .trajectory import SimulationStatus
+
+__all__ = ["PhaseStepper", "PhaseResult", "phase_samples"]
+
+
+@dataclass
+class PhaseResult:
+    """How one phase ended, and its samples.
+
+    Attributes
+    ----------
+    pieces : list of (t, x, mode)
+        The samples of the phase (times, states as columns, its mode), in pieces.
+    time : float or None
+        The event's time (None: the phase reached ``t1``, or failed).
+    index : int or None
+        The index of the event function that fired (``funcs[index]`` has its kind and slot).
+    state : ndarray or None
+        The state at the event.
+    status, message
+        :attr:`SimulationStatus.INTEGRATION_FAILED` and why, or None.
+    """
+
+    pieces: list = field(default_factory=list)
+    time: float | None = None
+    index: int | None = None
+    state: np.ndarray | None = None
+    status: SimulationStatus | None = None
+    message: str | None = None
+
+
+class PhaseStepper:
+    """Advances the phases of one run (see the module).
+
+    ``evaluator``: the run's :class:`~pympc.dynamics.evaluation.ModeEvaluator`; ``locator``: its
+    :class:`~pympc.dynamics.locate.EventLocator`; ``settings``: the run's (``method``, ``rtol``, ``atol``,
+    ``max_step``, ``stick_max_step``); ``sens``: the :class:`~pympc.dynamics.sensitivity.Sensitivities` carried
+    along in the state, or None.  ``integrators`` collects which integrators ran."""
+
+    def __init__(self, evaluator, locator, settings, sens=None, rheonomic=True):
+        self.ev, self.locator, self.opts, self.sens = evaluator, locator, settings, sens
+        self.rheonomic = rheonomic
+        self.integrators = set()       # which integrators ran (Trajectory.info["integrator"])
+
+    def advance(self, t, x, mode, t1, inside, funcs, assembly):
+        """The phase from (t, x) in ``mode`` to its first event or ``t1``; ``inside``: the requested sample
+        times in (t, t1); ``funcs``: its event functions; ``assembly``: the assembly at (t, x)."""
+        if mode.sticking and not self.rheonomic and self.ev.locked(assembly, mode):
+            te, i = self.locator.frozen(t, t1, x, funcs)
+            ins = inside if te is None else inside[inside < te]
+            end = t1 if te is None else te
+            piece = (np.concatenate([[t], ins, [end]]), np.repeat(x[:, None], ins.size + 2, 1), mode)
+            return PhaseResult([piece], te, i, None if te is None else x)
+        o = self.opts
+        step = o["stick_max_step"] if mode.sticking else o["max_step"]
+        out = PhaseResult()
+        # integrated in chunks with dense output, the events searched inside every step
+        # (solve_ivp's own event location only compares step ends, and takes a function that
+        # starts at zero for a root): the first crossing ends the phase
+        ta, xa, te = t, x, None
+        while True:
+            tb = self.locator.window(ta, t1, 64)[0]
+            ins = inside[(inside > ta) & (inside < tb)]
+            # solve_ivp stops at the first step-end sign change of a function that starts positive
+            # (a hint that ends the piece early); the scan decides
+            # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
+            # one hint function, the lowest of the event functions watched (one evaluation per step)
+            g0 = funcs.vector(ta, xa)
+            for watched in (np.flatnonzero(g0 >= 0), np.flatnonzero(g0 > 0)):
+                sol = self.integrate(mode, funcs, ta, tb, xa, np.append(ins, tb) if tb >= t1 else ins, step, watched)
+                tend, hint = tb, None
+                if sol.status == 1:
+                    th, xh = sol.t_events[0][0], sol.y_events[0][0]
+                    j = int(watched[np.argmin(funcs.vector(th, xh)[watched])])
+                    tend, hint = th, (th, j, xh)
+                    if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[j] <= 0:
+                        continue
+                break
+            start = ta == t or ta in inside
+            if sol.status == -1:
+                out.status = SimulationStatus.INTEGRATION_FAILED
+                out.message = f"solve_ivp failed after t = {ta:.9g}: {sol.message}"
+                out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
+                return out
+            te, i, xe = self.locator.on_dense(sol, ta, tend, funcs)
+            if te is None and hint is not None:
+                te, i, xe = hint
+            if te is not None or tend >= t1:
+                break
+            out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
+            ta, xa = tb, sol.sol(tb)
+        if te is None:
+            out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
+            return out
+        out.pieces.append(phase_samples(sol, ta, xa, te, xe, mode, start=start))
+        out.time, out.index, out.state = te, i, xe
+        return out
+
+    def integrate(self, mode, funcs, ta, tb, xa, t_eval, max_step, watched):
+        """One piece of a smooth phase from (ta, xa) to tb with dense output, stopping at the first step end
+        where the lowest of the ``watched`` event functions has crossed zero downwards: ``solve_ivp``, or
+
+        with DOP853 (the default) and a mode whose right-hand side is compiled end to end
+        (:meth:`CompiledModes.flat`), the same steps are taken by the compiled loop of
+        :func:`pympc.dynamics._dop853.integrate`, which also watches the event functions there; with
+        sensitivities, when the perturbed systems' are too (:meth:`Sensitivities.flat`), on the compiled
+        variational right-hand side."""
+        o, ev, sens = self.opts, self.ev, self.sens
+        hint = lowest(funcs.vector, watched) if watched.size else None
+        flat = ev._fast.flat(mode) if (dop853.AVAILABLE and ev._fast is not None and isinstance(o["method"], str)
+                                       and o["method"] == "DOP853" and isinstance(mode, Mode) and tb > ta) else None
+        packed = sens.flat(mode) if sens is not None and flat is not None else None   # the variational rhs
+        if flat is None or (sens is not None and packed is None):
+            self.integrators.add(f"solve_ivp ({getattr(o['method'], '__name__', o['method'])})")
+            return solve_ivp(ev.rhs if sens is None else sens.rhs, (ta, tb), xa, method=o["method"], rtol=o["rtol"],
+                             atol=o["atol"] if sens is None else sens.atol(o["atol"]), t_eval=t_eval, args=(mode,),
+                             max_step=max_step, dense_output=True, events=hint)
+        fl, il, offsets = flat
+        event = None
+        if watched.size:
+            slot, cv, cl, cf, band = funcs.vector.table
+            event = (np.ascontiguousarray(np.vstack([cv, cl, cf, band])[:, watched], dtype=float),
+                     np.concatenate([offsets, slot[watched]]).astype(np.int64))
+        ev.forget()             # the compiled buffers will hold other points
+        self.integrators.add("compiled DOP853")
+        if sens is not None:          # the same loop on the variational right-hand side, S in the error control
+            return dop853.integrate(lambda t, y: sens.rhs_python(t, y, mode), ta, tb, xa, fl, il, o["rtol"],
+                                    sens.atol(o["atol"]), max_step, t_eval, event, hint,
+                                    stepper=(variational_run, *packed))
+        return dop853.integrate(lambda t, x: ev.rhs(t, x, mode), ta, tb, xa, fl, il, o["rtol"], o["atol"],
+                                max_step, t_eval, event, hint)
+
+
+def phase_samples(sol, ta, xa, tb, xb, mode, start=True):
+    """The samples of one smooth phase (or of one piece of it): its start (unless ``start`` is False: a
+    piece that continues a phase), the requested times inside it, its end."""
+    st = np.asarray(sol.t, dtype=float).reshape(-1)
+    sy = np.asarray(sol.y, dtype=float).reshape(len(xa), st.size)
+    keep = st > ta if tb is None else (st > ta) & (st < tb)
+    first = [[ta]] if start else []
+    ts = np.concatenate(first + [st[keep]] + ([[tb]] if tb is not None else []))
+    xs = np.hstack(([xa[:, None]] if start else []) + [sy[:, keep]] + ([xb[:, None]] if tb is not None else []))
+    return ts, xs, mode
