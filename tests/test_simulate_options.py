@@ -81,17 +81,6 @@ def test_options_as_an_object_run_as_the_keywords(model):
         pympc.simulate(MODELS / f"{model}.toml", (0.0, 1.0), options={"rtol": 1e-9})
 
 
-def test_the_old_private_names_are_the_new_ones():
-    """sweep/spec.py still imports _options, _DEFAULTS, _CROSSCHECK until it calls SimulateOptions."""
-    import importlib
-    driver = importlib.import_module("pympc.dynamics.simulate")       # the module (the package exports the function)
-    system = pympc.load_model(MODELS / "friction_oscillator.toml")
-    old = driver._options(system, (0.0, 2.0), {"rtol": 1e-8, "samples": None})
-    new = SimulateOptions(rtol=1e-8).resolve(system, (0.0, 2.0))
-    assert set(old) == set(new) and all(k in ("timescale", "grid") or old[k] == new[k] for k in old)
-    assert driver._CROSSCHECK["all"] == ("ipopt", "milp") and driver._DEFAULTS["method"] == "DOP853"
-
-
 @pytest.mark.parametrize("model", ["friction_oscillator", "cross_slide"])
 def test_the_stepper_ends_the_first_phase_at_the_runs_first_event(model):
     """The contract: transition at the start, advance one phase → PhaseResult; its event is the run's first."""

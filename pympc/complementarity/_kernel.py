@@ -9,7 +9,7 @@ columns only), which halves the work of a pivot.
 import numpy as np
 from numba import njit
 
-from .._linalg import back_substitute, lu_solve, rcond_1  # noqa: F401  (also imported from here)
+from .._linalg import lu_solve, rcond_1
 
 KERNEL_SOLVED = 0
 KERNEL_RAY = 1

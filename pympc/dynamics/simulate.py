@@ -22,7 +22,7 @@ from ..errors import ModelError, OptionError, SimulationError
 from ..mechanics import GeneralMethod, System, TreeMethod, load_model
 from .evaluation import ModeEvaluator
 from .locate import EventLocator
-from .options import AMBIGUITY_RULES, CROSSCHECK_SOLVERS, MODEL_DEFAULTS, SimulateOptions
+from .options import AMBIGUITY_RULES, SimulateOptions
 from .record import build_trajectory
 from .sensitivity import Sensitivities
 from .slot_outputs import add_slot_outputs
@@ -31,16 +31,6 @@ from .trajectory import EventKind, SimulationStatus
 from .transition import Transition, initial_violation
 
 __all__ = ["simulate", "AMBIGUITY_RULES", "make_formulation", "SimulateOptions"]
-
-# the names the sweep spec imports until it calls SimulateOptions (issue 27): thin aliases
-_DEFAULTS = MODEL_DEFAULTS
-_CROSSCHECK = CROSSCHECK_SOLVERS
-
-
-def _options(system, t_span, explicit):
-    """The settings of a run (``SimulateOptions(**explicit).resolve(system, t_span)``; ``None`` values left out)."""
-    return SimulateOptions(**{k: v for k, v in explicit.items() if v is not None}).resolve(system, t_span)
-
 
 def make_formulation(system, formulation=None):
     """A formulation object for ``system``: ``"general"``, ``"tree"`` or an existing formulation."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import OptionError
 from .spec import SweepSpec
-from .store import RETRYABLE, ResultStore
+from .store import ResultStore
 from .worker import run_batch
 
 __all__ = ["run_sweep", "SweepReport", "local_cluster", "ANSWERS"]

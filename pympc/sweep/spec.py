@@ -59,7 +59,7 @@ __all__ = ["SweepSpec", "ModelSource", "load_spec", "model_hash"]
 
 _SWEEP_KEYS = {"model", "t_span", "observables", "batch_size", "store"}
 _TOP = {"sweep", "parameters", "grid", "sample", "options"}
-_NOT_OPTIONS = {"system", "t_span", "progress", "overrides", "params"}
+_NOT_OPTIONS = {"system", "t_span", "progress", "overrides", "params", "options"}
 
 
 def model_hash(text):
@@ -229,7 +229,8 @@ def _check_type(value, types, what, least, where):
 
 def _check_options(options, system, t_span, where):
     """Names, types, and the values simulate checks up front (numbers, rules, formulation), before any run."""
-    from ..dynamics.simulate import _CROSSCHECK, _DEFAULTS, AMBIGUITY_RULES, _options, make_formulation, simulate
+    from ..dynamics import SimulateOptions, simulate
+    from ..dynamics.simulate import make_formulation
     allowed = set(inspect.signature(simulate).parameters) - _NOT_OPTIONS
     bad = set(options) - allowed
     if bad:
@@ -249,12 +250,9 @@ def _check_options(options, system, t_span, where):
             raise OptionError(f"{where} baumgarte must be a table {{alpha = A, beta = B}} of numbers >= 0 (1/s), "
                               f"got {v!r}")
     try:
-        _options(system, t_span, {k: v for k, v in options.items() if k in _DEFAULTS})
-        if options.get("on_ambiguous", "stop") not in AMBIGUITY_RULES:
-            raise OptionError(f"on_ambiguous must be one of {sorted(AMBIGUITY_RULES)}, got {options['on_ambiguous']!r}")
-        if options.get("crosscheck") not in _CROSSCHECK:
-            raise OptionError(f"crosscheck must be one of {list(_CROSSCHECK)}, got {options['crosscheck']!r}")
-        make_formulation(system, options.get("formulation"))
+        opts = SimulateOptions(**{k: v for k, v in options.items() if k in SimulateOptions.keywords()})
+        opts.resolve(system, t_span)
+        make_formulation(system, opts.formulation)
     except OptionError as exc:
         raise OptionError(f"{where}: {exc}") from None
     return dict(options)
