@@ -33,7 +33,9 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
-exclude_patterns = ["_build", "_templates", "_ext", "**.ipynb_checkpoints"]
+# jupyter_execute: myst-nb writes the notebooks' outputs next to the output directory, which for
+# ``python -m sphinx docs docs/_build`` is docs/ itself; they are not pages.
+exclude_patterns = ["_build", "_templates", "_ext", "**.ipynb_checkpoints", "jupyter_execute", ".jupyter_cache"]
 templates_path = ["_templates"]
 
 # --- API reference ---------------------------------------------------------------------------------
