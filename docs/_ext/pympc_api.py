@@ -37,13 +37,14 @@ SECTIONS = {
                                           "slider_chain"])]),
     "dynamics": (
         "See :doc:`/guide/simulate` for a tour and :doc:`/theory/mechanics` for the mathematics.",
-        [("Simulation and its results", ["simulate", "Trajectory", "Event", "EventKind", "SimulationStatus",
-                                         "AMBIGUITY_RULES", "make_formulation"]),
+        [("Simulation and its results", ["simulate", "SimulateOptions", "Trajectory", "Event", "EventKind",
+                                         "SimulationStatus", "AMBIGUITY_RULES", "make_formulation"]),
          ("Modes", ["Mode", "Motion", "Baumgarte", "ModeSolution", "solve_mode"]),
          ("The event HLCP", ["EventProblem", "event_problem", "read_mode"])]),
     "identify": (
         "See :doc:`/guide/identification` for a tour and :doc:`/theory/identification` for the mathematics.",
         [("Estimating", ["estimate", "Experiment", "Parameter", "IdentificationResult", "METHODS", "JACOBIANS"]),
+         ("Methods and their options", ["Shooting", "Mpec"]),
          ("The least squares and its coordinates", ["ShootingProblem", "Parametrization", "FRICTION_BOUNDS"]),
          ("Data", ["read_data", "output_names", "friction_pairs", "synthetic_record"])]),
     "sweep": (

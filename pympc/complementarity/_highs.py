@@ -15,8 +15,9 @@ Nothing process-wide is touched (no file-descriptor swaps).
 from __future__ import annotations
 
 import highspy
+import numpy as np
 
-__all__ = ["QuietHighs"]
+__all__ = ["QuietHighs", "add_dense_rows"]
 
 
 class QuietHighs(highspy.Highs):
@@ -40,3 +41,12 @@ class QuietHighs(highspy.Highs):
         """Enable the callbacks (as ``highspy.Highs``), unless the constructor has not yet set the output options."""
         if not getattr(self, "_defer_callbacks", False):
             super().enableCallbacks()
+
+
+def add_dense_rows(h, rows, lower, upper):
+    """Add the dense ``rows`` (2-D array) with bounds ``lower <= rows @ x <= upper`` to the HiGHS model ``h``."""
+    nz = rows != 0.0
+    starts = np.concatenate([[0], np.cumsum(nz.sum(axis=1))[:-1]]).astype(np.int32)
+    idx = np.nonzero(nz)[1].astype(np.int32)
+    vals = rows[nz]
+    h.addRows(rows.shape[0], lower, upper, int(nz.sum()), starts, idx, vals)

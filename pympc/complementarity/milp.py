@@ -274,6 +274,8 @@ def _bigm(highspy, hlcp, tol, options, result, bound=None):
 
     ``bound``: ``(U, relaxation infeasible)`` as :func:`_bound` gives them, when already known.
     """
+    from ._highs import QuietHighs, add_dense_rows
+
     n = hlcp.n
     U, relax_infeasible = _bound(hlcp) if bound is None else bound
     zeros = np.zeros(n)
@@ -285,7 +287,7 @@ def _bigm(highspy, hlcp, tol, options, result, bound=None):
         U = (np.full(n, float(options.get("big_m") or 1e3 * (1.0 + np.abs(hlcp.c).max()))),) * 2
     Ux, Uy = U
     verbose = bool(options.get("verbose", False))
-    h = _highs(highspy, verbose)
+    h = QuietHighs(verbose)
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     if options.get("time_limit") is not None:
@@ -300,7 +302,7 @@ def _bigm(highspy, hlcp, tol, options, result, bound=None):
     rows = np.vstack([AB, link_x, link_y])
     lower = np.concatenate([hlcp.c, np.full(2 * n, -inf)])
     upper = np.concatenate([hlcp.c, np.zeros(n), Uy])
-    _add_dense_rows(h, rows, lower, upper)
+    add_dense_rows(h, rows, lower, upper)
     want_all = bool(options.get("all_solutions", False))
     max_sol = int(options.get("max_solutions", 64))
     found, supports = [], 0
@@ -324,7 +326,7 @@ def _bigm(highspy, hlcp, tol, options, result, bound=None):
         # no-good cut on b: sum_{b_i = 1} (1 - b_i) + sum_{b_i = 0} b_i >= 1
         cut = np.zeros(3 * n)
         cut[2 * n:] = np.where(b > 0.5, -1.0, 1.0)
-        _add_dense_rows(h, cut[None, :], np.array([1.0 - b.sum()]), np.array([inf]))
+        add_dense_rows(h, cut[None, :], np.array([1.0 - b.sum()]), np.array([inf]))
     info = {"exact": exact, "big_m": (Ux, Uy), "formulation": "bigm", "solutions": list(found), "supports": supports,
             "highs_status": h.modelStatusToString(status)}
     if found:
@@ -341,18 +343,3 @@ def _bigm(highspy, hlcp, tol, options, result, bound=None):
         return result(Status.NUMERICAL_FAILURE, "HiGHS returned points that fail verification on their support",
                       zeros, zeros, info)
     return result(Status.UNDECIDED, f"HiGHS ended with status {h.modelStatusToString(status)}", zeros, zeros, info)
-
-
-def _highs(highspy, verbose):
-    """A HiGHS instance whose banner and log obey ``verbose`` from the start (:class:`._highs.QuietHighs`)."""
-    from ._highs import QuietHighs
-
-    return QuietHighs(verbose)
-
-
-def _add_dense_rows(h, rows, lower, upper):
-    nz = rows != 0.0
-    starts = np.concatenate([[0], np.cumsum(nz.sum(axis=1))[:-1]]).astype(np.int32)
-    idx = np.nonzero(nz)[1].astype(np.int32)
-    vals = rows[nz]
-    h.addRows(rows.shape[0], lower, upper, int(nz.sum()), starts, idx, vals)

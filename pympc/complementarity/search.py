@@ -54,9 +54,9 @@ def monotone_form(hlcp):
 
 
 def _quiet(highspy, verbose, time_limit):
-    from .milp import _highs
+    from ._highs import QuietHighs
 
-    h = _highs(highspy, verbose)
+    h = QuietHighs(verbose)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     h.setOptionValue("dual_feasibility_tolerance", 1e-9)
     if time_limit is not None:
@@ -71,7 +71,7 @@ def solve_monotone_qp(highspy, M, q, verbose=False, time_limit=None):
     caller), ``"infeasible"`` (no ``v`` is feasible: the LCP has no solution)
     or ``"undecided"`` (time limit, numerical trouble).
     """
-    from .milp import _add_dense_rows
+    from ._highs import add_dense_rows
 
     # the LCP is homogeneous: v solves (M, q) iff v a / b solves (M / a, q / b); HiGHS's QP works on data of size
     # one (with |q| ~ 1e-6 it reported no status or did not stop)
@@ -83,7 +83,7 @@ def solve_monotone_qp(highspy, M, q, verbose=False, time_limit=None):
     inf = highspy.kHighsInf
     h.addVars(n, np.zeros(n), np.full(n, inf))
     h.changeColsCost(n, np.arange(n, dtype=np.int32), q)
-    _add_dense_rows(h, M, -q, np.full(n, inf))
+    add_dense_rows(h, M, -q, np.full(n, inf))
     H = np.tril(M + M.T)                      # Hessian of vᵀ M v, lower triangle, column-wise
     starts, index, value = [0], [], []
     for j in range(n):
@@ -111,7 +111,7 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
     solution: every leaf LP-infeasible), ``"undecided"`` (a feasible leaf whose
     point did not verify: no proof either way) or ``"time"``.
     """
-    from .milp import _add_dense_rows
+    from ._highs import add_dense_rows
 
     t0 = clock()
     n = hlcp.n
@@ -124,7 +124,7 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
     c = hlcp.c / max(float(np.abs(hlcp.c).max()), 1e-300)
     r = np.maximum(np.abs(rows).max(axis=1), np.abs(c))
     r[r == 0] = 1.0
-    _add_dense_rows(h, rows / r[:, None], c / r, c / r)
+    add_dense_rows(h, rows / r[:, None], c / r, c / r)
     zero_tol = 1e-9
     cols, lower = np.arange(2 * n, dtype=np.int32), np.zeros(2 * n)
     stack, nodes = [np.zeros(2 * n, bool)], 0

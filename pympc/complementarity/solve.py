@@ -4,14 +4,19 @@
 a :class:`~pympc.complementarity.results.Result` (one type for LCPs and HLCPs) whose ``SOLVED``
 status means a verified point: ``lemke`` (native pivoting), ``enumerate``
 (every support, small problems), ``milp`` (exact: convex QP or support search
-by HiGHS) and ``ipopt`` (IPOPT on the Pyomo MPEC model; Pyomo is imported
-only when this method is used).  :func:`pympc.crosscheck` loops over it.
+by HiGHS) and ``ipopt`` (IPOPT on the Pyomo MPEC model, offered by :mod:`pympc.mpec` through
+:data:`pympc._plugins.SOLVE_METHODS` and imported only when used: this package imports nothing above
+it).  :func:`pympc.crosscheck` loops over it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from importlib import import_module
+
 import numpy as np
 
+from .._plugins import SOLVE_METHODS
 from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
 from .lemke import lemke
@@ -52,30 +57,35 @@ def _enumerate(problem, max_pairs=16, tol=1e-9):
                    f"{len(sols.points)} point(s) listed; the first is returned", first, second, "enumerate", info)
 
 
-def _ipopt(problem, time_limit=None, tol=1e-8, **options):
-    """IPOPT on :func:`~pympc.mpec.to_pyomo`'s model (``options``: entries of ``pympc.ipopt``'s CONFIG)."""
-    from ..mpec import IpoptSolver, to_pyomo   # Pyomo, only now
+class _Methods(Mapping):
+    """name -> function(problem, **options); an entry given as ``"module:function"`` is imported when first looked up."""
 
-    m = to_pyomo(problem)
-    res = IpoptSolver().solve(m, time_limit=time_limit, load_solutions=True, raise_exception_on_nonoptimal_result=False,
-                              **options)
-    n = problem.n
-    get = lambda v: np.array([0.0 if v[i].value is None else v[i].value for i in range(n)], float)  # noqa: E731
-    if isinstance(problem, LCP):
-        z = get(m.z)
-        first, second = z, problem.M @ z + problem.q
-    else:
-        first, second = get(m.x), get(m.y)
-    ok = res.solution_status.name == "optimal" and problem.is_solution(first, second, tol)
-    status = Status.SOLVED if ok else (Status.UNDECIDED if res.termination_condition.name != "provenInfeasible"
-                                       else Status.INFEASIBLE)
-    info = {"termination_condition": res.termination_condition.name, **dict(res.extra_info.items())}
-    return _result(problem, status, f"{res.termination_condition.name}: {res.extra_info.message}", first, second,
-                   "ipopt", info)
+    def __init__(self, entries):
+        self._entries = dict(entries)
+
+    def __getitem__(self, name):
+        fn = self._entries[name]
+        if isinstance(fn, str):
+            module, _, attr = fn.partition(":")
+            fn = self._entries[name] = getattr(import_module(module), attr)
+        return fn
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self):
+        return len(self._entries)
+
+    def register(self, name, function):
+        """Add (or replace) method ``name``: a function ``f(problem, **options)`` returning a Result."""
+        if not isinstance(name, str) or not callable(function):
+            raise OptionError(f"register(name, function): a name and a callable, got {name!r}, {function!r}")
+        self._entries[name] = function
 
 
-#: name -> function(problem, **options) of every complementarity method
-METHODS = {"lemke": lemke, "enumerate": _enumerate, "milp": milp, "ipopt": _ipopt}
+#: name -> function(problem, **options) of every complementarity method; the rooms above offer theirs through
+#: :data:`pympc._plugins.SOLVE_METHODS` (``ipopt``, in :mod:`pympc.mpec`), imported only when used
+METHODS = _Methods({"lemke": lemke, "enumerate": _enumerate, "milp": milp, **SOLVE_METHODS})
 
 
 def _after_lemke(problem, r, time_limit):
@@ -107,8 +117,9 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     Parameters
     ----------
     problem : LCP or HLCP
-    method : {"lemke", "enumerate", "milp", "ipopt"}
-        See :data:`METHODS`.
+    method : {"lemke", "enumerate", "milp", "ipopt"} or callable
+        A name of :data:`METHODS`, or a function ``f(problem, **options)`` returning a
+        :class:`~pympc.complementarity.results.Result` (as scipy takes a method name or an object).
     fallback : bool
         With ``method="lemke"``: when Lemke's method ends on a secondary ray
         (or finds no basis, or fails numerically), decide exactly — by
@@ -135,10 +146,14 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     >>> pympc.solve(pympc.LCP([[2.0]], [-4.0]), method="milp").z
     array([2.])
     """
-    try:
-        fn = METHODS[method]
-    except (KeyError, TypeError):
-        raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)}") from None
+    if callable(method):
+        fn, method = method, getattr(method, "__name__", "callable")
+    else:
+        try:
+            fn = METHODS[method]
+        except (KeyError, TypeError):
+            raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} or a function "
+                                 "f(problem, **options) returning a Result") from None
     if not isinstance(problem, (LCP, HLCP)):
         raise ProblemError(f"solve: expected a complementarity problem, got {type(problem).__name__}; wrap the data "
                            "in pympc.LCP(M, q) or pympc.HLCP(A, B, c)")
