@@ -51,7 +51,7 @@ def oracle(F0, w, mu, mu_s, t_end, m=1.0, g=9.8):
 def test_every_breakaway_of_the_forced_oscillator_is_found(F0, mu, mu_s):
     """The issue's cases: 12 of 96 and 1 of 96 breakaways were found with default settings."""
     w = 10.0
-    tr = pympc.simulate(MODELS / "friction_oscillator.toml", overrides=dict(F0=F0, w=w, K=0, mu=mu, mu_s=mu_s))
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", params=dict(F0=F0, w=w, K=0, mu=mu, mu_s=mu_s))
     assert tr.success, tr.message
     breaks, stops = oracle(F0, w, mu, mu_s, 30.0)
     assert len(breaks) >= 95
@@ -64,7 +64,7 @@ def test_every_breakaway_of_the_forced_oscillator_is_found(F0, mu, mu_s):
 
 
 def test_event_times_do_not_depend_on_max_step():
-    kw = dict(overrides=dict(F0=3.921, w=10.0, K=0, mu=0.4, mu_s=0.4), t_span=(0.0, 3.0))
+    kw = dict(params=dict(F0=3.921, w=10.0, K=0, mu=0.4, mu_s=0.4), t_span=(0.0, 3.0))
     a = pympc.simulate(MODELS / "friction_oscillator.toml", **kw)
     b = pympc.simulate(MODELS / "friction_oscillator.toml", max_step=0.001, **kw)
     breaks, stops = oracle(3.921, 10.0, 0.4, 0.4, 3.0)
@@ -273,7 +273,7 @@ def test_bad_event_guard_options_are_refused(kwargs, needle):
 def test_zeno_window_option_trips_on_the_dense_stick_slip():
     """The guard's window is an option: with a window of 3 s the oscillator's legitimate stick-slip counts as
     chattering (20 transitions within 3 s), which shows the default (0.01 s here) is what keeps it running."""
-    tr = pympc.simulate(MODELS / "friction_oscillator.toml", overrides=dict(F0=3.95, w=10.0, K=0), zeno_window=3.0)
+    tr = pympc.simulate(MODELS / "friction_oscillator.toml", params=dict(F0=3.95, w=10.0, K=0), zeno_window=3.0)
     assert tr.status == SimulationStatus.ZENO and "zeno_window = 3 s" in tr.message
 
 

@@ -164,7 +164,7 @@ def test_data_that_never_stick_bound_mu_s_from_above(tmp_path):
     assert v["status"] == "one-sided" and v["side"] == "above"
     bound = v["bound"]
     # oracle: the closed-form stick ratio at the reversal of the fitted trajectory
-    tr = simulate(path, (0.0, 0.85), overrides={"mu": float(res.optimum[0]), "mu_s": float(res.optimum[1])},
+    tr = simulate(path, (0.0, 0.85), params={"mu": float(res.optimum[0]), "mu_s": float(res.optimum[1])},
                   t_eval=t)
     assert not np.any(tr.motions[:, 0] == 0) and sum(ev.kind.name == "SLIP_STOP" for ev in tr.events) == 1
     assert bound == pytest.approx(_reversal_ratio(tr), rel=2e-3)

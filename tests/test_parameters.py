@@ -33,7 +33,8 @@ def test_python_and_file_systems_bind_the_same_way():
     py, f = oscillator_in_python(), load_model(OSC)
     a = pympc.simulate(py, (0.0, 8.0), params={"mu": 0.25, "F0": 9.0}, samples=81)
     b = pympc.simulate(f, (0.0, 8.0), params={"mu": 0.25, "F0": 9.0}, samples=81)
-    c = pympc.simulate(OSC, (0.0, 8.0), overrides={"mu": 0.25, "F0": 9.0}, samples=81)
+    with pytest.warns(DeprecationWarning, match="write params="):     # the old name of params
+        c = pympc.simulate(OSC, (0.0, 8.0), overrides={"mu": 0.25, "F0": 9.0}, samples=81)
     assert a.success and b.success and c.success
     np.testing.assert_allclose(a.q, b.q, atol=1e-12)
     np.testing.assert_array_equal(b.q, c.q)

@@ -199,7 +199,7 @@ def test_sweep_matches_direct_simulation_and_records_failures(client, tmp_path):
     ok = df[df.status != "FAILED"]
     assert len(ok) >= 1 and (ok.refuse_slipping_down == 1.0).all()
     for _, r in ok.iterrows():      # the oracle: the same run done here, directly
-        tr = pympc.simulate(CROSS, (0.0, 0.2), overrides={"mu1": r.mu1, "mu2": r.mu2, "m2": r.m2}, samples=21)
+        tr = pympc.simulate(CROSS, (0.0, 0.2), params={"mu1": r.mu1, "mu2": r.mu2, "m2": r.m2}, samples=21)
         assert (r.status, r.start_hlcp, r.n_events) == (tr.status.name, tr.events[0].classification, len(tr.events) - 1)
         assert r.model_hash == spec.model.hash and r.pympc_version == pympc.__version__
     assert "FAILED" in report.summary() and "user observable refuses" in report.summary()

@@ -149,7 +149,7 @@ def test_conserved_quantities_over_long_runs(formulation):
 
 
 def test_frictionless_slider_crank_conserves_energy():
-    tr = pympc.simulate(MODELS / "slider_crank.toml", (0.0, 10.0), overrides={"mu": 0.0, "mu_s": 0.0, "M0": 0.0},
+    tr = pympc.simulate(MODELS / "slider_crank.toml", (0.0, 10.0), params={"mu": 0.0, "mu_s": 0.0, "M0": 0.0},
                         rtol=1e-12, atol=1e-13)
     assert tr.success
     E = tr.kinetic + tr.potential

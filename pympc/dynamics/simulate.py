@@ -12,6 +12,7 @@ object, :class:`~pympc.dynamics.options.SimulateOptions`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
@@ -123,7 +124,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     progress : callable, optional
         Called as ``progress(t, t0, t1)`` after every phase.
     overrides : dict, optional
-        The same as ``params`` (the model-file spelling of ``--set``).
+        Deprecated: the same as ``params``, the one name of a run's parameter values (a
+        ``DeprecationWarning`` says so; it will be removed).
     project_initial : bool
         Initial positions or velocities off the constraints (beyond ``initial_tol``)
         are an error unless this is True; then they are projected onto the
@@ -169,6 +171,9 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
         samples=samples, t_eval=t_eval, crosscheck=crosscheck, on_ambiguous=on_ambiguous,
         enumerate_pairs=enumerate_pairs, velocity_tol=velocity_tol, probe_delta=probe_delta,
         project_initial=project_initial, initial_tol=initial_tol))
+    if overrides is not None:
+        warnings.warn("simulate(..., overrides=...) is deprecated: write params=... (the same mapping)",
+                      DeprecationWarning, stacklevel=2)
     values = {**(overrides or {}), **(params or {})}
     if isinstance(system, (str, Path)):
         system = load_model(system, **values)

@@ -306,7 +306,7 @@ def synthetic_record(model, t, outputs, rel_noise, seed, **values):
     import pandas as pd
 
     t = np.asarray(t, dtype=float)
-    tr = simulate(model, (t[0], t[-1]), t_eval=t, overrides=values)
+    tr = simulate(model, (t[0], t[-1]), t_eval=t, params=values)
     if not tr.success:
         raise SimulationError(f"{model}: the simulation for the record did not succeed: {tr.message}")
     rows = tr.sample_rows(t)
