@@ -619,7 +619,7 @@ def _announce_compilation(stream=None):
 
     def started():
         print("pympc: compiling numba kernels for this model (once: they are cached on disk; after a fresh install "
-              "the first run takes a minute or two on 2 cores, a new model a few seconds) ...", file=stream, flush=True)
+              "the first run takes about a minute on 2 cores, a new model a few seconds) ...", file=stream, flush=True)
 
         def done():
             try:
