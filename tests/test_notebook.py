@@ -7,23 +7,23 @@ from conftest import ROOT
 nbclient = pytest.importorskip("nbclient")
 
 
-def test_cross_slide_notebook_executes():
-    path = ROOT / "notebooks" / "cross_slide.ipynb"
+def executed_outputs(name):
+    """Execute ``notebooks/<name>`` in its folder; the text of every code cell's outputs."""
+    path = ROOT / "notebooks" / name
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
-    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_cross_slide_notebook_executes():
+    outputs = executed_outputs("cross_slide.ipynb")
     assert "SLIP_STOP" in outputs and "AGREE" in outputs
 
 
 def test_design_notebook_executes():
     """The experiment-design notebook: maps, singular verdicts, and the designed experiments fitted."""
-    path = ROOT / "notebooks" / "design.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
-    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    outputs = executed_outputs("design.ipynb")
     assert "never breaks away" in outputs and "only the combination" in outputs
     assert outputs.count("fitted se") == 4
