@@ -57,6 +57,9 @@ def plot_design_map(results, x, y, criterion=None, slot=None, ax=None, title=Non
             code[np.searchsorted(uy, ys), np.searchsorted(ux, xs)] = [levels.get(r, np.nan) for r in reg]
             if np.unique(code[np.isfinite(code)]).size > 1:
                 ax.contour(ux, uy, code, levels=[0.5, 1.5], colors="k", linewidths=1.5, linestyles="--")
+                ax.plot([], [], color="k", linewidth=1.5, linestyle="--", label="boundary between regimes")
+        if df[criterion].isna().any():
+            ax.fill([], [], facecolor="white", edgecolor="0.5", label=f"blank: no {criterion} (singular or failed)")
         ax.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), title=f"regime ({slot})", frameon=False, fontsize=8)
     return fig
 
