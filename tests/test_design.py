@@ -257,3 +257,16 @@ def test_criteria_follow_pyomo_contrib_doe_on_pympc_fims():
             assert ours["A"] == pytest.approx(10 ** m["log10(A-Optimality)"], rel=1e-9)
             assert ours["E"] == pytest.approx(10 ** m["log10(E-Optimality)"], rel=1e-9)
             assert ours["ME"] == pytest.approx(10 ** m["log10(Modified E-Optimality)"], rel=1e-9)
+
+
+def test_the_design_map_explains_every_line_and_blank():
+    """Markers per regime, the boundary between regimes and the blank (singular) cells all have legend entries."""
+    import pandas as pd
+
+    from pympc.design import plot_design_map
+    rows = [{"F0": x, "w": y, "D": (np.nan if x == 1.0 else x + y),
+             "regime.slot": ("always sticks" if x == 1.0 else "stick-slip")} for x in (1.0, 2.0, 3.0) for y in (1.0, 2.0)]
+    fig = plot_design_map(pd.DataFrame(rows), "F0", "w", "D")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert {"always sticks", "stick-slip", "boundary between regimes"} <= set(labels)
+    assert any(label.startswith("blank: no D") for label in labels)
