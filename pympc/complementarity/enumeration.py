@@ -27,7 +27,7 @@ from scipy.optimize import linprog
 from ..errors import ProblemError
 from ._kernel import batched_leaves, relative_residual
 from .problems import HLCP, LCP
-from .results import _DocIntEnum
+from .._enum import DocIntEnum
 from .support import lp_point, lu_rcond, support_solution
 
 __all__ = ["SetKind", "SolutionSet", "enumerate_solutions"]
@@ -41,7 +41,7 @@ _SUPPORTS = [((np.arange(2 ** n)[:, None] >> (n - 1 - np.arange(n))[None, :]) & 
              for n in range(BATCHED_PAIRS + 1)]
 
 
-class SetKind(_DocIntEnum):
+class SetKind(DocIntEnum):
     """What the complete solution set of a complementarity problem is."""
 
     NONE = 0, "No solution exists (every complementary support is infeasible)."

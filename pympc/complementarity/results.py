@@ -8,8 +8,6 @@ from .problems import LCP
 __all__ = ["Status", "Result", "LCPResult", "HLCPResult"]
 
 
-_DocIntEnum = DocIntEnum
-"""The old private name of :class:`pympc._enum.DocIntEnum` (complementarity.enumeration still uses it)."""
 
 
 class Status(DocIntEnum):
