@@ -222,7 +222,7 @@ def mpec_part(span=2.0, steps=(0.04, 0.02, 0.01)):
                 check = ("ok" if res.checks()["mpec"][0] else "FAIL") if last else ("ok" if lad["verified"] else "FAIL")
                 print(f"{lad['step']:6.3f} {int(round(span / lad['step'])):6d} {lad['seconds']:6.1f}s {mu:9.5f} "
                       f"{gap:9.2e} {order:6.2f} {mus_text:>10s} {gap_s:9.2e} {order_s:6.2f} "
-                      f"{'walk' if 'walk' in lad['solver'] else 'relaxed':>10s} {check:>6s}", flush=True)
+                      f"{lad['route']:>10s} {check:>6s}", flush=True)
                 prev, prev_s = gap, gap_s
             print(f"(one estimate, all grids: {total:.1f} s)")
 

@@ -1,4 +1,4 @@
-"""The whole-trajectory MPEC route (pympc.mpec.trajectory, estimate(method="mpec")).
+"""The whole-trajectory MPEC route (pympc.identify.mpec_model, mpec_route; estimate(method="mpec")).
 
 Oracles: the static-friction law checked by linear programming on the same
 slot_law function the model uses; the time-stepping rows evaluated at the
@@ -18,7 +18,7 @@ from pympc.errors import ModelError, OptionError
 from pympc.identify import Experiment, Mpec, Parameter, estimate
 from pympc.identify.experiment import synthetic_record
 from pympc.mechanics import load_model
-from pympc.mpec.trajectory import residuals, slot_law, trajectory_model
+from pympc.identify.mpec_model import residuals, slot_law, trajectory_model
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 OSC = MODELS / "friction_oscillator.toml"
@@ -165,10 +165,10 @@ def _slope(h, err):
 
 @pytest.mark.parametrize("case", ["mu_s > mu", "mu_s = mu"])
 def test_time_stepping_is_the_mpec_and_first_order(case, tmp_path):
-    """The MPEC's time stepping run as a simulation (pympc.mpec.stepping): its trajectory satisfies the
+    """The MPEC's time stepping run as a simulation (pympc.identify.mpec_stepping): its trajectory satisfies the
     MPEC's rows and pairs (same equations), and its velocity error against the event-driven simulator
     halves with the step (first order)."""
-    from pympc.mpec.stepping import time_stepping
+    from pympc.identify.mpec_stepping import time_stepping
 
     system = load_model(OSC if case == "mu_s > mu" else _equal_coefficients(tmp_path))
     T, hs, errs = 2.0, (0.04, 0.02, 0.01), []
@@ -193,7 +193,7 @@ def test_mpec_gap_to_shooting_is_first_order(case, tmp_path):
     h = 0.04, 0.02, 0.01 s (the ladder of one estimate) approaches the shooting estimate at first order, and
     each one is a local minimum of the least squares over the time stepping (checked by running the time
     stepping at μ ± 2e-4: an oracle independent of the MPEC solver)."""
-    from pympc.mpec.stepping import time_stepping
+    from pympc.identify.mpec_stepping import time_stepping
 
     path = OSC if case == "mu_s > mu" else _equal_coefficients(tmp_path)
     t = np.arange(0.0, 2.0 + 1e-9, 0.05)
@@ -223,7 +223,7 @@ def test_mpec_gap_to_shooting_is_first_order(case, tmp_path):
 
 def test_time_stepping_without_a_solution_is_a_simulation_error():
     from pympc.errors import SimulationError
-    from pympc.mpec.stepping import time_stepping
+    from pympc.identify.mpec_stepping import time_stepping
 
     with pytest.raises(SimulationError, match=r"step 1 \(t = 0.1\) has no solution"):
         time_stepping(load_model(OSC), 0.2, 0.1, big=1.0)     # the normal force 9.8 N exceeds the bound
@@ -231,7 +231,7 @@ def test_time_stepping_without_a_solution_is_a_simulation_error():
 
 # ---------------------------------------------------------------- the breakaway inside the step: μ and μ_s together
 def _osc_cost(system, t, y, h, breakaway=True, **values):
-    from pympc.mpec.stepping import time_stepping
+    from pympc.identify.mpec_stepping import time_stepping
 
     ts = time_stepping(system.bind(values), float(t[-1]), h, breakaway=breakaway)
     return float(np.sum((np.interp(t, ts["t"], ts["q"][:, 0]) - y) ** 2))
@@ -258,7 +258,7 @@ def test_time_stepping_is_continuous_in_mu_s():
 def test_breakaway_step_satisfies_the_nlp_rows():
     """A time-stepping trajectory with a breakaway inside a step satisfies the configured NLP exactly: the
     virtual stick step's rows, the interpolation row of the breakaway step, every pair."""
-    from pympc.mpec.stepping import time_stepping
+    from pympc.identify.mpec_stepping import time_stepping
 
     system = load_model(OSC)
     ts = time_stepping(system, 1.0, 0.02)
@@ -291,7 +291,7 @@ def test_mpec_fits_mu_and_mu_s_at_first_order():
     r = estimate(exp, spec, Mpec(step=0.01))
     mp = r.method["mpec"]
     assert mp["verified"] and all(r.checks()[k][0] for k in ("converged", "mpec", "simulations")), r.summary()
-    assert "walk" in mp["solver"] and not mp["static"]                # a point estimate of μ_s, not a bound
+    assert mp["route"] == "walk" and not mp["static"]                # a point estimate of μ_s, not a bound
     assert r.checks()["identifiable"][0], r.checks()["identifiable"]
     ladder = mp["ladder"]
     assert [round(x["step"], 6) for x in ladder] == [0.04, 0.02, 0.01] and all(x["verified"] for x in ladder)
@@ -329,7 +329,7 @@ def test_breakaway_through_joints_satisfies_the_nlp_rows():
     """Slider-crank (revolute joints, nonlinear position rows): the slider, at rest, breaks away in the first
     step (θ = 0: no earlier stuck step, r_0 = 0); the time stepping's trajectory satisfies the configured NLP
     (virtual stick step with its joint forces, interpolation row) up to the MILP's feasibility tolerance."""
-    from pympc.mpec.stepping import time_stepping
+    from pympc.identify.mpec_stepping import time_stepping
 
     system = load_model(MODELS / "slider_crank.toml")
     ts = time_stepping(system, 0.4, 0.02)

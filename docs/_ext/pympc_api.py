@@ -24,7 +24,7 @@ SECTIONS = {
     "mpec": (
         "See :doc:`/guide/pyomo` for the solvers' factory names and every option.",
         [("Models", ["to_pyomo", "from_pyomo", "PyomoHLCP", "CompiledNLP"]),
-         ("Solvers on Pyomo's interface", ["LemkeSolver", "MILPSolver", "IpoptSolver", "pyomo_status", "milp"]),
+         ("Solvers on Pyomo's interface", ["LemkeSolver", "MILPSolver", "IpoptSolver", "pyomo_status", "milp", "ipopt_as"]),
          ("Cross-checks", ["crosscheck", "CrossCheckReport", "SolverAnswer"])]),
     "mechanics": (
         "See :doc:`/guide/models` for model files and :doc:`/theory/mechanics` for the equations.",
@@ -45,6 +45,7 @@ SECTIONS = {
         "See :doc:`/guide/identification` for a tour and :doc:`/theory/identification` for the mathematics.",
         [("Estimating", ["estimate", "Experiment", "Parameter", "IdentificationResult", "METHODS", "JACOBIANS"]),
          ("Methods and their options", ["Shooting", "Mpec"]),
+         ("The MPEC route and parmest", ["fit_mpec", "MpecFit", "MpecExperiment"]),
          ("The least squares and its coordinates", ["ShootingProblem", "Parametrization", "FRICTION_BOUNDS"]),
          ("Data", ["read_data", "output_names", "friction_pairs", "synthetic_record"])]),
     "sweep": (

@@ -9,7 +9,9 @@ default) or :class:`Mpec` (the whole trajectory as one Pyomo MPEC).  It returns
 an :class:`IdentificationResult`: estimates, verdicts, Wald intervals, the
 identifiability report, plots, save/load, and the questions asked afterwards,
 :meth:`IdentificationResult.profile` and
-:meth:`IdentificationResult.confidence_intervals`.
+:meth:`IdentificationResult.confidence_intervals`.  The MPEC route's own
+entry is :func:`fit_mpec` (its result an :class:`MpecFit`), and
+:class:`MpecExperiment` hands its model to ``pyomo.contrib.parmest``.
 """
 
 from .estimate import METHODS, estimate
@@ -18,7 +20,9 @@ from .options import JACOBIANS, Mpec, Shooting
 from .parameters import FRICTION_BOUNDS, Parameter, Parametrization
 from .result import IdentificationResult
 from .shooting import ShootingProblem
+from .mpec_route import MpecFit, fit_mpec
+from .mpec_experiment import MpecExperiment
 
 __all__ = ["Experiment", "Parameter", "estimate", "Shooting", "Mpec", "IdentificationResult", "ShootingProblem",
            "Parametrization", "output_names", "friction_pairs", "read_data", "synthetic_record", "METHODS",
-           "JACOBIANS", "FRICTION_BOUNDS"]
+           "JACOBIANS", "FRICTION_BOUNDS", "fit_mpec", "MpecFit", "MpecExperiment"]

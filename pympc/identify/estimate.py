@@ -98,9 +98,9 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
         from .mpec_route import fit_mpec
 
         points = [par.z0]
-        rows, results, mpec_info = fit_mpec(experiments, par, step=opts.step, relaxation=opts.relaxation,
-                                            static_penalty=opts.static_penalty, time_limit=opts.time_limit)
-        model = mpec_info.pop("model")
+        rows, results, mpec_fit = fit_mpec(experiments, par, step=opts.step, relaxation=opts.relaxation,
+                                           static_penalty=opts.static_penalty, time_limit=opts.time_limit)
+        model, mpec_info = mpec_fit.model, mpec_fit.as_dict()
         ls_options, seed, include_initial = None, None, True
     else:
         ls_options, seed, include_initial = opts.least_squares, opts.seed, opts.include_initial
@@ -184,7 +184,7 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
     report["informative"] = informative_values(J) if np.all(np.isfinite(J)) else None
     stick = stick_information(problem, trs, par.names, z) if sims_ok else {}
     for name, info in (mpec_info or {}).get("static", {}).items():
-        if name not in stick:   # the time-stepping law proves μ_s only from below (pympc.mpec.trajectory)
+        if name not in stick:   # the time-stepping law proves μ_s only from below (pympc.identify.mpec_model)
             stick[name] = {"kind": "lower bound", "bound": info["bound"],
                            "reason": f"MPEC route: its complementarity law lets a stuck slot break away before "
                                      f"μ_s|λ| is reached, so it proves only {name} ≥ {info['bound']:.4g} (the largest "

@@ -193,7 +193,7 @@ class Shooting(_ExactJacobian):
 class Mpec(_ExactJacobian):
     """Options of ``estimate(..., method=Mpec(...))``: the whole trajectory as one Pyomo MPEC.
 
-    The model of :mod:`pympc.mpec.trajectory` (first-order time stepping of step
+    The model of :mod:`pympc.identify.mpec_model` (first-order time stepping of step
     ``step``: the estimate is O(step) off the exact model's, measured with μ fitted and
     with μ and μ_s together, see that module), fitted once from the initial values
     (:func:`pympc.identify.mpec_route.fit_mpec`: a walk over the pairs' branches and
@@ -212,7 +212,7 @@ class Mpec(_ExactJacobian):
         Continuation schedule of the relaxed MPEC (default :data:`RELAXATION`, that of
         :data:`pympc.identify.mpec_route.RELAXATION`).
     static_penalty : float >= 0, optional
-        Weight of μ_s − μ in the objective (default None: :data:`pympc.mpec.trajectory.STATIC_PENALTY`
+        Weight of μ_s − μ in the objective (default None: :data:`pympc.identify.mpec_model.STATIC_PENALTY`
         for the relaxed MPEC, 0 for the walk).
     time_limit : float > 0, optional
         The solver's time limit in seconds (default None, or ``inf``: no limit).

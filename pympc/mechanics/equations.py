@@ -8,7 +8,7 @@ parameter names to numbers or to Pyomo objects.  Fields of the elements that
 are expressions of the parameters are rebuilt with :meth:`Expression.build`
 (no second parser), so a fitted parameter appears as the Pyomo variable it is
 mapped to.  This module never imports Pyomo (the whole-trajectory MPEC,
-:mod:`pympc.mpec.trajectory`, passes it in).
+:mod:`pympc.identify.mpec_model`, passes it in).
 
 Coordinates are the absolute ones of :class:`~pympc.mechanics.GeneralMethod`
 (``x, y, phi`` per rigid body, ``x, y`` per particle, in insertion order).

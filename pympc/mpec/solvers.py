@@ -29,6 +29,7 @@ Lemke/MILP; ``stages``, ``complementarity``, ``infeasibility``, ``kkt``,
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import time
 
@@ -49,7 +50,7 @@ from pyomo.opt import TerminationCondition as LegacyTC
 from .. import __version__
 from ..complementarity import Status, lemke, milp
 
-__all__ = ["LemkeSolver", "MILPSolver", "IpoptSolver", "pyomo_status", "PympcSolverConfig"]
+__all__ = ["LemkeSolver", "MILPSolver", "IpoptSolver", "pyomo_status", "PympcSolverConfig", "ipopt_as"]
 
 _LEGACY = {
     Status.SOLVED: (SolverStatus.ok, LegacyTC.optimal),
@@ -460,3 +461,35 @@ def register():
 
 
 register()
+
+
+@contextlib.contextmanager
+def ipopt_as(name="ipopt"):
+    """Inside the ``with`` block, Pyomo's legacy ``SolverFactory(name)`` gives ``pympc.ipopt``; afterwards what it
+    gave before.
+
+    For code that asks for a solver by a fixed name: ``pyomo.contrib.parmest``'s
+    ``Estimator.theta_est`` (and bootstrap, likelihood-ratio tests) calls
+    ``SolverFactory("ipopt")``, the IPOPT executable, which a pip install of
+    Pyomo does not have.  Only the legacy factory (``pyomo.opt.SolverFactory``,
+    the one ``pyomo.environ.SolverFactory`` is) and only that name are changed,
+    only for the block, and the previous registration (or none) is put back on
+    exit, also when the block raises::
+
+        with pympc.mpec.ipopt_as():
+            obj, theta = estimator.theta_est()
+    """
+    from pyomo.opt import SolverFactory as Legacy
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"ipopt_as: name must be a solver name, got {name!r}")
+    cls = Legacy.get_class("pympc.ipopt")
+    saved = (Legacy._cls.get(name), Legacy._doc.get(name)) if name in Legacy._cls else None
+    Legacy._cls[name], Legacy._doc[name] = cls, f"pympc.ipopt, standing in for {name!r} (pympc.mpec.ipopt_as)"
+    try:
+        yield cls
+    finally:
+        if saved is None:
+            Legacy.unregister(name)
+        else:
+            Legacy._cls[name], Legacy._doc[name] = saved

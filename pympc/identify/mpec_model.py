@@ -29,16 +29,16 @@ Per slot and step: the wall split Λ = Λ⁺ − Λ⁻, 0 ≤ Λ⁺ ⊥ Λ⁻ �
 P = −μ|Λ|; sticking (s± = 0) leaves |P| ≤ μ_s|Λ|.  That is the *closure* of
 Coulomb's law with μ_s > μ: it also lets a stuck slot break away when
 μ|Λ| < |P| < μ_s|Λ|.  The event-driven model's law — stuck until μ_s|Λ| is reached — is the
-*breakaway law* of the time stepping (:mod:`pympc.mpec.stepping`): in the
+*breakaway law* of the time stepping (:mod:`pympc.identify.mpec_stepping`): in the
 step where a stuck slot breaks away, the virtual stick step's variables
 (q', v', ν', Λ'±, P', ...; block ``breakaway_<k>``, the same step rows with
 that slot held stuck) and, instead of the slot's friction pairs,
 P_k = θ P' + (1 − θ) σ μ|Λ_k| with θ = r_{k−1}/(r_{k−1} − r'),
 r = μ_s|Λ| − σP (σ the sign of the stick force, the slip's sign fixed).
-Which steps these are depends on the parameters: :func:`configure` sets
+Which steps these are depends on the parameters: :func:`~pympc.identify.mpec_branches.configure` sets
 them from a time stepping (a warm start from
-:func:`~pympc.mpec.stepping.time_stepping` does it), and
-:func:`~pympc.mpec.trajectory_fit.walk_modes` re-runs the time stepping
+:func:`~pympc.identify.mpec_stepping.time_stepping` does it), and
+:func:`~pympc.identify.mpec_route.walk_modes` re-runs the time stepping
 when θ leaves [0, 1].  A model built without them has the closure law.
 
 What this does to accuracy (measured, ``tests/test_mpec_trajectory.py`` and
@@ -83,13 +83,14 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.core.expr.calculus.derivatives import differentiate
-from pyomo.mpec import Complementarity, complements
+from pyomo.mpec import Complementarity
 
 from ..errors import OptionError
 from ..mechanics.equations import Equations
 from ..mechanics.system import RigidBody
+from .mpec_branches import _add_pair, warm
 
-__all__ = ["trajectory_model", "add_parameters", "add_experiment", "finish", "slot_law", "residuals", "configure",
+__all__ = ["trajectory_model", "experiments_model", "add_parameters", "add_experiment", "finish", "slot_law", "residuals",
            "STATIC_PENALTY"]
 
 STATIC_PENALTY = 1e-4
@@ -155,6 +156,31 @@ def trajectory_model(system, t, data, outputs, *, fit, step, t0=None, sigma=None
     m.experiment = pyo.Block([0])
     add_experiment(m, m.experiment[0], system, t, data, outputs, step=step, t0=t0, sigma=sigma, warm_start=warm_start)
     finish(m, static_penalty)
+    return m
+
+
+def experiments_model(parts, system, fit, static_penalty=None):
+    """One ConcreteModel with a block per experiment, the parameters shared.
+
+    Parameters
+    ----------
+    parts : list of dict
+        Keyword arguments of :func:`~pympc.identify.mpec_model.add_experiment` per experiment
+        (``system``, ``t``, ``data``, ``outputs``, ``step``, ``t0``, ``sigma``, ``warm_start``).
+    system : System
+        Gives the start values of the fitted parameters.
+    fit : dict
+        ``{name: (lower, upper)}``.
+    static_penalty : float, optional
+    """
+    m = pyo.ConcreteModel(name="pympc identification MPEC")
+    add_parameters(m, system, fit)
+    m.experiment = pyo.Block(range(len(parts)))
+    for k, part in enumerate(parts):
+        part = dict(part)
+        add_experiment(m, m.experiment[k], part.pop("system"), part.pop("t"), part.pop("data"), part.pop("outputs"),
+                       **part)
+    finish(m, STATIC_PENALTY if static_penalty is None else static_penalty)
     return m
 
 
@@ -254,7 +280,7 @@ def add_experiment(m, b, system, t, data, outputs, *, step, t0=None, sigma=None,
     b.ctx, b.pattern, b.soft, b.loose = ctx, {}, {}, []
     b.row_parts = [b.dynamics, b.position, b.joint, b.gap, b.slip]
     _residuals(b, eq, t, data, list(outputs), sigma, grid)
-    b.warm = lambda ws: _warm(b, eq, ws, mus, static)   # noqa: E731  (re-start from a simulation on the grid)
+    b.warm = lambda ws: warm(b, eq, ws, mus, static)   # noqa: E731  (re-start from a simulation on the grid)
     if warm_start is not None:
         b.warm(warm_start)
     return b
@@ -299,84 +325,6 @@ class _Context:
             rows.dynamics.add(self.mass[i] * (vk[i] - vp[i]) / self.h == rhs[i])
             rows.position.add((qk[i] - qp[i]) / self.h == vk[i])
         return slips
-
-
-def configure(b, ws):
-    """Give experiment block ``b`` the breakaway law of the time stepping ``ws``
-    (:func:`pympc.mpec.stepping.time_stepping`): every step in which a stuck slot breaks away gets the
-    virtual stick step's variables and rows (block ``breakaway_<k>``) and, instead of that slot's friction
-    pairs, ``P = θ P' + (1 − θ) σ μ |Λ|`` with θ = r_{k−1} / (r_{k−1} − r'), r = μ_s|Λ| − σP (σ and the
-    step fixed, θ an expression); the friction reserves of a slot that stays stuck (stuck at k − 1 and k)
-    become "soft" for :func:`pympc.mpec.trajectory_fit.fix_modes` (the time stepping decides them).
-    Unchanged pattern: only the soft set is renewed."""
-    pattern = {int(k): (tuple(int(j) for j in d["stuck"]), tuple(sorted((int(j), float(sg))
-                                                                       for j, (_, sg) in d["slots"].items())))
-               for k, d in ws.get("breakaway", {}).items()}
-    if pattern != b.pattern:
-        _unconfigure(b)
-        for k, (stuck, slots) in sorted(pattern.items()):
-            _add_breakaway(b, k, stuck, dict(slots))
-        b.pattern = pattern
-    b.soft = {}
-    stuck = ws.get("stuck")
-    if stuck is None:
-        return
-    for k in range(1, b.steps + 1):
-        for j in range(len(b.ctx.mus)):
-            broke = k in pattern and j in dict(pattern[k][1])
-            if b.ctx.static[j] and stuck[k - 1, j] and stuck[k, j] and not broke:
-                b.soft.update({(k, j, "+excess"): [b.sp[k, j], b.wp[k, j]], (k, j, "-excess"): [b.sm[k, j], b.wm[k, j]],
-                               (k, j, "+"): [], (k, j, "-"): []})
-
-
-def _add_pair(b, key, a, c):
-    """The pair 0 ≤ a ⊥ c ≥ 0 on block b: a Pyomo Complementarity, and its sides for the checks."""
-    b.sides[key] = (a, c)
-    b.pairs[key] = complements(a >= 0, c >= 0)
-
-
-def _unconfigure(b):
-    for k in b.pattern:
-        b.del_component(f"breakaway_{k}")
-    for key in [key for key in b.sides if key not in b.law_sides]:
-        del b.pairs[key]
-    for key, (a, c) in b.law_sides.items():
-        if key not in b.sides:
-            _add_pair(b, key, a, c)
-    b.sides, b.pattern, b.loose = dict(b.law_sides), {}, []
-    b.row_parts = b.row_parts[:5]
-
-
-def _add_breakaway(b, k, stuck, slots):
-    ctx = b.ctx
-    n, ns, nrow = ctx.eq.n, len(ctx.mus), len([r for r in b.nu if r[0] == k])
-    vb = pyo.Block()
-    b.add_component(f"breakaway_{k}", vb)
-    S, St = range(ns), [j for j in range(ns) if ctx.static[j]]
-    vb.q, vb.v = pyo.Var(range(n), initialize=0.0), pyo.Var(range(n), initialize=0.0)
-    vb.nu, vb.P = pyo.Var(range(nrow), initialize=0.0), pyo.Var(S, initialize=0.0)
-    vb.lp, vb.lm, vb.sp, vb.sm = (pyo.Var(S, within=pyo.NonNegativeReals, initialize=0.0) for _ in range(4))
-    vb.wp, vb.wm = (pyo.Var(St, within=pyo.NonNegativeReals, initialize=0.0) for _ in range(2))
-    for j in stuck:
-        vb.sp[j].fix(0.0), vb.sm[j].fix(0.0)
-        if ctx.static[j]:
-            vb.wp[j].fix(0.0), vb.wm[j].fix(0.0)
-    vb.dynamics, vb.position, vb.joint, vb.gap, vb.slip, vb.law = (pyo.ConstraintList() for _ in range(6))
-    ctx.step(vb, k, [b.q[k - 1, i] for i in range(n)], [b.v[k - 1, i] for i in range(n)], [vb.q[i] for i in range(n)],
-             [vb.v[i] for i in range(n)], lambda name, j: getattr(vb, name)[j],
-             lambda key, a, c: _add_pair(b, key, a, c), ("virtual", k), stuck=stuck)
-    for j, sg in slots.items():
-        for key in [key for key in b.sides if key[:2] == (k, j) and key[2] != "wall"]:
-            del b.sides[key]
-            del b.pairs[key]
-        mu, mu_s = ctx.mus[j]
-        r1 = mu_s * (vb.lp[j] + vb.lm[j]) - sg * vb.P[j]
-        r0 = mu_s * (b.lp[k - 1, j] + b.lm[k - 1, j]) - sg * b.P[k - 1, j] if k > 1 else 0.0
-        theta = r0 / (r0 - r1)
-        vb.law.add(b.P[k, j] == theta * vb.P[j] + (1 - theta) * sg * mu * (b.lp[k, j] + b.lm[k, j]))
-        zero, other = (b.sp[k, j], b.sm[k, j]) if sg > 0 else (b.sm[k, j], b.sp[k, j])
-        b.loose.append((zero, other, [b.wp[k, j], b.wm[k, j]] if ctx.static[j] else []))
-    b.row_parts = b.row_parts + [vb.dynamics, vb.position, vb.joint, vb.gap, vb.slip, vb.law]
 
 
 def slot_law(lp, lm, P, sp, sm, mu, mu_s, wp=None, wm=None):
@@ -449,54 +397,6 @@ def _residuals(b, eq, t, data, outputs, sigma, grid):
     b.residual = pyo.Expression(list(rows), initialize=rows)
     b.data_scale = float(np.sum((data / sigma) ** 2))
     b.outputs = outputs
-
-
-def _warm(b, eq, ws, mus, static):
-    """Set the variables from a simulation or time stepping sampled on the grid (the forces at the step's end);
-    a time stepping's breakaway law is configured first (:func:`configure`)."""
-    if "breakaway" in ws:
-        configure(b, ws)
-    q, v = np.asarray(ws["q"], float), np.asarray(ws["v"], float)
-    lam = np.asarray(ws.get("normal_force", np.zeros((q.shape[0], len(eq.slots)))), float).reshape(q.shape[0], -1)
-    fr = np.asarray(ws.get("friction_force", np.zeros_like(lam)), float).reshape(q.shape[0], -1)
-    nu = ws.get("nu")
-    broke = {(k, j) for k, (_, slots) in b.pattern.items() for j, _ in slots}
-    for k in range(1, b.steps + 1):
-        for i in range(eq.n):
-            b.q[k, i].set_value(float(q[k, i]))
-            b.v[k, i].set_value(float(v[k, i]))
-        if nu is not None:
-            for r in range(np.shape(nu)[1]):
-                b.nu[k, r].set_value(float(nu[k][r]))
-        _warm_slots(b, eq, mus, static, lam[k], fr[k], lambda name, j, k=k: getattr(b, name)[k, j],
-                    [pyo.value(b.slip_velocity[k, j]) for j in range(len(eq.slots))], [(k, j) in broke for j in
-                                                                                     range(len(eq.slots))])
-    for k, d in ws.get("breakaway", {}).items():
-        vb, vw = b.component(f"breakaway_{k}"), d["virtual"]
-        for i in range(eq.n):
-            vb.q[i].set_value(float(vw["q"][i]))
-            vb.v[i].set_value(float(vw["v"][i]))
-        for r in range(len(vw["nu"])):
-            vb.nu[r].set_value(float(vw["nu"][r]))
-        stuck = [j in d["stuck"] for j in range(len(eq.slots))]
-        _warm_slots(b, eq, mus, static, vw["normal_force"], vw["friction_force"], lambda name, j: getattr(vb, name)[j],
-                    vw["slip"], stuck)
-
-
-def _warm_slots(b, eq, mus, static, lam, fr, var, slip, unused_w):
-    for j in range(len(eq.slots)):
-        L, P, vt = float(lam[j]), float(fr[j]), float(slip[j])
-        var("lp", j).set_value(max(L, 0.0))
-        var("lm", j).set_value(max(-L, 0.0))
-        var("P", j).set_value(P)
-        for name, x in (("sp", max(vt, 0.0)), ("sm", max(-vt, 0.0))):
-            if not var(name, j).fixed:
-                var(name, j).set_value(x)
-        if static[j] and not var("wp", j).fixed:
-            mu, mu_s = (pyo.value(x) for x in mus[j])
-            w = 0.0 if unused_w[j] else (mu_s - mu) * abs(L)
-            var("wp", j).set_value(w if vt > 0 else 0.0)
-            var("wm", j).set_value(w if vt < 0 else 0.0)
 
 
 def residuals(m):

@@ -1,8 +1,8 @@
 """The time stepping of the trajectory MPEC run as a simulation: every parameter fixed, one step at a time.
 
 :func:`time_stepping` advances the discretization of
-:mod:`pympc.mpec.trajectory` (same :class:`~pympc.mechanics.equations.Equations`,
-same :func:`~pympc.mpec.trajectory.slot_law` pairs) step by step: each step
+:mod:`pympc.identify.mpec_model` (same :class:`~pympc.mechanics.equations.Equations`,
+same :func:`~pympc.identify.mpec_model.slot_law` pairs) step by step: each step
 is a small mixed complementarity problem in (v_{k+1}, ν, Λ±, P, s±, w±),
 solved exactly as a MILP (HiGHS through :func:`scipy.optimize.milp`, one
 binary per complementarity pair, big-M).  Among the solutions of a step it
@@ -33,9 +33,9 @@ least squares against the exact record on 41 values of μ_s in [0.38, 0.42]
 It separates the discretization error (this trajectory against
 :func:`pympc.simulate`) from the optimization error of the MPEC fit, and a
 solution of it satisfies the MPEC's rows and pairs exactly (with the
-breakaway steps configured, :func:`pympc.mpec.trajectory.configure`), so it
+breakaway steps configured, :func:`pympc.identify.mpec_branches.configure`), so it
 is the warm start of the MPEC at given parameters and fixes the branches of
-:func:`pympc.mpec.trajectory_fit.walk_modes`.
+:func:`pympc.identify.mpec_route.walk_modes`.
 
 The position-level rows g(q_{k+1}) = 0 and the Jacobians at q_{k+1} are
 linearized about the previous iterate and the step repeated until q_{k+1}
@@ -53,7 +53,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ..errors import SimulationError
 from ..mechanics.equations import Equations
-from .trajectory import _initial_state, slot_law
+from .mpec_model import _initial_state, slot_law
 
 __all__ = ["time_stepping"]
 
