@@ -175,6 +175,10 @@ def test_bad_arguments_are_refused():
         MpecExperiment(exp, params, step=0.0)
     with pytest.raises(OptionError, match="at has no value"):
         MpecExperiment(exp, params, at={"mu_s": 0.4})
+    # a builder whose model breaks the contract (no experiment block with residuals): said, not a traceback
+    import pyomo.environ as pyo
+    with pytest.raises(OptionError, match="no block experiment"):
+        MpecExperiment(exp, params, builder=lambda *a, **k: pyo.ConcreteModel()).get_labeled_model()
     # a branch function that leaves the pairs: parmest would get an MPEC, refused by name
     with pytest.raises(OptionError, match="still holds"):
         MpecExperiment(exp, params, step=0.1, branch=lambda m: None).get_labeled_model()

@@ -62,6 +62,16 @@ from .parameters import Parametrization
 __all__ = ["MpecExperiment", "fix_branch"]
 
 
+def _block(m):
+    """The builder's experiment block (the contract in the module notes), or a clear error."""
+    block = getattr(m, "experiment", None)
+    block = block[0] if block is not None and 0 in block else None
+    if block is None or not hasattr(block, "residual"):
+        raise OptionError("MpecExperiment: the builder's model has no block experiment[0] with residual[sample, "
+                          "output] = (prediction − data)/σ; see pympc.identify.mpec_experiment for the contract")
+    return block
+
+
 def fix_branch(m):
     """Replace every complementarity pair of the first-order trajectory model ``m`` by the branch of its current
     point (the time stepping it was warm-started from): :func:`pympc.identify.mpec_branches.fix_modes` of
@@ -148,7 +158,7 @@ class MpecExperiment:
         fit = {n: (lo, hi) for n, lo, hi in zip(par.names, par.theta_lo, par.theta_hi)}
         m = builder(self._system(self.at), e.t, e.y, e.outputs, fit=fit, step=self.step, t0=e.t_span[0],
                     sigma=e.sigma)
-        block = m.experiment[0]
+        block = _block(m)
         if hasattr(block, "warm"):           # the first-order model: its variables from the time stepping at `at`
             if self._stepping is None:
                 self._stepping = self.time_stepping()
@@ -188,7 +198,7 @@ class MpecExperiment:
         from pyomo.core.base.componentuid import ComponentUID
 
         e = self.experiment
-        block = m.experiment[0]
+        block = _block(m)
         sigma = np.ones(len(e.outputs)) if e.sigma is None else np.asarray(e.sigma, dtype=float)
         keys = list(block.residual.keys())
         data = {(d, o): float(e.y[d, o]) for d, o in keys}
