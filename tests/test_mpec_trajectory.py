@@ -340,3 +340,46 @@ def test_breakaway_through_joints_satisfies_the_nlp_rows():
                          fit={"mu": (0.05, 1.0), "mu_s": (0.05, 1.5)}, step=0.02, warm_start=ts)
     r = residuals(m)
     assert r["dynamics"] <= 1e-6 and r["complementarity"] <= 1e-6, r
+
+
+def test_fit_mpec_returns_a_declared_result(oscillator):
+    """fit_mpec's MpecFit: Pyomo's enums as two fields, sizes that are the model's, timing, a JSON-able dict;
+    an unverifiable fit (a walk budget of one NLP cannot be consistent) says so in both fields."""
+    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+    from pyomo.mpec import Complementarity
+
+    import pyomo.environ as pyo
+    from pympc.identify import MpecFit, Parametrization, fit_mpec
+
+    exp, shooting = oscillator
+    par = Parametrization([Parameter("mu", 0.25, (0.05, 1.0))], [exp])
+    rows, results, fit = fit_mpec([exp], par, step=0.04, continuation=False)
+    assert isinstance(fit, MpecFit) and fit.verified and fit.route == "walk"
+    assert fit.termination_condition is TerminationCondition.convergenceCriteriaSatisfied
+    assert fit.solution_status is SolutionStatus.optimal
+    m = fit.model
+    assert fit.complementarity_pairs == sum(1 for _ in m.component_data_objects(Complementarity, active=True)) > 0
+    assert fit.complementarity_pairs == sum(len(b.sides) for b in m.experiment.values())
+    assert fit.variables == sum(1 for v in m.component_data_objects(pyo.Var) if not v.fixed) > fit.steps[0]
+    assert fit.constraints > 0 and fit.steps == [50] and fit.step == [pytest.approx(0.04)]
+    assert fit.timing["total"] >= fit.timing["solve"] > 0 and len(fit.ladder) == 1 and fit.walks
+    assert abs(fit.theta["mu"] - 0.3) < 0.005 and rows[0]["status"] == "converged"
+    d = json.loads(json.dumps(fit.as_dict()))
+    assert d["termination"] == "convergenceCriteriaSatisfied" and d["solution_status"] == "optimal"
+    assert "model" not in d and d["names"] == ["mu"]
+
+
+def test_walk_budget_is_not_a_verified_answer(oscillator):
+    """walk_modes with a budget of one NLP stops before the branches are checked: iterationLimit, not converged."""
+    from pyomo.contrib.solver.common.results import TerminationCondition
+
+    from pympc.identify import Parametrization
+    from pympc.identify.mpec_route import _trajectories, mpec_model, walk_modes
+
+    exp, _ = oscillator
+    par = Parametrization([Parameter("mu", 0.25, (0.05, 1.0))], [exp])
+    m, _ = mpec_model([exp], par, 0.04, warm=False, static_penalty=0.0)
+    run = _trajectories([exp], par)
+    w = walk_modes(m, lambda th: run(th, 0.04), {"mu": 0.25}, max_walks=1)
+    assert not w["converged"] and w["termination_condition"] is TerminationCondition.iterationLimit
+    assert len(w["walks"]) == 1
