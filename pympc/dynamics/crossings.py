@@ -159,11 +159,12 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         end = min(end, t0 + intervals * step)
         intervals = min(2 * intervals, 64)
         n = max(4, int(math.ceil((end - t0) / step)))
-        ts = np.linspace(t0, end, n + 1)
-        inner = extra[(extra > t0) & (extra < end)]
+        ts = np.arange(n + 1.0) * ((end - t0) / n) + t0     # np.linspace(t0, end, n + 1), its arithmetic
+        inner = extra[(extra > t0) & (extra < end)] if extra.size else extra
         if inner.size:                      # (a linspace alone is sorted and without repeats already)
             ts = np.unique(np.concatenate([ts, inner]))
-        ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
+        if inner.size or (end - t0) / n <= dt_min:
+            ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
         ts[-1] = end
         many = getattr(G, "many", None)     # all samples at once, when G offers it
         vals = np.asarray(many(ts), dtype=float) if many else np.array([np.asarray(G(t), dtype=float) for t in ts])

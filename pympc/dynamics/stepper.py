@@ -142,10 +142,14 @@ class PhaseStepper:
                              max_step=max_step, dense_output=True, events=hint)
         fl, il, offsets = flat
         event = None
-        if watched.size:
-            slot, cv, cl, cf, band = funcs.vector.table
-            event = (np.ascontiguousarray(np.vstack([cv, cl, cf, band])[:, watched], dtype=float),
-                     np.concatenate([offsets, slot[watched]]).astype(np.int64))
+        if watched.size:              # the watched functions' table, made once per phase and set of functions
+            key = watched.tobytes()
+            event = funcs._watched.get(key)
+            if event is None:
+                slot, cv, cl, cf, band = funcs.vector.table
+                event = funcs._watched[key] = (
+                    np.ascontiguousarray(np.vstack([cv, cl, cf, band])[:, watched], dtype=float),
+                    np.concatenate([offsets, slot[watched]]).astype(np.int64))
         ev.forget()             # the compiled buffers will hold other points
         self.integrators.add("compiled DOP853")
         if sens is not None:          # the same loop on the variational right-hand side, S in the error control
