@@ -4,7 +4,9 @@ An event function that dips below zero and recovers between two samples is
 invisible to a sign test at the samples.  :func:`first_crossing` samples the
 event functions on a grid no coarser than the forcing's time scale, bounds
 each function between two samples by its curvature (if ``|g''| ≤ G`` on
-``[a, b]`` then ``g ≥ min(g(a), g(b)) − G (b − a)²/8`` there) and bisects
+``[a, b]`` then ``g(t) ≥ chord(t) − G (t − a)(b − t)/2`` there, :func:`may_cross`:
+a function that starts a phase at zero and rises, a slip velocity after a
+breakaway, is cleared at once instead of bisected down to ``dt_min``) and bisects
 every interval where that bound does not exclude a zero, left to right, so the
 *first* downward crossing is found.  ``G`` is taken as twice the largest second
 divided difference of the samples around the interval: the grid resolves the
@@ -30,7 +32,7 @@ from ._event_kernels import curvature_bounds, dop853_states
 from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, PointForce, Torque
 
-__all__ = ["TimeScale", "forcing_time_scale", "first_crossing", "DenseStates"]
+__all__ = ["TimeScale", "forcing_time_scale", "first_crossing", "may_cross", "DenseStates"]
 
 _FAST = {"sin", "cos", "tan", "exp", "sinh", "cosh", "tanh"}
 
@@ -185,6 +187,23 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
     return None, None
 
 
+def may_cross(ga, gb, G, w):
+    """May functions with values ``ga`` at a, ``gb`` at b = a + w and ``|g''| ≤ G`` on [a, b] cross zero
+    downwards in (a, b]?  (Arrays, elementwise.)
+
+    Only a function that starts at or above zero may; one that ends below zero does; else the bound
+    ``g(t) ≥ chord(t) − G (t − a)(b − t)/2`` — a convex quadratic — must reach zero inside (a, b).  It is
+    never weaker than ``min(ga, gb) − G w²/8`` and clears a function that starts at zero with a slope
+    the curvature cannot turn back within the interval.
+    """
+    ga, gb, G, w = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (ga, gb, G, w)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = 0.5 * w - (gb - ga) / (G * w)                 # where the quadratic is lowest
+        low = ga + s * ((gb - ga) / w - 0.5 * G * w) + 0.5 * G * s * s
+    inside = (G > 0) & (s > 0) & (s < w) & (low <= 0)
+    return (ga >= 0) & ((gb < 0) | inside)
+
+
 def _scan(G, a, ga, b, gb, bound, dt_min):
     """First crossing in [a, b] by bisection where the curvature bound allows a zero.
 
@@ -198,7 +217,7 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
     while stack:
         a, ga, b, gb = stack.pop()
         w = b - a
-        possible = (np.minimum(ga, gb) - bound * w * w / 8 <= 0) & (ga >= 0)
+        possible = may_cross(ga, gb, bound, w)
         if not possible.any():
             continue
         single = possible & (gb < 0) & (np.abs(gb - ga) > bound * w * w)
@@ -223,7 +242,7 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
         vals[0], vals[-1] = ga, gb
         vals[1:-1] = many(ts[1:-1])
         ww = np.diff(ts)[:, None]
-        keep = ((np.minimum(vals[:-1], vals[1:]) - bound * ww * ww / 8 <= 0) & (vals[:-1] >= 0)).any(axis=1)
+        keep = may_cross(vals[:-1], vals[1:], bound, ww).any(axis=1)
         for j in np.flatnonzero(keep)[::-1]:
             stack.append((ts[j], vals[j], ts[j + 1], vals[j + 1]))
     return None, None
