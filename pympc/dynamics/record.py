@@ -26,6 +26,8 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
     blocks, dsens = [], []
     for ts, xs, mode in phases:
         k = len(ts)
+        if k == 0:
+            continue
         fast = None
         if ev.compiled(mode):   # the whole phase in one call
             fast = ev._fast.rows(ts, xs[:2 * n + 2].T, mode)
@@ -63,6 +65,9 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
         arr = lambda i, shape=(): np.array(cols[i], dtype=float).reshape(k, *shape)  # noqa: E731
         blocks.append((arr(0), arr(1, (na,)), arr(2, (na,)), arr(3, (s,)), arr(4, (s,)), arr(5, (s,)), walls, motions,
                        arr(6), arr(7), arr(8), arr(9), arr(10)))
+    if not blocks:                  # no samples at all: empty columns of the right widths
+        blocks.append((np.zeros(0), np.zeros((0, na)), np.zeros((0, na)), *(np.zeros((0, s)),) * 5,
+                       *(np.zeros(0),) * 5))
     col = lambda i, dtype=float: np.concatenate([b[i] for b in blocks]).astype(dtype, copy=False)  # noqa: E731
     info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1,
             "integrator": " + ".join(sorted(integrators)) or "none (no integrated phase)"}
