@@ -69,7 +69,8 @@ class PhaseStepper:
 
     def advance(self, t, x, mode, t1, inside, funcs, assembly):
         """The phase from (t, x) in ``mode`` to its first event or ``t1``; ``inside``: the requested sample
-        times in (t, t1); ``funcs``: its event functions; ``assembly``: the assembly at (t, x)."""
+        times in (t, t1); ``funcs``: its event functions; ``assembly``: the assembly at (t, x) (read only by a
+        phase with a sticking slot of a system without prescribed motions; None will do elsewhere)."""
         if mode.sticking and not self.rheonomic and self.ev.locked(assembly, mode):
             te, i = self.locator.frozen(t, t1, x, funcs)
             ins = inside if te is None else inside[inside < te]
