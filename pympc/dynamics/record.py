@@ -32,8 +32,7 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
         if ev.compiled(mode):   # the whole phase in one call
             fast = ev._fast.rows(ts, xs[:2 * n + 2].T, mode)
             ev.forget()
-        walls = np.broadcast_to(np.asarray(mode.walls, dtype=int), (k, s))
-        motions = np.broadcast_to(np.asarray([int(m) for m in mode.motions], dtype=int).reshape(-1), (k, s))
+        walls, motions = mode.walls, [int(m) for m in mode.motions]      # repeated k times at the end
         if fast is not None:
             lam, F, vT, T, V, drift = fast
             if sens is not None:
@@ -66,9 +65,14 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
         blocks.append((arr(0), arr(1, (na,)), arr(2, (na,)), arr(3, (s,)), arr(4, (s,)), arr(5, (s,)), walls, motions,
                        arr(6), arr(7), arr(8), arr(9), arr(10)))
     if not blocks:                  # no samples at all: empty columns of the right widths
-        blocks.append((np.zeros(0), np.zeros((0, na)), np.zeros((0, na)), *(np.zeros((0, s)),) * 5,
-                       *(np.zeros(0),) * 5))
-    col = lambda i, dtype=float: np.concatenate([b[i] for b in blocks]).astype(dtype, copy=False)  # noqa: E731
+        blocks.append((np.zeros(0), np.zeros((0, na)), np.zeros((0, na)), *(np.zeros((0, s)),) * 3, (0,) * s,
+                       (0,) * s, *(np.zeros(0),) * 5))
+    counts = [len(b[0]) for b in blocks]
+
+    def col(i, dtype=float):
+        if i in (6, 7):             # walls, motions: one row per phase, repeated for its samples
+            return np.repeat(np.array([b[i] for b in blocks], dtype=int).reshape(len(blocks), s), counts, axis=0)
+        return np.concatenate([b[i] for b in blocks]).astype(dtype, copy=False)
     info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1,
             "integrator": " + ".join(sorted(integrators)) or "none (no integrated phase)"}
     system = form.system
