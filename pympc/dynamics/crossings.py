@@ -196,12 +196,16 @@ def may_cross(ga, gb, G, w):
     never weaker than ``min(ga, gb) − G w²/8`` and clears a function that starts at zero with a slope
     the curvature cannot turn back within the interval.
     """
-    ga, gb, G, w = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (ga, gb, G, w)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = 0.5 * w - (gb - ga) / (G * w)                 # where the quadratic is lowest
-        low = ga + s * ((gb - ga) / w - 0.5 * G * w) + 0.5 * G * s * s
-    inside = (G > 0) & (s > 0) & (s < w) & (low <= 0)
-    return (ga >= 0) & ((gb < 0) | inside)
+    coarse = (np.minimum(ga, gb) - G * w * w / 8 <= 0) & (ga >= 0)      # the weaker test: cheap, most say no
+    if not coarse.any():
+        return coarse
+    Gw = G * w                                   # (w > 0: intervals of a scan have a width)
+    curved = (Gw > 0) & (Gw < np.inf)
+    Gc, Gwc = np.where(curved, G, 0.0), np.where(curved, Gw, 1.0)
+    s = 0.5 * w - (gb - ga) / Gwc                         # where the quadratic is lowest
+    low = ga + s * ((gb - ga) / w - 0.5 * Gc * w) + 0.5 * Gc * s * s
+    inside = (curved & (s > 0) & (s < w) & (low <= 0)) | (Gw == np.inf)     # no bound: may
+    return coarse & ((gb < 0) | inside)
 
 
 def _scan(G, a, ga, b, gb, bound, dt_min):
