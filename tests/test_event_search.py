@@ -156,3 +156,26 @@ def test_the_force_scale_of_a_phase_is_that_of_its_start(model):
     assert status is None and tr.force_scale is not None
     a = ev.form.assemble(q, qd, 0.0)
     assert tr.force_scale == pytest.approx(max(1.0, float(np.abs(a.h).max(initial=0))), rel=1e-12)
+
+
+def test_a_constant_time_scale_gives_the_bisections_windows(rng):
+    """With constant rates (sin(w t), w bound) the window is computed directly: the same (end, step) as the
+    bisection over τ, and the same error for a forcing too fast to sample."""
+    from pympc.dynamics.crossings import TimeScale
+    from pympc.errors import SimulationError
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    fast = TimeScale(system)
+    slow = TimeScale(system)
+    slow._fixed = None
+    assert fast._fixed == pytest.approx(1.0)
+    for _ in range(300):
+        ta = rng.uniform(0, 30)
+        tb = ta + 10.0 ** rng.uniform(-3, 1.5)
+        cap = 10.0 ** rng.uniform(-3, 0)
+        intervals = int(rng.choice([8, 16, 32, 64]))
+        assert fast.window(ta, tb, cap, intervals) == slow.window(ta, tb, cap, intervals)
+    fast_w, slow_w = (TimeScale(system.bind({"w": 1e5})) for _ in range(2))
+    slow_w._fixed = None
+    for ts in (fast_w, slow_w):
+        with pytest.raises(SimulationError, match="time scale"):
+            ts.window(0.0, 30.0, 0.15, 64)

@@ -78,6 +78,8 @@ class TimeScale:
                     else:
                         self._rates.append(du)
         self._env = {v: 0.0 for v in FORCE_VARIABLES}
+        # rates that are all constants (sin(w t) with w bound): τ is one number, the same over any interval
+        self._fixed = self.tau(0.0, 0.0) if all(isinstance(r, float) for r in self._rates) else None
 
     def tau(self, t0, t1):
         rate = 0.0
@@ -98,6 +100,11 @@ class TimeScale:
         """(end, h): a window [ta, end] of at most ``intervals`` samples h ≤ min(cap, τ/8) apart, τ over the window."""
         step = lambda end: min(cap, self.tau(ta, end) / 8)  # noqa: E731
         hi = min(tb, ta + intervals * cap)            # the largest window whose own τ allows it (bisection)
+        if self._fixed is not None:     # τ the same everywhere: the bisection below would end at lo, h exactly
+            h = min(cap, self._fixed / 8)
+            if ta + intervals * h >= hi:
+                return hi, h
+            return self._checked(ta, min(ta + intervals * h, tb), h, cap)
         if ta + intervals * step(hi) >= hi:
             return hi, step(hi)
         lo = ta + intervals * step(hi)                # allowed: τ over [ta, lo] ≥ τ over [ta, hi]
@@ -109,13 +116,17 @@ class TimeScale:
                 hi = mid
             if hi - lo <= 1e-3 * (lo - ta):
                 break
-        end, h = lo, step(lo)
+        return self._checked(ta, min(lo, tb), step(lo), cap)
+
+    @staticmethod
+    def _checked(ta, end, h, cap):
+        """``(end, h)``, unless the step is too short for any sampling to follow the forcing."""
         if h < 1e-4 * cap:      # a forcing faster than any sampling can follow: stop rather than hang or miss events
             raise SimulationError(
                 f"the model's time functions vary on a time scale of {8 * h:.3g} s near t = {ta:.9g}, over 10⁴ "
                 f"times shorter than the scan step {cap:.3g} s; events there cannot be located reliably "
                 "(shorten t_span or check the forcing expressions)")
-        return min(end, tb), h
+        return end, h
 
 
 def forcing_time_scale(system, t0, t1):
