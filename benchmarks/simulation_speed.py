@@ -4,7 +4,8 @@ Every case is run by a worker process per code tree (``PYTHONPATH`` = that
 tree), one after the other in the same run, so the before/after ratios share
 the machine's load.
 
-1. ``friction_oscillator.toml`` for 30 s at the default rtol: wall time, the integrator
+1. ``friction_oscillator.toml`` for 30 s at the default rtol: wall time (with 2 samples, and per call
+   with the default options, per event), throughput of 200 runs with varied μ (runs/s), the integrator
    that ran (compiled DOP853 or solve_ivp), right-hand side calls and µs per call
    (timed inside the real run; for the compiled loop, its time per call), event-time error
    against a semi-analytic reference (every smooth phase of this model is a
@@ -48,6 +49,7 @@ from pympc.dynamics import Baumgarte, solve_mode
 from pympc.mechanics import GeneralMethod, slider_chain
 
 MODEL = Path(__file__).parents[1] / "models" / "friction_oscillator.toml"
+THROUGHPUT_RUNS = 200
 
 
 def reference_events(p, t_end):
@@ -181,6 +183,13 @@ def worker(case):
         ref = reference_events(system.parameters, 30.0)
         run = lambda: pympc.simulate(system, (0.0, 30.0), samples=2)  # noqa: E731
         out["wall"] = median_time(run, 5)
+        out["wall_default"] = median_time(lambda: pympc.simulate(system), 7)     # the default 501 samples
+        mus = np.linspace(0.2, 0.39, THROUGHPUT_RUNS)       # varied μ (< μ_s = 0.4), a loop as a user writes it
+        t0, c0 = time.perf_counter(), time.process_time()
+        for mu in mus:
+            pympc.simulate(system, params={"mu": float(mu)})
+        out["runs_per_s"] = len(mus) / (time.perf_counter() - t0)
+        out["runs_per_cpu_s"] = len(mus) / (time.process_time() - c0)
         stats = _rhs_timer()
         tr = run()
         got = [(e.kind.name, e.time) for e in tr.events[1:]]
@@ -283,6 +292,15 @@ def oscillator_table(base):
     print(f"{'hand-written scalar NumPy RHS of the oscillator (one call)':58s} {'':9s} {'':9s} {us_hand:8.1f}")
     print("µs/RHS: time in the right-hand side per call as the driver calls it (solve_ivp: the Python call; "
           "compiled DOP853: the loop's whole time per right-hand side call, its own arithmetic included)")
+    print(f"\nper call (default options, 501 samples), per event, and {THROUGHPUT_RUNS} runs with varied μ in one "
+          "process (targets, issue 28: ≤ 5 ms per call, ≥ 200 runs/s)")
+    print(f"{'tree':40s} {'ms/call':>8s} {'µs/event':>9s} {'runs/s':>7s} {'runs/CPU s':>10s}")
+    for name, r in rows:
+        print(f"{name[:40]:40s} {r['wall_default'] * 1e3:8.2f} {r['wall_default'] / r['events'] * 1e6:9.0f} "
+              f"{r['runs_per_s']:7.1f} {r['runs_per_cpu_s']:10.1f}")
+    if before:
+        print(f"{'ratio base / this tree':40s} {before['wall_default'] / after['wall_default']:7.2f}x "
+              f"{'':9s} {after['runs_per_s'] / before['runs_per_s']:6.2f}x {after['runs_per_cpu_s'] / before['runs_per_cpu_s']:9.2f}x")
     if before:
         print(f"speed-up over the base: wall {before['wall'] / after['wall']:.1f}x, "
               f"per RHS call {before['us_rhs'] / after['us_rhs']:.1f}x; this tree's RHS / hand NumPy RHS: "

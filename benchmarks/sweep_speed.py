@@ -112,6 +112,10 @@ def main():
     for name, w, rate, ms in rows:
         print(f"{name:34s} {w:9.1f} {rate:8.2f} {ms:8.1f}")
     print(f"{'speed-up (throughput ratio)':34s} {loop / dask:9.2f}x   (target >= 1.6x)")
+    print(f"{'per worker / loop, all included':34s} {loop / dask / args.workers:9.2f}    (issue 28: within 20 %, "
+          ">= 0.80)")
+    print(f"{'per worker / loop, warm workers':34s} {loop / sweep / args.workers:9.2f}    (the sweep's own time: "
+          "no cluster start, no warm-up)")
     print(f"{'  of which cluster start':34s} {start:9.1f} s")
     print(f"{'  of which worker warm-up':34s} {warm:9.1f} s   (import pympc + first run, all workers in parallel)")
     print(f"{'overhead per run, all included':34s} {1000 * overhead:9.2f} ms  (target <= 5 ms; worker time outside the runs)")

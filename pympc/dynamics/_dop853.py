@@ -41,7 +41,7 @@ except ImportError:    # pragma: no cover
     AVAILABLE = False
 
 from ..mechanics._kernels import general_mode_flat
-from ._event_kernels import dop853_states, event_values, flat_event_samples
+from ._event_kernels import dop853_states, event_values, flat_event_samples, may_cross
 
 __all__ = ["integrate", "Dop853Solution", "Dop853Result"]
 
@@ -454,7 +454,7 @@ def scan_dense(a, ga, b, gb, bound, dt_min, split, stack_ts, t_old, h, y_old, F,
         anyp = False
         same = True
         for k in range(m):
-            p = (min(ga[k], gb[k]) - bound[k] * w * w / 8 <= 0) and ga[k] >= 0
+            p = may_cross(ga[k], gb[k], bound[k], w)
             single = p and gb[k] < 0 and abs(gb[k] - ga[k]) > bound[k] * w * w
             anyp = anyp or p
             same = same and single == p
@@ -463,7 +463,7 @@ def scan_dense(a, ga, b, gb, bound, dt_min, split, stack_ts, t_old, h, y_old, F,
         if w <= dt_min or same:
             best, bi = np.inf, -1
             for k in range(m):
-                if (min(ga[k], gb[k]) - bound[k] * w * w / 8 <= 0) and ga[k] >= 0 and gb[k] < 0:
+                if ga[k] >= 0 and gb[k] < 0:
                     r, ok = brentq_dense(k, a, b, 1e-15, rtol, stack_ts, t_old, h, y_old, F, fl, il, tab, buf)
                     if not ok:
                         return 0.0, -1, SCAN_PYTHON
@@ -485,7 +485,7 @@ def scan_dense(a, ga, b, gb, bound, dt_min, split, stack_ts, t_old, h, y_old, F,
             ww = ts[j + 1] - ts[j]
             keep = False
             for k in range(m):
-                if (min(vals[j, k], vals[j + 1, k]) - bound[k] * ww * ww / 8 <= 0) and vals[j, k] >= 0:
+                if may_cross(vals[j, k], vals[j + 1, k], bound[k], ww):
                     keep = True
             if keep:
                 SA[top], SB[top], GA[top], GB[top] = ts[j], ts[j + 1], vals[j], vals[j + 1]

@@ -15,7 +15,7 @@ from ..mechanics._kernels import general_mode_flat, general_mode_timed
 _PLAIN = {"cache": True, "_nrt": False}
 """The options of :mod:`pympc.mechanics._kernels`' plain kernels (no NRT; no allocation, no array returned)."""
 
-__all__ = ["event_values", "mode_event_samples", "curvature_bounds", "dop853_states", "flat_event_samples"]
+__all__ = ["event_values", "mode_event_samples", "curvature_bounds", "may_cross", "dop853_states", "flat_event_samples"]
 
 
 @njit(cache=True)
@@ -47,6 +47,22 @@ def mode_event_samples(ts, X, n, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib
     return -1
 
 
+@njit(cache=True, inline="always")
+def may_cross(ga, gb, G, w):
+    """May a function with ``g(a) = ga``, ``g(b) = gb`` (``b = a + w``) and ``|g''| ≤ G`` on [a, b] cross zero
+    downwards in (a, b]?  (See :func:`pympc.dynamics.crossings.may_cross`, the same test on arrays.)"""
+    if not ga >= 0.0:
+        return False
+    if gb < 0.0:
+        return True
+    if not G > 0.0:                 # the chord, ≥ 0 between two values ≥ 0
+        return False
+    s = 0.5 * w - (gb - ga) / (G * w)      # where chord − G (t − a)(b − t)/2 is lowest
+    if s <= 0.0 or s >= w:          # lowest at an end: above ga, gb ≥ 0 inside
+        return False
+    return ga + s * ((gb - ga) / w - 0.5 * G * w) + 0.5 * G * s * s <= 0.0
+
+
 @njit(cache=True)
 def curvature_bounds(ts, vals, bounds):
     """The curvature bound of every sample interval of a scan (see :mod:`pympc.dynamics.crossings`) and
@@ -54,7 +70,7 @@ def curvature_bounds(ts, vals, bounds):
 
     ``bounds[i, j]`` = twice the largest |second divided difference| of function j at samples i−1 … i+2
     (the end samples take their neighbours' value); returns a boolean array: interval i is *open* when
-    some function j with ``vals[i, j] ≥ 0`` has ``min(vals[i, j], vals[i+1, j]) − bounds[i, j] w²/8 ≤ 0``.
+    some function j may cross zero downwards in it by that bound (:func:`may_cross`).
     """
     N, m = vals.shape
     k = N - 1
@@ -78,7 +94,7 @@ def curvature_bounds(ts, vals, bounds):
                 if 0 <= r < N and d2[r, j] > b:
                     b = d2[r, j]
             bounds[i, j] = 2.0 * b
-            if vals[i, j] >= 0 and min(vals[i, j], vals[i + 1, j]) - 2.0 * b * w * w / 8 <= 0:
+            if may_cross(vals[i, j], vals[i + 1, j], 2.0 * b, w):
                 open_[i] = True
     return open_
 

@@ -27,16 +27,21 @@ __all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
 
 
+_F8, _B1 = np.dtype(np.float64), np.dtype(np.bool_)
+
+
 def as_floats(v):
-    """``v`` as the compiled build takes every array: float64, C-contiguous, writable (one compiled version)."""
-    if type(v) is np.ndarray and v.dtype == np.float64 and v.flags.c_contiguous and v.flags.writeable:
+    """``v`` as the compiled build takes every array: float64, C-contiguous, aligned, writable (one compiled
+    version).  (``flags.carray`` is the three flags at once; a dtype of the machine's byte order is the
+    singleton ``np.dtype(np.float64)``: an identity test, no dtype comparison, on this hot path.)"""
+    if type(v) is np.ndarray and v.dtype is _F8 and v.flags.carray:
         return v
     return np.array(v, dtype=float)
 
 
 def as_bools(v):
     """``v`` as a bool array the kernels take (as :func:`as_floats`)."""
-    if type(v) is np.ndarray and v.dtype == np.bool_ and v.flags.c_contiguous and v.flags.writeable:
+    if type(v) is np.ndarray and v.dtype is _B1 and v.flags.carray:
         return v
     return np.array(v, dtype=bool)
 

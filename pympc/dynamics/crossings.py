@@ -4,7 +4,9 @@ An event function that dips below zero and recovers between two samples is
 invisible to a sign test at the samples.  :func:`first_crossing` samples the
 event functions on a grid no coarser than the forcing's time scale, bounds
 each function between two samples by its curvature (if ``|g''| ≤ G`` on
-``[a, b]`` then ``g ≥ min(g(a), g(b)) − G (b − a)²/8`` there) and bisects
+``[a, b]`` then ``g(t) ≥ chord(t) − G (t − a)(b − t)/2`` there, :func:`may_cross`:
+a function that starts a phase at zero and rises, a slip velocity after a
+breakaway, is cleared at once instead of bisected down to ``dt_min``) and bisects
 every interval where that bound does not exclude a zero, left to right, so the
 *first* downward crossing is found.  ``G`` is taken as twice the largest second
 divided difference of the samples around the interval: the grid resolves the
@@ -30,7 +32,7 @@ from ._event_kernels import curvature_bounds, dop853_states
 from ..mechanics.expressions import Expression, parse
 from ..mechanics.system import FORCE_VARIABLES, PointForce, Torque
 
-__all__ = ["TimeScale", "forcing_time_scale", "first_crossing", "DenseStates"]
+__all__ = ["TimeScale", "forcing_time_scale", "first_crossing", "may_cross", "DenseStates"]
 
 _FAST = {"sin", "cos", "tan", "exp", "sinh", "cosh", "tanh"}
 
@@ -76,6 +78,8 @@ class TimeScale:
                     else:
                         self._rates.append(du)
         self._env = {v: 0.0 for v in FORCE_VARIABLES}
+        # rates that are all constants (sin(w t) with w bound): τ is one number, the same over any interval
+        self._fixed = self.tau(0.0, 0.0) if all(isinstance(r, float) for r in self._rates) else None
 
     def tau(self, t0, t1):
         rate = 0.0
@@ -96,6 +100,11 @@ class TimeScale:
         """(end, h): a window [ta, end] of at most ``intervals`` samples h ≤ min(cap, τ/8) apart, τ over the window."""
         step = lambda end: min(cap, self.tau(ta, end) / 8)  # noqa: E731
         hi = min(tb, ta + intervals * cap)            # the largest window whose own τ allows it (bisection)
+        if self._fixed is not None:     # τ the same everywhere: the bisection below would end at lo, h exactly
+            h = min(cap, self._fixed / 8)
+            if ta + intervals * h >= hi:
+                return hi, h
+            return self._checked(ta, min(ta + intervals * h, tb), h, cap)
         if ta + intervals * step(hi) >= hi:
             return hi, step(hi)
         lo = ta + intervals * step(hi)                # allowed: τ over [ta, lo] ≥ τ over [ta, hi]
@@ -107,13 +116,17 @@ class TimeScale:
                 hi = mid
             if hi - lo <= 1e-3 * (lo - ta):
                 break
-        end, h = lo, step(lo)
+        return self._checked(ta, min(lo, tb), step(lo), cap)
+
+    @staticmethod
+    def _checked(ta, end, h, cap):
+        """``(end, h)``, unless the step is too short for any sampling to follow the forcing."""
         if h < 1e-4 * cap:      # a forcing faster than any sampling can follow: stop rather than hang or miss events
             raise SimulationError(
                 f"the model's time functions vary on a time scale of {8 * h:.3g} s near t = {ta:.9g}, over 10⁴ "
                 f"times shorter than the scan step {cap:.3g} s; events there cannot be located reliably "
                 "(shorten t_span or check the forcing expressions)")
-        return min(end, tb), h
+        return end, h
 
 
 def forcing_time_scale(system, t0, t1):
@@ -159,11 +172,12 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
         end = min(end, t0 + intervals * step)
         intervals = min(2 * intervals, 64)
         n = max(4, int(math.ceil((end - t0) / step)))
-        ts = np.linspace(t0, end, n + 1)
-        inner = extra[(extra > t0) & (extra < end)]
+        ts = np.arange(n + 1.0) * ((end - t0) / n) + t0     # np.linspace(t0, end, n + 1), its arithmetic
+        inner = extra[(extra > t0) & (extra < end)] if extra.size else extra
         if inner.size:                      # (a linspace alone is sorted and without repeats already)
             ts = np.unique(np.concatenate([ts, inner]))
-        ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
+        if inner.size or (end - t0) / n <= dt_min:
+            ts = ts[np.concatenate([[True], np.diff(ts) > dt_min])]
         ts[-1] = end
         many = getattr(G, "many", None)     # all samples at once, when G offers it
         vals = np.asarray(many(ts), dtype=float) if many else np.array([np.asarray(G(t), dtype=float) for t in ts])
@@ -184,6 +198,27 @@ def first_crossing(G, ta, tb, h, t_extra=(), dt_min=None):
     return None, None
 
 
+def may_cross(ga, gb, G, w):
+    """May functions with values ``ga`` at a, ``gb`` at b = a + w and ``|g''| ≤ G`` on [a, b] cross zero
+    downwards in (a, b]?  (Arrays, elementwise.)
+
+    Only a function that starts at or above zero may; one that ends below zero does; else the bound
+    ``g(t) ≥ chord(t) − G (t − a)(b − t)/2`` — a convex quadratic — must reach zero inside (a, b).  It is
+    never weaker than ``min(ga, gb) − G w²/8`` and clears a function that starts at zero with a slope
+    the curvature cannot turn back within the interval.
+    """
+    coarse = (np.minimum(ga, gb) - G * w * w / 8 <= 0) & (ga >= 0)      # the weaker test: cheap, most say no
+    if not coarse.any():
+        return coarse
+    Gw = G * w                                   # (w > 0: intervals of a scan have a width)
+    curved = (Gw > 0) & (Gw < np.inf)
+    Gc, Gwc = np.where(curved, G, 0.0), np.where(curved, Gw, 1.0)
+    s = 0.5 * w - (gb - ga) / Gwc                         # where the quadratic is lowest
+    low = ga + s * ((gb - ga) / w - 0.5 * Gc * w) + 0.5 * Gc * s * s
+    inside = (curved & (s > 0) & (s < w) & (low <= 0)) | (Gw == np.inf)     # no bound: may
+    return coarse & ((gb < 0) | inside)
+
+
 def _scan(G, a, ga, b, gb, bound, dt_min):
     """First crossing in [a, b] by bisection where the curvature bound allows a zero.
 
@@ -197,7 +232,7 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
     while stack:
         a, ga, b, gb = stack.pop()
         w = b - a
-        possible = (np.minimum(ga, gb) - bound * w * w / 8 <= 0) & (ga >= 0)
+        possible = may_cross(ga, gb, bound, w)
         if not possible.any():
             continue
         single = possible & (gb < 0) & (np.abs(gb - ga) > bound * w * w)
@@ -222,7 +257,7 @@ def _scan(G, a, ga, b, gb, bound, dt_min):
         vals[0], vals[-1] = ga, gb
         vals[1:-1] = many(ts[1:-1])
         ww = np.diff(ts)[:, None]
-        keep = ((np.minimum(vals[:-1], vals[1:]) - bound * ww * ww / 8 <= 0) & (vals[:-1] >= 0)).any(axis=1)
+        keep = may_cross(vals[:-1], vals[1:], bound, ww).any(axis=1)
         for j in np.flatnonzero(keep)[::-1]:
             stack.append((ts[j], vals[j], ts[j + 1], vals[j + 1]))
     return None, None

@@ -34,6 +34,7 @@ class ModeEvaluator:
         self.md = form.mass_diagonal
         self._cache_key, self._cache = None, None
         self._modes = {}               # mode → its walls and motions as arrays (mode_arrays)
+        self._locked = {}              # mode → (rows, shape, locked?) of its last locked() test
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     def compiled(self, mode):
@@ -119,4 +120,12 @@ class ModeEvaluator:
     def locked(self, a, mode):
         """Do the joints, slots and sticking slots fix every coordinate (no free motion at all)?"""
         C = np.vstack([a.J, a.WN, a.WT[mode.sticking]])
-        return C.shape[0] >= self.n and np.linalg.matrix_rank(C) == self.n
+        if C.shape[0] < self.n:
+            return False
+        key = C.tobytes()        # the rows of a stick phase repeat (fixed guides): the rank once per rows
+        last = self._locked.get(mode)
+        if last is not None and last[0] == key and last[1] == C.shape:
+            return last[2]
+        out = bool(np.linalg.matrix_rank(C) == self.n)
+        self._locked[mode] = (key, C.shape, out)
+        return out

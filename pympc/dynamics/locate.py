@@ -31,18 +31,24 @@ class EventLocator:
     def __init__(self, evaluator, settings):
         self.ev, self.opts = evaluator, settings
         self._tables = {}              # mode → the event functions' coefficients
+        self._functions = {}           # mode → its EventFunctions (one phase at a time uses them)
 
     def functions(self, mode, force_scale):
         """The event functions of a phase in ``mode`` (:class:`EventFunctions`); ``force_scale`` sets the
         dead band of the force functions."""
         # a dead band above the integration noise, so that a force that is zero (λ ≡ 0) does not chatter
         band = max(1e-12, 10 * self.opts["rtol"]) * force_scale
-        kinds, slots = [], []
-        for k, m in enumerate(mode.motions):
-            kinds += [EventKind.SLIP_STOP, EventKind.WALL_SWITCH] if m != Motion.STICK else \
-                [EventKind.WALL_SWITCH, EventKind.BREAKAWAY]
-            slots += [k, k]
-        return EventFunctions(self, mode, band, kinds, slots)
+        funcs = self._functions.get(mode)       # made once per mode and run; a new phase sets its band
+        if funcs is None:
+            kinds, slots = [], []
+            for k, m in enumerate(mode.motions):
+                kinds += [EventKind.SLIP_STOP, EventKind.WALL_SWITCH] if m != Motion.STICK else \
+                    [EventKind.WALL_SWITCH, EventKind.BREAKAWAY]
+                slots += [k, k]
+            funcs = self._functions[mode] = EventFunctions(self, mode, band, kinds, slots)
+        else:
+            funcs.set_band(band)
+        return funcs
 
     def window(self, ta, tb, intervals=64):
         """(end, step): a scan window from ``ta`` whose step resolves the forcing there (≤ ``scan_step``, ≤ τ/8)."""
@@ -93,7 +99,7 @@ class EventLocator:
             cv, cl = np.where(sl, m, 0.0), np.where(sl, 0.0, np.where(br, ev.mu_s[slot], 1.0) * w)
             fixed = self._tables[mode] = (slot, cv, cl, np.where(br, -1.0, 0.0), sl)
         slot, cv, cl, cf, sl = fixed
-        bands = np.where(sl, 0.0, band)
+        bands = np.where(sl, 0.0, band)         # written in place by set_band (the tables below hold it)
         compiled = ev.compiled(mode)
 
         def vector(t, x):
@@ -102,6 +108,11 @@ class EventLocator:
 
         table = (slot, cv, cl, cf, bands)
         vector.table = table
+
+        def set_band(band):
+            """The dead band of the force functions for a new phase (in place: the tables hold ``bands``)."""
+            np.copyto(bands, np.where(sl, 0.0, band))
+        vector.set_band = set_band
 
         def many(ts, X):
             """The functions at the states ``X[i]`` (rows) at times ``ts[i]``: one compiled call when it applies."""
@@ -150,6 +161,13 @@ class EventFunctions:
     def __init__(self, locator, mode, band, kinds, slots):
         self.ev, self.mode, self.band, self.kinds, self.slots = locator.ev, mode, band, kinds, slots
         self.vector = locator.vector(kinds, slots, mode, band)
+        self._watched = {}          # (watched indices) → the event table of the compiled DOP853 loop
+
+    def set_band(self, band):
+        """Use these functions for a new phase whose force functions have dead band ``band``."""
+        self.band = band
+        self.vector.set_band(band)
+        self._watched.clear()
 
     def __len__(self):
         return len(self.kinds)

@@ -16,25 +16,33 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
     """The :class:`Trajectory` of a run: ``phases`` the samples ``(t, x, mode)`` of its phases, evaluated by
     the run's :class:`~pympc.dynamics.evaluation.ModeEvaluator` ``ev`` (forces, slip velocities, energies;
     the whole phase in one compiled call where it applies), ``events`` its events, ``integrators`` the names
-    of the integrators that ran, ``sens`` its sensitivities (or None)."""
+    of the integrators that ran, ``sens`` its sensitivities (or None).
+
+    Every phase becomes one block of columns (arrays of its samples), and the blocks are stacked once at
+    the end: no Python object per sample on the compiled path."""
     form = ev.form
     n, s = form.n, len(ev.mu)
-    rows, dsens = [], []
+    na = len(form.absolute_names)
+    blocks, dsens = [], []
     for ts, xs, mode in phases:
+        k = len(ts)
+        if k == 0:
+            continue
         fast = None
         if ev.compiled(mode):   # the whole phase in one call
             fast = ev._fast.rows(ts, xs[:2 * n + 2].T, mode)
             ev.forget()
+        walls, motions = mode.walls, [int(m) for m in mode.motions]      # repeated k times at the end
         if fast is not None:
             lam, F, vT, T, V, drift = fast
-            walls, motions = mode.walls, [int(m) for m in mode.motions]
-            for j, tj in enumerate(ts):
-                xj = xs[:, j]
-                if sens is not None:
-                    dsens.append(sens.outputs(tj, *sens.split(xj), mode))
-                rows.append((tj, xj[:n], xj[n:2 * n], lam[j], F[j], vT[j], walls, motions, T[j], V[j], xj[2 * n],
-                             xj[2 * n + 1], drift[j]))
+            if sens is not None:
+                for j, tj in enumerate(ts):
+                    dsens.append(sens.outputs(tj, *sens.split(xs[:, j]), mode))
+            # the compiled path is the general method: its coordinates are the absolute ones
+            blocks.append((np.asarray(ts, dtype=float), xs[:n].T, xs[n:2 * n].T, lam, F, vT, walls, motions, T, V,
+                           xs[2 * n], xs[2 * n + 1], drift))
             continue
+        rows = []
         for j, tj in enumerate(ts):
             xj = xs[:, j]
             if sens is not None:
@@ -51,10 +59,20 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
                 ms = SimpleNamespace(lam=np.full(s, np.nan), F=np.full(s, np.nan))
             qa, qda = form.absolute(xj[:n], xj[n:2 * n])
             drift = float(np.abs(np.concatenate([a.g[a.holonomic], a.gN])).max(initial=0))
-            rows.append((tj, qa, qda, ms.lam, ms.F, a.vT, mode.walls, [int(m) for m in mode.motions],
-                         a.kinetic, a.potential, xj[2 * n], xj[2 * n + 1], drift))
-    cols = list(zip(*rows))
-    arr = lambda i, shape=None: np.array(cols[i], dtype=float).reshape(len(rows), *(shape or ()))  # noqa: E731
+            rows.append((tj, qa, qda, ms.lam, ms.F, a.vT, a.kinetic, a.potential, xj[2 * n], xj[2 * n + 1], drift))
+        cols = list(zip(*rows))
+        arr = lambda i, shape=(): np.array(cols[i], dtype=float).reshape(k, *shape)  # noqa: E731
+        blocks.append((arr(0), arr(1, (na,)), arr(2, (na,)), arr(3, (s,)), arr(4, (s,)), arr(5, (s,)), walls, motions,
+                       arr(6), arr(7), arr(8), arr(9), arr(10)))
+    if not blocks:                  # no samples at all: empty columns of the right widths
+        blocks.append((np.zeros(0), np.zeros((0, na)), np.zeros((0, na)), *(np.zeros((0, s)),) * 3, (0,) * s,
+                       (0,) * s, *(np.zeros(0),) * 5))
+    counts = [len(b[0]) for b in blocks]
+
+    def col(i, dtype=float):
+        if i in (6, 7):             # walls, motions: one row per phase, repeated for its samples
+            return np.repeat(np.array([b[i] for b in blocks], dtype=int).reshape(len(blocks), s), counts, axis=0)
+        return np.concatenate([b[i] for b in blocks]).astype(dtype, copy=False)
     info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1,
             "integrator": " + ".join(sorted(integrators)) or "none (no integrated phase)"}
     system = form.system
@@ -63,11 +81,9 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
         agree = sum(all(v["agree"] for v in e.crosscheck.values()) for e in checked)
         info["crosscheck"] = f"{agree} of {len(checked)} events agree"
     return Trajectory(
-        t=arr(0), q=arr(1, (len(form.absolute_names),)), qd=arr(2, (len(form.absolute_names),)),
-        normal_force=arr(3, (s,)), friction_force=arr(4, (s,)), slip_velocity=arr(5, (s,)),
-        walls=np.array(cols[6], dtype=int).reshape(len(rows), s), motions=np.array(cols[7], dtype=int).reshape(len(rows), s),
-        kinetic=arr(8), potential=arr(9), dissipated=arr(10), work=arr(11), drift=arr(12), events=events,
-        status=status, message=message, coordinate_names=list(form.absolute_names),
+        t=col(0), q=col(1), qd=col(2), normal_force=col(3), friction_force=col(4), slip_velocity=col(5),
+        walls=col(6, int), motions=col(7, int), kinetic=col(8), potential=col(9), dissipated=col(10), work=col(11),
+        drift=col(12), events=events, status=status, message=message, coordinate_names=list(form.absolute_names),
         slot_names=[sl.name for sl in form.slots], info=info,
         parameters=dict(system.parameters), model_hash=system.fingerprint(), **_sensitivity_fields(sens, dsens))
 

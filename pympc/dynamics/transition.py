@@ -37,6 +37,7 @@ class Transition:
     def __init__(self, evaluator, settings):
         self.ev, self.opts = evaluator, settings
         self.form = evaluator.form
+        self.force_scale = None     # max(1, |h|) at the state the last verify() checked (the next phase's start)
 
     def project(self, t, q, qd, stick=(), assembly=None):
         """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones
@@ -73,6 +74,7 @@ class Transition:
     def __call__(self, t, q, qd, kind, slot, before):
         """Choose the mode at an event; returns (Event, q, q̇, status or None, message)."""
         o, ev = self.opts, self.ev
+        self.force_scale = None
         q, qd, a = self._project(t, q, qd)
         if not len(ev.mu):  # no slots: nothing to decide
             return Event(t, kind, slot, before, Mode((), ()), None, [], np.zeros(0), np.zeros(0),
@@ -202,6 +204,7 @@ class Transition:
                 lam, h, qdd, F, aT = s.lam, a.h, s.qdd, s.F, s.aT
         except SimulationError as exc:
             return False, str(exc)
+        self.force_scale = max(1.0, float(np.abs(h).max(initial=0)))
         walls, motions = ev.mode_arrays(mode)
         code, k = check_mode(as_floats(lam), as_floats(h), as_floats(qdd), as_floats(F), as_floats(aT), walls, motions,
                              ev.mu_s, np.asarray(candidates, dtype=np.int64))
