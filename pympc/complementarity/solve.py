@@ -31,6 +31,8 @@ def check_time_limit(value, name="time_limit"):
     """A time limit in seconds: None (no limit) or a number > 0 (``inf``: no limit); NaN and the rest are refused."""
     if value is None:
         return None
+    if type(value) is float and value > 0.0:   # the usual case (NaN fails the comparison)
+        return value
     if isinstance(value, (bool, str)) or not isinstance(value, (int, float, np.number)) or not value > 0:
         raise OptionError(f"{name} must be a number of seconds > 0 (or None for no limit), got {value!r}")
     return float(value)
@@ -150,7 +152,9 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
         fn, method = method, getattr(method, "__name__", "callable")
     else:
         try:
-            fn = METHODS[method]
+            fn = METHODS._entries[method]     # the function itself, once looked up (a name is imported first)
+            if isinstance(fn, str):
+                fn = METHODS[method]
         except (KeyError, TypeError):
             raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} or a function "
                                  "f(problem, **options) returning a Result") from None
@@ -161,7 +165,7 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
         options["time_limit"] = check_time_limit(options["time_limit"])
     fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
     r = fn(problem, **options)
-    if (method == "lemke" and fallback and options.get("certify") is not False and not r.success
+    if (r.status != Status.SOLVED and method == "lemke" and fallback and options.get("certify") is not False
             and r.status in (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)):
         return _after_lemke(problem, r, fallback_time_limit)
     return r
