@@ -280,24 +280,21 @@ def _balanced(norms):
     return True
 
 
+#: the bits of a double but its sign: ``bits & _MAGNITUDE`` of finite doubles compare as their magnitudes do
+_MAGNITUDE = 0x7FFFFFFFFFFFFFFF
+
+
 @njit(cache=True, nogil=True)
-def _absmax_row(X, i, m, cn):
-    """``max_j |X_ij|`` over ``j < m``, and ``cn_j = max(cn_j, |X_ij|)`` (four running maxima: no long chain of
-    dependent compares)."""
-    a0 = a1 = a2 = a3 = 0.0
-    j = 0
-    while j + 4 <= m:
-        v0, v1, v2, v3 = abs(X[i, j]), abs(X[i, j + 1]), abs(X[i, j + 2]), abs(X[i, j + 3])
-        a0, a1, a2, a3 = max(a0, v0), max(a1, v1), max(a2, v2), max(a3, v3)
-        cn[j], cn[j + 1] = max(cn[j], v0), max(cn[j + 1], v1)
-        cn[j + 2], cn[j + 3] = max(cn[j + 2], v2), max(cn[j + 3], v3)
-        j += 4
-    while j < m:
-        v0 = abs(X[i, j])
-        a0 = max(a0, v0)
-        cn[j] = max(cn[j], v0)
-        j += 1
-    return max(max(a0, a1), max(a2, a3))
+def _absmax_row(Xb, i, m, cnb):
+    """``max_j |X_ij|`` over ``j < m``, and ``cn_j = max(cn_j, |X_ij|)``, on the bits of finite doubles (``Xb``,
+    ``cnb``: int64 views): the magnitudes of finite doubles order as their bits do, and integer maxima
+    vectorize where floating-point ones (NaN rules) do not.  Returns the bits of the row's maximum."""
+    rm = 0
+    for j in range(m):
+        b = Xb[i, j] & _MAGNITUDE
+        rm = max(rm, b)
+        cnb[j] = max(cnb[j], b)
+    return rm
 
 
 @njit(cache=True, nogil=True)
@@ -361,13 +358,14 @@ def ruiz_scaling(X, sweeps, rhs):
     rn = np.empty(n)
     cn = np.empty(m)
     buf = np.empty((1, m))
+    rnb, cnb, bufb = rn.view(np.int64), cn.view(np.int64), buf.view(np.int64)
     for sweep in range(sweeps):
         cn[:] = 0.0
         for i in range(n):
             ri = r[i]
             for j in range(m):
                 buf[0, j] = X[i, j] * ri * s[j]
-            rn[i] = _absmax_row(buf, 0, m, cn)
+            rnb[i] = _absmax_row(bufb, 0, m, cnb)
         if _settled(sweep, rn, cn, s, rhs):
             break
         done_r = _rescale(rn, r)
@@ -390,20 +388,26 @@ def _equilibrated_tableau(M, q, sweeps, T):
     s = np.ones(n + 1)
     rn = np.empty(n)
     cn = np.empty(n + 1)
+    rnb, cnb, Tb = rn.view(np.int64), cn.view(np.int64), T.view(np.int64)
     settled = False
-    mmax = 0.0
+    mmax = 0
     for sweep in range(sweeps):
         cn[:] = 0.0
-        mmax = 0.0
+        mmax = 0
         for i in range(n):
             ri = r[i]
+            rm = 0
             for j in range(n):
                 T[i, j] = -(M[i, j] * ri) * s[j]
-            rm = _absmax_row(T, i, n, cn)
+            for j in range(n):             # as _absmax_row(Tb, i, n, cnb), inlined
+                b = Tb[i, j] & _MAGNITUDE
+                rm = max(rm, b)
+                cnb[j] = max(cnb[j], b)
+            rnb[i] = rm
             mmax = max(mmax, rm)
             v = abs(q[i]) * ri * s[n]
             cn[n] = max(cn[n], v)
-            rn[i] = max(rm, v)
+            rn[i] = max(rn[i], v)
         if _settled(sweep, rn, cn, s, True):
             settled = True
             break
@@ -412,11 +416,14 @@ def _equilibrated_tableau(M, q, sweeps, T):
             settled = True
             break
     if not settled:            # the sweeps ran out: the last one changed the scales after writing T
-        mmax = 0.0
+        mmax = 0
         for i in range(n):
             for j in range(n):
                 T[i, j] = -(M[i, j] * r[i]) * s[j]
-                mmax = max(mmax, abs(T[i, j]))
+                mmax = max(mmax, Tb[i, j] & _MAGNITUDE)
+    rn[0] = 0.0
+    rnb[0] = mmax                   # the largest |M'| from its bits
+    mabs = rn[0]
     g = s[n]
     rs = np.empty(n)
     ss = np.empty(n)
@@ -424,7 +431,7 @@ def _equilibrated_tableau(M, q, sweeps, T):
         rs[i] = r[i] * g
         ss[i] = s[i] / g
         T[i, n + 1] = q[i] * rs[i]
-    return rs, ss, mmax
+    return rs, ss, mabs
 
 
 @njit(cache=True, nogil=True)
