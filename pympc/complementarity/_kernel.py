@@ -128,6 +128,7 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     colpos[2 * n] = n
     cand = np.empty(n, np.int64)
     prow = np.empty(n + 2)
+    ratio = np.empty(n)
 
     # Initial pivot: z0 enters at the level that makes every rhs >= 0; the
     # leaving row is the lexicographic minimum of (q_i, e_i) / d_i.
@@ -166,14 +167,17 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
             break
         entering = leaving + n if leaving < n else leaving - n
         s = colpos[entering]
-        # minimum ratio over rows with a positive entry in the entering column
+        # minimum ratio over rows with a positive entry in the entering column (each ratio computed once)
         best = np.inf
         for i in range(n):
             a = T[i, s]
             if a > piv_tol:
                 v = T[i, rhs] / a
+                ratio[i] = v
                 if v < best:
                     best = v
+            else:
+                ratio[i] = np.nan       # not a candidate (NaN passes no comparison)
         if best == np.inf:
             code = KERNEL_RAY
             break
@@ -181,8 +185,7 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         z0row = -1
         lim = best + tie_tol * (1.0 + abs(best))
         for i in range(n):
-            a = T[i, s]
-            if a > piv_tol and T[i, rhs] / a <= lim:
+            if ratio[i] <= lim:
                 cand[ncand] = i
                 ncand += 1
                 if basis[i] == 2 * n:

@@ -237,11 +237,25 @@ def _certify(problem, status, message, info):
     return status, message + f"; yet enumeration finds solutions ({sols.kind.name.lower()}): Lemke's method cannot reach them from this start"
 
 
-def _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify):
-    """:func:`lemke` on an LCP with validated settings: one compiled call (:func:`solve_lcp`) and, when its
-    point is verified and nothing is to be printed, the result at once (its ``info`` made when first read)."""
+def _lemke_lcp_default(problem):
+    """``lemke(problem)`` for an :class:`LCP` with every option at its default (what ``pympc.solve`` calls)."""
+    n = problem.q.shape[0]
+    max_pivots = 1000 + 100 * n
+    code, pivots, clean, out = solve_lcp(problem.M, problem.q, _NO_D, max_pivots, 1e-10, 1e-12, _SWEEPS, 1e-9)
+    if clean:
+        return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
+                            (_lcp_info, out, n))
+    return _lemke_lcp_result(problem, None, max_pivots, 1e-10, 1e-9, False, n <= 8, (code, pivots, clean, out))
+
+
+def _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify, answer=None):
+    """:func:`lemke` on an LCP with validated settings: one compiled call (:func:`solve_lcp`; ``answer``, its
+    answer if made already) and, when its point is verified and nothing is to be printed, the result at once
+    (its ``info`` made when first read)."""
     M, q = problem.M, problem.q
-    code, pivots, clean, out = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, 1e-12, _SWEEPS, tol)
+    if answer is None:
+        answer = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, 1e-12, _SWEEPS, tol)
+    code, pivots, clean, out = answer
     n = q.shape[0]
     if clean and not verbose:   # the usual case: a verified point, nothing more to decide or to print
         return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
@@ -287,8 +301,7 @@ def lemke(problem, **options):
     (True, 1.0)
     """
     if type(problem) is LCP and not options:   # the usual call: the defaults, without the keyword machinery
-        n = problem.q.shape[0]
-        return _lemke_lcp_result(problem, None, 1000 + 100 * n, 1e-10, 1e-9, False, n <= 8)
+        return _lemke_lcp_default(problem)
     if not isinstance(problem, (LCP, HLCP)):
         raise ProblemError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}; "
                            "wrap the data first: pympc.LCP(M, q) or pympc.HLCP(A, B, c).")

@@ -19,7 +19,7 @@ import numpy as np
 from .._plugins import SOLVE_METHODS
 from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
-from .lemke import lemke
+from .lemke import lemke, _lemke_lcp_default
 from .milp import milp
 from .problems import HLCP, LCP
 from .results import Result, Status
@@ -90,6 +90,10 @@ class _Methods(Mapping):
 METHODS = _Methods({"lemke": lemke, "enumerate": _enumerate, "milp": milp, **SOLVE_METHODS})
 
 
+#: how Lemke's method can end undecided: ``solve`` decides these exactly (its ``fallback``)
+_UNDECIDED_BY_LEMKE = (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)
+
+
 def _after_lemke(problem, r, time_limit):
     """Lemke ended without a point: decide exactly where that is affordable, and say which method did."""
     sols = r.info.get("certificate")
@@ -148,6 +152,12 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     >>> pympc.solve(pympc.LCP([[2.0]], [-4.0]), method="milp").z
     array([2.])
     """
+    if (type(problem) is LCP and method == "lemke" and not options and METHODS._entries["lemke"] is lemke
+            and type(fallback_time_limit) is float and fallback_time_limit > 0.0):
+        r = _lemke_lcp_default(problem)   # the usual call, straight: a verified point is returned as it is
+        if r.status is Status.SOLVED or not fallback or r.status not in _UNDECIDED_BY_LEMKE:
+            return r
+        return _after_lemke(problem, r, fallback_time_limit)
     if callable(method):
         fn, method = method, getattr(method, "__name__", "callable")
     else:
@@ -166,6 +176,6 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
     r = fn(problem, **options)
     if (r.status != Status.SOLVED and method == "lemke" and fallback and options.get("certify") is not False
-            and r.status in (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)):
+            and r.status in _UNDECIDED_BY_LEMKE):
         return _after_lemke(problem, r, fallback_time_limit)
     return r
