@@ -98,12 +98,17 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     """Lemke's method on the condensed tableau ``T = [-M | -d | q]`` (overwritten), the body of
     :func:`lemke_kernel` (``piv_tol`` is the absolute pivot tolerance); returns like it."""
     n = T.shape[0]
-    enter_log = np.empty(max_pivots + 1, np.int64)
-    leave_log = np.empty(max_pivots + 1, np.int64)
-    z = np.zeros(n)
-    w = np.zeros(n)
     nv = 2 * n + 1
     rhs = n + 1
+    # two allocations carved into the work arrays (an allocation costs more than these small loops)
+    L = max_pivots + 1
+    ints = np.empty(2 * L + 2 * nv + 3 * n + 1, np.int64)
+    enter_log, leave_log = ints[:L], ints[L:2 * L]
+    colpos, rowpos = ints[2 * L:2 * L + nv], ints[2 * L + nv:2 * L + 2 * nv]
+    k = 2 * L + 2 * nv
+    nb, basis, cand = ints[k:k + n + 1], ints[k + n + 1:k + 2 * n + 1], ints[k + 2 * n + 1:k + 3 * n + 1]
+    floats = np.zeros(5 * n + 2)
+    z, w, prow, ratio = floats[:n], floats[n:2 * n], floats[2 * n:3 * n + 2], floats[3 * n + 2:]
     qmin = T[0, rhs]
     for i in range(n):
         if T[i, rhs] < qmin:
@@ -114,10 +119,8 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         return KERNEL_SOLVED, 0, z, w, enter_log[:0], leave_log[:0]
 
     # condensed tableau [-M | -d | q]: column j < n holds z_j, column n holds z0
-    colpos = np.full(nv, -1, np.int64)
-    rowpos = np.full(nv, -1, np.int64)
-    nb = np.empty(n + 1, np.int64)
-    basis = np.empty(n, np.int64)
+    colpos[:] = -1
+    rowpos[:] = -1
     for i in range(n):
         basis[i] = i
         rowpos[i] = i
@@ -126,9 +129,6 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         colpos[n + j] = j
     nb[n] = 2 * n
     colpos[2 * n] = n
-    cand = np.empty(n, np.int64)
-    prow = np.empty(n + 2)
-    ratio = np.empty(n)
 
     # Initial pivot: z0 enters at the level that makes every rhs >= 0; the
     # leaving row is the lexicographic minimum of (q_i, e_i) / d_i.
@@ -387,10 +387,9 @@ def _equilibrated_tableau(M, q, sweeps, T):
     ``(r, s, largest |M'|)`` with the scales of :func:`equilibrate_lcp` (``z = s z'``, ``w = w' / r``).
     """
     n = q.shape[0]
-    r = np.ones(n)
-    s = np.ones(n + 1)
-    rn = np.empty(n)
-    cn = np.empty(n + 1)
+    work = np.ones(6 * n + 2)
+    r, s, rn, cn = work[:n], work[n:2 * n + 1], work[2 * n + 1:3 * n + 1], work[3 * n + 1:4 * n + 2]
+    rs, ss = work[4 * n + 2:5 * n + 2], work[5 * n + 2:]
     rnb, cnb, Tb = rn.view(np.int64), cn.view(np.int64), T.view(np.int64)
     settled = False
     mmax = 0
@@ -428,8 +427,6 @@ def _equilibrated_tableau(M, q, sweeps, T):
     rnb[0] = mmax                   # the largest |M'| from its bits
     mabs = rn[0]
     g = s[n]
-    rs = np.empty(n)
-    ss = np.empty(n)
     for i in range(n):
         rs[i] = r[i] * g
         ss[i] = s[i] / g
@@ -512,10 +509,10 @@ def relative_residual(A, B, c, x, y):
 def lcp_relative_residual(M, q, z, w):
     """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z`` (row-major loops)."""
     n = q.shape[0]
-    t = np.empty(n)
     umax = _abs_max(z, w)
     if not umax < np.inf:
         return np.inf, np.inf, np.inf
+    t = np.empty(n)
     # the terms of a zero z_j are zero: the sums run over the others (the same sums, in the same order)
     cols = np.empty(n, np.int64)
     nnz = 0
@@ -536,8 +533,8 @@ def lcp_relative_residual(M, q, z, w):
         t[i] = a
         if s != 0.0:
             eq = max(eq, abs(s) / a if a > 0.0 else np.inf)
-    wz = np.zeros(n)  # weight of z_j: the largest share of a row it carries
-    nz = np.zeros(n, np.bool_)  # column j of M has a nonzero
+    wz = np.zeros(n if weights else 0)  # weight of z_j: the largest share of a row it carries
+    nz = np.zeros(n if weights else 0, np.bool_)  # column j of M has a nonzero
     if weights:
         for i in range(n):
             for j in range(n):
@@ -549,10 +546,12 @@ def lcp_relative_residual(M, q, z, w):
     comp = 0.0
     for j in range(n):
         ww = abs(w[j]) / t[j] if t[j] > 0.0 else 0.0
-        if not nz[j]:
-            wz[j] = abs(z[j]) / (1.0 + umax)
         if w[j] < 0.0:
             neg = max(neg, ww)
+        if not weights:
+            continue
+        if not nz[j]:
+            wz[j] = abs(z[j]) / (1.0 + umax)
         if z[j] < 0.0:
             neg = max(neg, wz[j])
         if w[j] != 0.0 and z[j] != 0.0:
