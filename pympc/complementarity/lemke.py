@@ -149,6 +149,11 @@ def _lcp_info(out, n):
     return {"log": log, "scaling": scaling}
 
 
+def _hlcp_info(el, ll, basis, dx, dy):
+    """The ``info`` of a Lemke result on an HLCP (made when first read): the pivot log, the basis, the scales."""
+    return {"log": (el, ll), "basis": basis, "scaling": (dx, dy)}
+
+
 def _lemke_lcp(M, q, d, max_pivots, piv_tol, tol):
     """Lemke on the equilibrated LCP(M, q), the point mapped back and verified (see :func:`_verify`).
 
@@ -349,6 +354,9 @@ def lemke(problem, **options):
     basis, (code, pivots, xs, ys, el, ll) = form
     if fast is not None and not (code == KERNEL_SOLVED and (fast[3] or max(fast[2]) > tol)):
         x, y, res = fast[:3]      # what _verify returns unchanged: a point with no negative entry that passes
+        if code == KERNEL_SOLVED and not verbose:   # verified (max(res) <= tol above): the result at once
+            return Result._lazy(problem, Status.SOLVED, _VERIFIED, x, y, pivots, "lemke",
+                                (_hlcp_info, el, ll, basis, dx, dy))
     else:
         (x, y), res = _verify(lambda a, b: relative_residual(problem.A, problem.B, problem.c, a * dx, b * dy),
                               lambda: (As, Bs, cs), xs, ys, tol, code == KERNEL_SOLVED)
