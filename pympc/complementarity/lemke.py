@@ -149,24 +149,20 @@ def _lcp_info(out, n):
     return {"log": log, "scaling": scaling}
 
 
+def _lcp_form_info(out, n):
+    """The ``info`` of a Lemke result on an HLCP solved through its LCP form (A diagonal): log, basis, scales."""
+    log, scaling = _log_and_scaling(out, n)
+    return {"log": log, "basis": np.ones(n, bool), "scaling": scaling}
+
+
 def _hlcp_info(el, ll, basis, dx, dy):
     """The ``info`` of a Lemke result on an HLCP (made when first read): the pivot log, the basis, the scales."""
     return {"log": (el, ll), "basis": basis, "scaling": (dx, dy)}
 
 
-def _lemke_lcp(M, q, d, max_pivots, piv_tol, tol):
-    """Lemke on the equilibrated LCP(M, q), the point mapped back and verified (see :func:`_verify`).
-
-    Returns ``(code, pivots, z, w, log, relative residual, (r, s))``; ``d`` is
-    the covering vector of the rows of ``M`` (None: all ones after equilibration).
-    """
-    code, pivots, clean, out = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, 1e-12, _SWEEPS, tol)
-    return _unpacked(M, q, code, pivots, clean, out, tol)
-
-
 def _unpacked(M, q, code, pivots, clean, out, tol):
-    """:func:`_lemke_lcp`'s answer from :func:`solve_lcp`'s: a point that is not ``clean`` after a complementary
-    basis goes through :func:`_verify`."""
+    """Lemke on LCP(M, q) from :func:`solve_lcp`'s answer: ``(code, pivots, z, w, log, relative residual,
+    (r, s))``, where a point that is not ``clean`` after a complementary basis has gone through :func:`_verify`."""
     n = q.size
     z, w = out[:n], out[n:2 * n]
     res = tuple(out[4 * n:4 * n + 3].tolist())
@@ -323,8 +319,15 @@ def lemke(problem, **options):
     a = np.diagonal(problem.A) if problem._a_diagonal else None
     if problem._a_diagonal and a.all():
         # the LCP form, row by row: x = w, y = z of LCP(-B/a, c/a) (relative residuals are the same)
-        code, pivots, y, x, log, _, scaling = _lemke_lcp(-problem.B / a[:, None], problem.c / a, d, max_pivots,
-                                                         piv_tol, tol)
+        M, q = -problem.B / a[:, None], problem.c / a
+        answer = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, 1e-12, _SWEEPS, tol)
+        if answer[2] and not verbose:   # a clean point: checked in this problem, it is the result at once
+            out = answer[3]
+            x, y = out[n:2 * n], out[:n]
+            if max(relative_residual(problem.A, problem.B, problem.c, x, y)) <= tol:
+                return Result._lazy(problem, Status.SOLVED, _VERIFIED, x, y, answer[1], "lemke",
+                                    (_lcp_form_info, out, n))
+        code, pivots, y, x, log, _, scaling = _unpacked(M, q, *answer, tol)
         res = relative_residual(problem.A, problem.B, problem.c, x, y)
         status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
         info = {"log": log, "basis": np.ones(n, bool), "scaling": scaling}
