@@ -284,64 +284,49 @@ def _balanced(norms):
 
 
 #: the bits of a double but its sign: ``bits & _MAGNITUDE`` of finite doubles compare as their magnitudes do
+#: (and integer maxima vectorize where floating-point ones, with their NaN rules, do not)
 _MAGNITUDE = 0x7FFFFFFFFFFFFFFF
 
 
 @njit(cache=True, nogil=True)
-def _absmax_row(Xb, i, m, cnb):
-    """``max_j |X_ij|`` over ``j < m``, and ``cn_j = max(cn_j, |X_ij|)``, on the bits of finite doubles (``Xb``,
-    ``cnb``: int64 views): the magnitudes of finite doubles order as their bits do, and integer maxima
-    vectorize where floating-point ones (NaN rules) do not.  Returns the bits of the row's maximum."""
-    rm = 0
-    for j in range(m):
-        b = Xb[i, j] & _MAGNITUDE
-        rm = max(rm, b)
-        cnb[j] = max(cnb[j], b)
-    return rm
+def _ruiz_step(sweep, rn, cn, r, s, rhs):
+    """After the row and column norms ``rn``, ``cn`` of sweep ``sweep``: settle the scaling or take a step of
+    Ruiz's method.  True if it is settled (nothing to change).
 
-
-@njit(cache=True, nogil=True)
-def _rescale(norms, scales):
-    """One step of Ruiz's method: each scale (a power of two) times ``2 ** round(-log2(norm) / 2)``, the power
-    of two that brings its (nonzero) norm nearest 1.  True if no scale changed.
-
-    The power is read from the bits of the norm where that is exact (a normal norm whose mantissa is not
-    within 1e-11 of a power of two: there ``log2`` lies strictly between two integers) and applied to the
-    exponent of the scale; elsewhere it is computed by ``log2`` and ``round`` (the same answer, bit for bit).
+    Sweep 0 of balanced data (nonzero row and column norms between 1/8 and 8; the right-hand side, if ``rhs``,
+    not counted) is settled as it is, with the right-hand side brought to the size of the largest column.
+    Otherwise each scale (a power of two) is multiplied by ``2 ** round(-log2(norm) / 2)``, the power of two
+    that brings its nonzero norm nearest 1; settled when no scale changes.  The power is read from the bits
+    of the norm where that is exact (a normal norm whose mantissa is not within 1e-11 of a power of two:
+    there ``log2`` lies strictly between two integers) and added to the exponent of the scale; elsewhere it
+    is computed by ``log2`` and ``round`` (the same answer, bit for bit).
     """
-    done = True
-    bits = norms.view(np.int64)
-    sbits = scales.view(np.int64)
-    for i in range(norms.shape[0]):
-        if norms[i] > 0.0:
-            e = (bits[i] >> 52) & 0x7FF
-            frac = bits[i] & 0xFFFFFFFFFFFFF
-            k = -((e - 1022) >> 1)
-            se = ((sbits[i] >> 52) & 0x7FF) + k
-            if e != 0 and 45036 < frac < 4503599627325460 and 0 < se < 2047:
-                if k != 0:
-                    sbits[i] += k << 52
-                    done = False
-            else:
-                f = 2.0 ** np.round(-0.5 * np.log2(norms[i]))
-                if f != 1.0:
-                    scales[i] *= f
-                    done = False
-    return done
-
-
-@njit(cache=True, nogil=True)
-def _settled(sweep, rn, cn, s, rhs):
-    """After the norms of sweep ``sweep``: is the scaling settled?  Sweep 0 of balanced data (nonzero row and
-    column norms between 1/8 and 8; the right-hand side, if ``rhs``, not counted) settles it as it is, with the
-    right-hand side brought to the size of the largest column; otherwise Ruiz's step (:func:`_rescale`)
-    settles it when it changes nothing."""
     m = cn.shape[0]
     if sweep == 0 and _balanced(rn) and _balanced(cn[:m - 1] if rhs else cn):
         if rhs and cn[m - 1] > 0.0 and m > 1 and cn[:m - 1].max() > 0.0:
             s[m - 1] = 2.0 ** np.round(np.log2(cn[:m - 1].max() / cn[m - 1]))
         return True
-    return False
+    done = True
+    for side in range(2):
+        norms, scales = (rn, r) if side == 0 else (cn, s)
+        bits = norms.view(np.int64)
+        sbits = scales.view(np.int64)
+        for i in range(norms.shape[0]):
+            if norms[i] > 0.0:
+                e = (bits[i] >> 52) & 0x7FF
+                frac = bits[i] & 0xFFFFFFFFFFFFF
+                k = -((e - 1022) >> 1)
+                se = ((sbits[i] >> 52) & 0x7FF) + k
+                if e != 0 and 45036 < frac < 4503599627325460 and 0 < se < 2047:
+                    if k != 0:
+                        sbits[i] += k << 52
+                        done = False
+                else:
+                    f = 2.0 ** np.round(-0.5 * np.log2(norms[i]))
+                    if f != 1.0:
+                        scales[i] *= f
+                        done = False
+    return done
 
 
 @njit(cache=True, nogil=True)
@@ -368,11 +353,13 @@ def ruiz_scaling(X, sweeps, rhs):
             ri = r[i]
             for j in range(m):
                 buf[0, j] = X[i, j] * ri * s[j]
-            rnb[i] = _absmax_row(bufb, 0, m, cnb)
-        if _settled(sweep, rn, cn, s, rhs):
-            break
-        done_r = _rescale(rn, r)
-        if _rescale(cn, s) and done_r:
+            rm = 0
+            for j in range(m):    # magnitudes by their bits: integer maxima vectorize (see _MAGNITUDE)
+                b = bufb[0, j] & _MAGNITUDE
+                rm = max(rm, b)
+                cnb[j] = max(cnb[j], b)
+            rnb[i] = rm
+        if _ruiz_step(sweep, rn, cn, r, s, rhs):
             break
     return r, s
 
@@ -401,7 +388,7 @@ def _equilibrated_tableau(M, q, sweeps, T):
             rm = 0
             for j in range(n):
                 T[i, j] = -(M[i, j] * ri) * s[j]
-            for j in range(n):             # as _absmax_row(Tb, i, n, cnb), inlined
+            for j in range(n):    # magnitudes by their bits, as in ruiz_scaling
                 b = Tb[i, j] & _MAGNITUDE
                 rm = max(rm, b)
                 cnb[j] = max(cnb[j], b)
@@ -410,11 +397,7 @@ def _equilibrated_tableau(M, q, sweeps, T):
             v = abs(q[i]) * ri * s[n]
             cn[n] = max(cn[n], v)
             rn[i] = max(rn[i], v)
-        if _settled(sweep, rn, cn, s, True):
-            settled = True
-            break
-        done_r = _rescale(rn, r)
-        if _rescale(cn, s) and done_r:
+        if _ruiz_step(sweep, rn, cn, r, s, True):
             settled = True
             break
     if not settled:            # the sweeps ran out: the last one changed the scales after writing T
