@@ -16,7 +16,8 @@ from pympc.complementarity import _kernel as K
 
 def _instances(seed, count=240):
     """LCPs of every kind the solver meets: SPD, indefinite, badly scaled, degenerate integers (ties,
-    repeated columns), sparse with zero rows and columns, nonnegative, near-identity; q of either sign."""
+    repeated columns), sparse with zero rows and columns, nonnegative, near-identity (balanced: no scaling);
+    q of either sign."""
     rng = np.random.default_rng(seed)
     for k in range(count):
         n = int(rng.integers(1, 26))
@@ -39,6 +40,8 @@ def _instances(seed, count=240):
         else:
             M = np.eye(n) + 0.01 * G
         q = rng.integers(-2, 2, n).astype(float) if kind == 3 else rng.uniform(-1, 1, n) * 10.0 ** rng.uniform(-3, 3)
+        if kind == 6:
+            q = rng.uniform(-1, 1, n)   # balanced data: the scaling settles at the first sweep
         yield LCP(M, q)
 
 

@@ -370,28 +370,37 @@ def _equilibrated_tableau(M, q, sweeps, T):
     ``n``, the covering vector's, is left to the caller).
 
     Ruiz's sweeps on ``[M | q]`` (as :func:`ruiz_scaling` with ``rhs``) write ``-diag(r) M diag(s)`` into
-    ``T`` as they measure it, so the sweep that finds the scaling settled has built the tableau.  Returns
+    ``T`` as they measure it (from the second on), so the sweep that finds the scaling settled has built the
+    tableau.  Returns
     ``(r, s, largest |M'|)`` with the scales of :func:`equilibrate_lcp` (``z = s z'``, ``w = w' / r``).
     """
     n = q.shape[0]
     work = np.ones(6 * n + 2)
     r, s, rn, cn = work[:n], work[n:2 * n + 1], work[2 * n + 1:3 * n + 1], work[3 * n + 1:4 * n + 2]
     rs, ss = work[4 * n + 2:5 * n + 2], work[5 * n + 2:]
-    rnb, cnb, Tb = rn.view(np.int64), cn.view(np.int64), T.view(np.int64)
+    rnb, cnb, Tb, Mb = rn.view(np.int64), cn.view(np.int64), T.view(np.int64), M.view(np.int64)
     settled = False
+    written = False            # does T hold -diag(r) M diag(s) of the current scales?
     mmax = 0
     for sweep in range(sweeps):
         cn[:] = 0.0
         mmax = 0
+        written = sweep > 0    # sweep 0 (unit scales) measures M itself and writes nothing
         for i in range(n):
             ri = r[i]
             rm = 0
-            for j in range(n):
-                T[i, j] = -(M[i, j] * ri) * s[j]
-            for j in range(n):    # magnitudes by their bits, as in ruiz_scaling
-                b = Tb[i, j] & _MAGNITUDE
-                rm = max(rm, b)
-                cnb[j] = max(cnb[j], b)
+            if written:
+                for j in range(n):
+                    T[i, j] = -(M[i, j] * ri) * s[j]
+                for j in range(n):    # magnitudes by their bits, as in ruiz_scaling
+                    b = Tb[i, j] & _MAGNITUDE
+                    rm = max(rm, b)
+                    cnb[j] = max(cnb[j], b)
+            else:
+                for j in range(n):
+                    b = Mb[i, j] & _MAGNITUDE
+                    rm = max(rm, b)
+                    cnb[j] = max(cnb[j], b)
             rnb[i] = rm
             mmax = max(mmax, rm)
             v = abs(q[i]) * ri * s[n]
@@ -400,7 +409,7 @@ def _equilibrated_tableau(M, q, sweeps, T):
         if _ruiz_step(sweep, rn, cn, r, s, True):
             settled = True
             break
-    if not settled:            # the sweeps ran out: the last one changed the scales after writing T
+    if not (settled and written):    # settled by sweep 0, or the sweeps ran out (the last step changed the scales)
         mmax = 0
         for i in range(n):
             for j in range(n):
