@@ -16,6 +16,10 @@ from _timing import median_time
 import pympc
 
 
+#: issue 28's bounds on pympc.solve's time over quantecon's, same instances, same run
+TARGETS = {5: "<=1.5", 20: "<=1.0", 50: "<=0.8", 100: "<=0.8"}
+
+
 def instances(n, count, seed):
     rng = np.random.default_rng(seed)
     for _ in range(count):
@@ -96,6 +100,8 @@ def main(argv=None):
     for k in peers:
         if peers[k]:
             head += f" {k:>11} {'piv':>5} {'pympc/' + k:>16}"
+    if peers["quantecon"]:
+        head += f" {'target':>6}"
     print(head)
     for r in rows:
         line = (f"{r['n']:>4} {r['piv']:>6.0f} {r['pympc'] * 1e6:>9.1f}us {r['hlcp'] * 1e6:>9.1f}us "
@@ -103,8 +109,11 @@ def main(argv=None):
         for k in peers:
             if peers[k]:
                 line += f" {r[k] * 1e6:>9.1f}us {r[k + '_piv']:>5.0f} {r['pympc'] / r[k]:>16.2f}"
+        if peers["quantecon"]:
+            line += f" {TARGETS.get(r['n'], ''):>6}"
         print(line)
-    print("times: medians of the whole call (pympc: pympc.solve on a built problem, verification included)\n"
+    print("times: medians of the whole call (pympc: pympc.solve on a built problem, verification included); "
+          "target: issue 28's bound on pympc/quantecon\n"
           "'pympc HLCP': the same instances in HLCP form HLCP(I, -M, q); 'HLCP gen. A': behind a dense A = T")
 
 

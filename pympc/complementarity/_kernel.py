@@ -30,10 +30,9 @@ def _pivot(T, r, s, prow):
         if i != r:
             f = T[i, s]
             if f != 0.0:
-                row = T[i]
                 for j in range(m):
-                    row[j] -= f * prow[j]
-                row[s] = -f / p
+                    T[i, j] -= f * prow[j]
+                T[i, s] = -f / p
     for j in range(m):
         T[r, j] = prow[j]
 
@@ -82,40 +81,47 @@ def lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
     variables entering and leaving at each pivot.
     """
     n = q.shape[0]
-    nv = 2 * n + 1
-    rhs = n + 1
-    enter_log = np.empty(max_pivots + 1, np.int64)
-    leave_log = np.empty(max_pivots + 1, np.int64)
-    z = np.zeros(n)
-    w = np.zeros(n)
-    qmin = q[0]
-    for i in range(n):
-        if q[i] < qmin:
-            qmin = q[i]
-    if qmin >= 0.0:
-        for i in range(n):
-            w[i] = q[i]
-        return KERNEL_SOLVED, 0, z, w, enter_log[:0], leave_log[:0]
+    T = np.empty((n, n + 2))
     scale = 1.0
     for i in range(n):
-        if d[i] > scale:
-            scale = d[i]
-        for j in range(n):
-            if abs(M[i, j]) > scale:
-                scale = abs(M[i, j])
-    piv_tol = piv_rel * scale
-
-    # condensed tableau [-M | -d | q]: column j < n holds z_j, column n holds z0
-    T = np.empty((n, n + 2))
-    colpos = np.full(nv, -1, np.int64)
-    rowpos = np.full(nv, -1, np.int64)
-    nb = np.empty(n + 1, np.int64)
-    basis = np.empty(n, np.int64)
-    for i in range(n):
+        scale = max(scale, d[i])
         for j in range(n):
             T[i, j] = -M[i, j]
+            scale = max(scale, abs(M[i, j]))
         T[i, n] = -d[i]
-        T[i, rhs] = q[i]
+        T[i, n + 1] = q[i]
+    return lemke_tableau(T, d, max_pivots, piv_rel * scale, tie_tol)
+
+
+@njit(cache=True, nogil=True)
+def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
+    """Lemke's method on the condensed tableau ``T = [-M | -d | q]`` (overwritten), the body of
+    :func:`lemke_kernel` (``piv_tol`` is the absolute pivot tolerance); returns like it."""
+    n = T.shape[0]
+    nv = 2 * n + 1
+    rhs = n + 1
+    # two allocations carved into the work arrays (an allocation costs more than these small loops)
+    L = max_pivots + 1
+    ints = np.empty(2 * L + 2 * nv + 3 * n + 1, np.int64)
+    enter_log, leave_log = ints[:L], ints[L:2 * L]
+    colpos, rowpos = ints[2 * L:2 * L + nv], ints[2 * L + nv:2 * L + 2 * nv]
+    k = 2 * L + 2 * nv
+    nb, basis, cand = ints[k:k + n + 1], ints[k + n + 1:k + 2 * n + 1], ints[k + 2 * n + 1:k + 3 * n + 1]
+    floats = np.zeros(5 * n + 2)
+    z, w, prow, ratio = floats[:n], floats[n:2 * n], floats[2 * n:3 * n + 2], floats[3 * n + 2:]
+    qmin = T[0, rhs]
+    for i in range(n):
+        if T[i, rhs] < qmin:
+            qmin = T[i, rhs]
+    if qmin >= 0.0:
+        for i in range(n):
+            w[i] = T[i, rhs]
+        return KERNEL_SOLVED, 0, z, w, enter_log[:0], leave_log[:0]
+
+    # condensed tableau [-M | -d | q]: column j < n holds z_j, column n holds z0
+    colpos[:] = -1
+    rowpos[:] = -1
+    for i in range(n):
         basis[i] = i
         rowpos[i] = i
     for j in range(n):
@@ -123,19 +129,17 @@ def lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
         colpos[n + j] = j
     nb[n] = 2 * n
     colpos[2 * n] = n
-    cand = np.empty(n, np.int64)
-    prow = np.empty(n + 2)
 
     # Initial pivot: z0 enters at the level that makes every rhs >= 0; the
     # leaving row is the lexicographic minimum of (q_i, e_i) / d_i.
     best = np.inf
     for i in range(n):
-        v = q[i] / d[i]
+        v = T[i, rhs] / d[i]
         if v < best:
             best = v
     ncand = 0
     for i in range(n):
-        if q[i] / d[i] <= best + tie_tol * (1.0 + abs(best)):
+        if T[i, rhs] / d[i] <= best + tie_tol * (1.0 + abs(best)):
             cand[ncand] = i
             ncand += 1
     r = _lex_rows(T, n, cand, ncand, n, tie_tol, colpos, rowpos, True, d)
@@ -163,14 +167,17 @@ def lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
             break
         entering = leaving + n if leaving < n else leaving - n
         s = colpos[entering]
-        # minimum ratio over rows with a positive entry in the entering column
+        # minimum ratio over rows with a positive entry in the entering column (each ratio computed once)
         best = np.inf
         for i in range(n):
             a = T[i, s]
             if a > piv_tol:
                 v = T[i, rhs] / a
+                ratio[i] = v
                 if v < best:
                     best = v
+            else:
+                ratio[i] = np.nan       # not a candidate (NaN passes no comparison)
         if best == np.inf:
             code = KERNEL_RAY
             break
@@ -178,8 +185,7 @@ def lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol):
         z0row = -1
         lim = best + tie_tol * (1.0 + abs(best))
         for i in range(n):
-            a = T[i, s]
-            if a > piv_tol and T[i, rhs] / a <= lim:
+            if ratio[i] <= lim:
                 cand[ncand] = i
                 ncand += 1
                 if basis[i] == 2 * n:
@@ -277,6 +283,52 @@ def _balanced(norms):
     return True
 
 
+#: the bits of a double but its sign: ``bits & _MAGNITUDE`` of finite doubles compare as their magnitudes do
+#: (and integer maxima vectorize where floating-point ones, with their NaN rules, do not)
+_MAGNITUDE = 0x7FFFFFFFFFFFFFFF
+
+
+@njit(cache=True, nogil=True)
+def _ruiz_step(sweep, rn, cn, r, s, rhs):
+    """After the row and column norms ``rn``, ``cn`` of sweep ``sweep``: settle the scaling or take a step of
+    Ruiz's method.  True if it is settled (nothing to change).
+
+    Sweep 0 of balanced data (nonzero row and column norms between 1/8 and 8; the right-hand side, if ``rhs``,
+    not counted) is settled as it is, with the right-hand side brought to the size of the largest column.
+    Otherwise each scale (a power of two) is multiplied by ``2 ** round(-log2(norm) / 2)``, the power of two
+    that brings its nonzero norm nearest 1; settled when no scale changes.  The power is read from the bits
+    of the norm where that is exact (a normal norm whose mantissa is not within 1e-11 of a power of two:
+    there ``log2`` lies strictly between two integers) and added to the exponent of the scale; elsewhere it
+    is computed by ``log2`` and ``round`` (the same answer, bit for bit).
+    """
+    m = cn.shape[0]
+    if sweep == 0 and _balanced(rn) and _balanced(cn[:m - 1] if rhs else cn):
+        if rhs and cn[m - 1] > 0.0 and m > 1 and cn[:m - 1].max() > 0.0:
+            s[m - 1] = 2.0 ** np.round(np.log2(cn[:m - 1].max() / cn[m - 1]))
+        return True
+    done = True
+    for side in range(2):
+        norms, scales = (rn, r) if side == 0 else (cn, s)
+        bits = norms.view(np.int64)
+        sbits = scales.view(np.int64)
+        for i in range(norms.shape[0]):
+            if norms[i] > 0.0:
+                e = (bits[i] >> 52) & 0x7FF
+                frac = bits[i] & 0xFFFFFFFFFFFFF
+                k = -((e - 1022) >> 1)
+                se = ((sbits[i] >> 52) & 0x7FF) + k
+                if e != 0 and 45036 < frac < 4503599627325460 and 0 < se < 2047:
+                    if k != 0:
+                        sbits[i] += k << 52
+                        done = False
+                else:
+                    f = 2.0 ** np.round(-0.5 * np.log2(norms[i]))
+                    if f != 1.0:
+                        scales[i] *= f
+                        done = False
+    return done
+
+
 @njit(cache=True, nogil=True)
 def ruiz_scaling(X, sweeps, rhs):
     """Row and column scalings (powers of two) that equilibrate ``X`` (Ruiz's method).
@@ -293,38 +345,85 @@ def ruiz_scaling(X, sweeps, rhs):
     s = np.ones(m)
     rn = np.empty(n)
     cn = np.empty(m)
+    buf = np.empty((1, m))
+    rnb, cnb, bufb = rn.view(np.int64), cn.view(np.int64), buf.view(np.int64)
     for sweep in range(sweeps):
-        rn[:] = 0.0
         cn[:] = 0.0
         for i in range(n):
+            ri = r[i]
             for j in range(m):
-                v = abs(X[i, j]) * r[i] * s[j]
-                if v > rn[i]:
-                    rn[i] = v
-                if v > cn[j]:
-                    cn[j] = v
-        if sweep == 0 and _balanced(rn) and _balanced(cn[:m - 1] if rhs else cn):
-            # already balanced (nonzero norms between 1/8 and 8): leave the matrix as it is,
-            # and bring a right-hand side to the size of the largest column
-            if rhs and cn[m - 1] > 0.0 and m > 1 and cn[:m - 1].max() > 0.0:
-                s[m - 1] = 2.0 ** np.round(np.log2(cn[:m - 1].max() / cn[m - 1]))
-            break
-        done = True
-        for i in range(n):
-            if rn[i] > 0.0:
-                f = 2.0 ** np.round(-0.5 * np.log2(rn[i]))
-                if f != 1.0:
-                    r[i] *= f
-                    done = False
-        for j in range(m):
-            if cn[j] > 0.0:
-                f = 2.0 ** np.round(-0.5 * np.log2(cn[j]))
-                if f != 1.0:
-                    s[j] *= f
-                    done = False
-        if done:
+                buf[0, j] = X[i, j] * ri * s[j]
+            rm = 0
+            for j in range(m):    # magnitudes by their bits: integer maxima vectorize (see _MAGNITUDE)
+                b = bufb[0, j] & _MAGNITUDE
+                rm = max(rm, b)
+                cnb[j] = max(cnb[j], b)
+            rnb[i] = rm
+        if _ruiz_step(sweep, rn, cn, r, s, rhs):
             break
     return r, s
+
+
+@njit(cache=True, nogil=True)
+def _equilibrated_tableau(M, q, sweeps, T):
+    """:func:`equilibrate_lcp` written straight into Lemke's condensed tableau ``T = [-M' | · | q']`` (column
+    ``n``, the covering vector's, is left to the caller).
+
+    Ruiz's sweeps on ``[M | q]`` (as :func:`ruiz_scaling` with ``rhs``) write ``-diag(r) M diag(s)`` into
+    ``T`` as they measure it (from the second on), so the sweep that finds the scaling settled has built the
+    tableau.  Returns
+    ``(r, s, largest |M'|)`` with the scales of :func:`equilibrate_lcp` (``z = s z'``, ``w = w' / r``).
+    """
+    n = q.shape[0]
+    work = np.ones(6 * n + 2)
+    r, s, rn, cn = work[:n], work[n:2 * n + 1], work[2 * n + 1:3 * n + 1], work[3 * n + 1:4 * n + 2]
+    rs, ss = work[4 * n + 2:5 * n + 2], work[5 * n + 2:]
+    rnb, cnb, Tb, Mb = rn.view(np.int64), cn.view(np.int64), T.view(np.int64), M.view(np.int64)
+    settled = False
+    written = False            # does T hold -diag(r) M diag(s) of the current scales?
+    mmax = 0
+    for sweep in range(sweeps):
+        cn[:] = 0.0
+        mmax = 0
+        written = sweep > 0    # sweep 0 (unit scales) measures M itself and writes nothing
+        for i in range(n):
+            ri = r[i]
+            rm = 0
+            if written:
+                for j in range(n):
+                    T[i, j] = -(M[i, j] * ri) * s[j]
+                for j in range(n):    # magnitudes by their bits, as in ruiz_scaling
+                    b = Tb[i, j] & _MAGNITUDE
+                    rm = max(rm, b)
+                    cnb[j] = max(cnb[j], b)
+            else:
+                for j in range(n):
+                    b = Mb[i, j] & _MAGNITUDE
+                    rm = max(rm, b)
+                    cnb[j] = max(cnb[j], b)
+            rnb[i] = rm
+            mmax = max(mmax, rm)
+            v = abs(q[i]) * ri * s[n]
+            cn[n] = max(cn[n], v)
+            rn[i] = max(rn[i], v)
+        if _ruiz_step(sweep, rn, cn, r, s, True):
+            settled = True
+            break
+    if not (settled and written):    # settled by sweep 0, or the sweeps ran out (the last step changed the scales)
+        mmax = 0
+        for i in range(n):
+            for j in range(n):
+                T[i, j] = -(M[i, j] * r[i]) * s[j]
+                mmax = max(mmax, Tb[i, j] & _MAGNITUDE)
+    rn[0] = 0.0
+    rnb[0] = mmax                   # the largest |M'| from its bits
+    mabs = rn[0]
+    g = s[n]
+    for i in range(n):
+        rs[i] = r[i] * g
+        ss[i] = s[i] / g
+        T[i, n + 1] = q[i] * rs[i]
+    return rs, ss, mabs
 
 
 @njit(cache=True, nogil=True)
@@ -369,6 +468,9 @@ def relative_residual(A, B, c, x, y):
     neg = 0.0
     comp = 0.0
     for j in range(n):
+        both = x[j] != 0.0 and y[j] != 0.0
+        if not (both or x[j] < 0.0 or y[j] < 0.0):
+            continue                  # no weight of column j counts (a nonnegative point with a zero member)
         wx = 0.0
         wy = 0.0
         zx = True
@@ -399,37 +501,49 @@ def relative_residual(A, B, c, x, y):
 def lcp_relative_residual(M, q, z, w):
     """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z`` (row-major loops)."""
     n = q.shape[0]
-    t = np.empty(n)
     umax = _abs_max(z, w)
     if not umax < np.inf:
         return np.inf, np.inf, np.inf
+    t = np.empty(n)
+    # the terms of a zero z_j are zero: the sums run over the others (the same sums, in the same order)
+    cols = np.empty(n, np.int64)
+    nnz = 0
+    weights = False           # does a weight of z count (a negative z_j, or a pair with both members nonzero)?
+    for j in range(n):
+        if z[j] != 0.0:
+            cols[nnz] = j
+            nnz += 1
+            weights = weights or z[j] < 0.0 or w[j] != 0.0
     eq = 0.0
     for i in range(n):
         s = w[i] - q[i]
         a = abs(w[i]) + abs(q[i])
-        for j in range(n):
-            v = M[i, j] * z[j]
+        for k in range(nnz):
+            v = M[i, cols[k]] * z[cols[k]]
             s -= v
             a += abs(v)
         t[i] = a
         if s != 0.0:
             eq = max(eq, abs(s) / a if a > 0.0 else np.inf)
-    wz = np.zeros(n)  # weight of z_j: the largest share of a row it carries
-    nz = np.zeros(n, np.bool_)  # column j of M has a nonzero
-    for i in range(n):
-        for j in range(n):
-            if M[i, j] != 0.0:
-                nz[j] = True
-                if t[i] > 0.0:
-                    wz[j] = max(wz[j], abs(M[i, j] * z[j]) / t[i])
+    wz = np.zeros(n if weights else 0)  # weight of z_j: the largest share of a row it carries
+    nz = np.zeros(n if weights else 0, np.bool_)  # column j of M has a nonzero
+    if weights:
+        for i in range(n):
+            for j in range(n):
+                if M[i, j] != 0.0:
+                    nz[j] = True
+                    if t[i] > 0.0:
+                        wz[j] = max(wz[j], abs(M[i, j] * z[j]) / t[i])
     neg = 0.0
     comp = 0.0
     for j in range(n):
         ww = abs(w[j]) / t[j] if t[j] > 0.0 else 0.0
-        if not nz[j]:
-            wz[j] = abs(z[j]) / (1.0 + umax)
         if w[j] < 0.0:
             neg = max(neg, ww)
+        if not weights:
+            continue
+        if not nz[j]:
+            wz[j] = abs(z[j]) / (1.0 + umax)
         if z[j] < 0.0:
             neg = max(neg, wz[j])
         if w[j] != 0.0 and z[j] != 0.0:
@@ -527,20 +641,51 @@ def mapped_point(xs, ys, dx, dy, A, B, c):
 
 
 @njit(cache=True, nogil=True)
-def solve_lcp_equilibrated(M, q, d, default_d, max_pivots, piv_rel, tie_tol, sweeps):
-    """Lemke on the equilibrated LCP(M, q) (:func:`equilibrate_lcp`), the point mapped back and its
-    :func:`lcp_relative_residual` on the original data, in one call.
+def solve_lcp(M, q, d, max_pivots, piv_rel, tie_tol, sweeps, tol):
+    """Lemke's method on LCP(M, q) in one call: equilibrate (:func:`equilibrate_lcp`), pivot
+    (:func:`lemke_tableau`), map the point back and verify it on the original data
+    (:func:`lcp_relative_residual`).
 
-    ``d`` is the covering vector of the original rows (scaled with them); with
-    ``default_d`` it is all ones in the equilibrated problem instead.
-    Returns ``(code, pivots, z, w, enter_log, leave_log, residual, r, s)``.
+    ``d`` is the covering vector of the original rows (scaled with them); an
+    empty ``d`` means all ones in the equilibrated problem.  Returns ``(code,
+    pivots, clean, out)``: ``clean`` says that Lemke ended on a complementary
+    basis whose point is nonnegative and passes ``tol`` (nothing is left to
+    check), and ``out`` holds ``[z | w | r | s | residual (3) | entering |
+    leaving]`` (the scales of the rows and columns, and the pivot log as floats).
     """
-    Ms, qs, r, s = equilibrate_lcp(M, q, sweeps)
-    ds = np.ones(q.shape[0]) if default_d else d * r
-    code, pivots, zs, ws, el, ll = lemke_kernel(Ms, qs, ds, max_pivots, piv_rel, tie_tol)
-    z = zs * s
-    w = ws / r
-    return code, pivots, z, w, el, ll, lcp_relative_residual(M, q, z, w), r, s
+    n = q.shape[0]
+    T = np.empty((n, n + 2))
+    r, s, mmax = _equilibrated_tableau(M, q, sweeps, T)
+    scale = max(1.0, mmax)
+    if d.shape[0] == 0:
+        ds = np.ones(n)
+    else:
+        ds = d * r
+        for i in range(n):
+            scale = max(scale, ds[i])
+    for i in range(n):
+        T[i, n] = -ds[i]
+    code, pivots, zs, ws, el, ll = lemke_tableau(T, ds, max_pivots, piv_rel * scale, tie_tol)
+    m = el.shape[0]
+    out = np.empty(4 * n + 3 + 2 * m)
+    z = out[:n]
+    w = out[n:2 * n]
+    clean = code == KERNEL_SOLVED
+    for i in range(n):
+        z[i] = zs[i] * s[i]
+        w[i] = ws[i] / r[i]
+        out[2 * n + i] = r[i]
+        out[3 * n + i] = s[i]
+        clean = clean and z[i] >= 0.0 and w[i] >= 0.0
+    eq, neg, comp = lcp_relative_residual(M, q, z, w)
+    out[4 * n] = eq
+    out[4 * n + 1] = neg
+    out[4 * n + 2] = comp
+    for k in range(m):
+        out[4 * n + 3 + k] = el[k]
+        out[4 * n + 3 + m + k] = ll[k]
+    clean = clean and max(eq, max(neg, comp)) <= tol
+    return code, pivots, clean, out
 
 
 @njit(cache=True, nogil=True)

@@ -10,7 +10,7 @@ from scipy.linalg.lapack import dgesv as _dgesv
 from ..errors import OptionError, ProblemError
 from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
                       equilibrate_hlcp, gesv_rhs, lcp_relative_residual, mapped_point, relative_residual,
-                      solve_lcp_equilibrated, solve_diagonal_hlcp_kernel, solve_hlcp_kernel)
+                      solve_diagonal_hlcp_kernel, solve_hlcp_kernel, solve_lcp)
 from .problems import HLCP, LCP, Residual, as_vector
 from .results import Result, Status
 
@@ -89,7 +89,7 @@ def _interpret(code, pivots, res, tol, max_pivots, log, verbose, n):
             print(f"  pivot {k + 1:4d}: {_variable_name(e, n):>5s} enters, {_variable_name(l, n):>5s} leaves")
     if code == KERNEL_SOLVED:
         if max(res) <= tol:
-            return Status.SOLVED, "solution found and verified"
+            return Status.SOLVED, _VERIFIED
         return Status.NUMERICAL_FAILURE, (f"Lemke ended on a complementary basis but its point fails verification "
                                           f"(relative {Residual(*res)}, tol {tol:g})")
     if code == KERNEL_RAY:
@@ -129,21 +129,49 @@ def _solve_hlcp(A, B, c, a_diagonal, d, max_pivots, piv_tol):
     return basis, solve_hlcp_kernel(A, B, c, basis, S, np.eye(n), dd, max_pivots, piv_tol, 1e-12)
 
 
-def _lemke_lcp(M, q, d, max_pivots, piv_tol, tol):
-    """Lemke on the equilibrated LCP(M, q), the point mapped back and verified (see :func:`_verify`).
+#: the default covering vector for :func:`solve_lcp` (empty: all ones after equilibration)
+_NO_D = np.empty(0)
 
-    Returns ``(code, pivots, z, w, log, relative residual, (r, s))``; ``d`` is
-    the covering vector of the rows of ``M`` (None: all ones after equilibration).
-    """
+#: the message of a verified Lemke point
+_VERIFIED = "solution found and verified"
+
+
+def _log_and_scaling(out, n):
+    """The pivot log ``(entering, leaving)`` and the scales ``(r, s)`` packed by :func:`solve_lcp` into ``out``."""
+    k = 4 * n + 3
+    m = (out.size - k) // 2
+    return (out[k:k + m].astype(np.int64), out[k + m:].astype(np.int64)), (out[2 * n:3 * n], out[3 * n:4 * n])
+
+
+def _lcp_info(out, n):
+    """The ``info`` of a Lemke result on an LCP (made when first read): the pivot log and the scales."""
+    log, scaling = _log_and_scaling(out, n)
+    return {"log": log, "scaling": scaling}
+
+
+def _lcp_form_info(out, n):
+    """The ``info`` of a Lemke result on an HLCP solved through its LCP form (A diagonal): log, basis, scales."""
+    log, scaling = _log_and_scaling(out, n)
+    return {"log": log, "basis": np.ones(n, bool), "scaling": scaling}
+
+
+def _hlcp_info(el, ll, basis, dx, dy):
+    """The ``info`` of a Lemke result on an HLCP (made when first read): the pivot log, the basis, the scales."""
+    return {"log": (el, ll), "basis": basis, "scaling": (dx, dy)}
+
+
+def _unpacked(M, q, code, pivots, clean, out, tol):
+    """Lemke on LCP(M, q) from :func:`solve_lcp`'s answer: ``(code, pivots, z, w, log, relative residual,
+    (r, s))``, where a point that is not ``clean`` after a complementary basis has gone through :func:`_verify`."""
     n = q.size
-    # equilibrate [M | q] (powers of two: exact): w' = g R w = (R M S) z' + g R q with z = S z' / g
-    code, pivots, z, w, el, ll, res, r, s = solve_lcp_equilibrated(
-        M, q, _ones(n) if d is None else d, d is None, max_pivots, piv_tol, 1e-12, _SWEEPS)
-    if code == KERNEL_SOLVED and (max(res) > tol or z.min() < 0.0 or w.min() < 0.0):
+    z, w = out[:n], out[n:2 * n]
+    res = tuple(out[4 * n:4 * n + 3].tolist())
+    log, (r, s) = _log_and_scaling(out, n)
+    if code == KERNEL_SOLVED and not clean:
         (w, z), res = _verify(lambda a, b: lcp_relative_residual(M, q, b * s, a / r),
                               lambda: (np.eye(n), -(M * r[:, None] * s), q * r), w * r, z / s, tol, True)
         z, w = z * s, w / r
-    return code, pivots, z, w, (el, ll), res, (r, s)
+    return code, pivots, z, w, log, res, (r, s)
 
 
 def _verify(residual, system, u, v, tol, solved):
@@ -210,6 +238,37 @@ def _certify(problem, status, message, info):
     return status, message + f"; yet enumeration finds solutions ({sols.kind.name.lower()}): Lemke's method cannot reach them from this start"
 
 
+def _lemke_lcp_default(problem):
+    """``lemke(problem)`` for an :class:`LCP` with every option at its default (what ``pympc.solve`` calls)."""
+    n = problem.q.shape[0]
+    max_pivots = 1000 + 100 * n
+    code, pivots, clean, out = solve_lcp(problem.M, problem.q, _NO_D, max_pivots, 1e-10, 1e-12, _SWEEPS, 1e-9)
+    if clean:
+        return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
+                            (_lcp_info, out, n))
+    return _lemke_lcp_result(problem, None, max_pivots, 1e-10, 1e-9, False, n <= 8, (code, pivots, clean, out))
+
+
+def _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify, answer=None):
+    """:func:`lemke` on an LCP with validated settings: one compiled call (:func:`solve_lcp`; ``answer``, its
+    answer if made already) and, when its point is verified and nothing is to be printed, the result at once
+    (its ``info`` made when first read)."""
+    M, q = problem.M, problem.q
+    if answer is None:
+        answer = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, 1e-12, _SWEEPS, tol)
+    code, pivots, clean, out = answer
+    n = q.shape[0]
+    if clean and not verbose:   # the usual case: a verified point, nothing more to decide or to print
+        return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
+                            (_lcp_info, out, n))
+    code, pivots, z, w, log, res, scaling = _unpacked(M, q, code, pivots, clean, out, tol)
+    status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
+    info = {"log": log, "scaling": scaling}
+    if status == Status.RAY_TERMINATION and certify:
+        status, message = _certify(problem, status, message, info)
+    return Result(problem, status, message, z, w, pivots, "lemke", info)
+
+
 def lemke(problem, **options):
     """Solve an LCP or HLCP with Lemke's method (lexicographic minimum-ratio rule).
 
@@ -242,6 +301,8 @@ def lemke(problem, **options):
     >>> r.success, float(r.z.sum())
     (True, 1.0)
     """
+    if type(problem) is LCP and not options:   # the usual call: the defaults, without the keyword machinery
+        return _lemke_lcp_default(problem)
     if not isinstance(problem, (LCP, HLCP)):
         raise ProblemError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}; "
                            "wrap the data first: pympc.LCP(M, q) or pympc.HLCP(A, B, c).")
@@ -254,17 +315,19 @@ def lemke(problem, **options):
     else:  # the defaults, without the keyword machinery (this call is often in a loop)
         d, max_pivots, piv_tol, tol, verbose, certify = None, 1000 + 100 * n, 1e-10, 1e-9, False, n <= 8
     if isinstance(problem, LCP):
-        code, pivots, z, w, log, res, scaling = _lemke_lcp(problem.M, problem.q, d, max_pivots, piv_tol, tol)
-        status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
-        info = {"log": log, "scaling": scaling}
-        if status == Status.RAY_TERMINATION and certify:
-            status, message = _certify(problem, status, message, info)
-        return Result(problem, status, message, z, w, pivots, "lemke", info)
+        return _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify)
     a = np.diagonal(problem.A) if problem._a_diagonal else None
     if problem._a_diagonal and a.all():
         # the LCP form, row by row: x = w, y = z of LCP(-B/a, c/a) (relative residuals are the same)
-        code, pivots, y, x, log, _, scaling = _lemke_lcp(-problem.B / a[:, None], problem.c / a, d, max_pivots,
-                                                         piv_tol, tol)
+        M, q = -problem.B / a[:, None], problem.c / a
+        answer = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, 1e-12, _SWEEPS, tol)
+        if answer[2] and not verbose:   # a clean point: checked in this problem, it is the result at once
+            out = answer[3]
+            x, y = out[n:2 * n], out[:n]
+            if max(relative_residual(problem.A, problem.B, problem.c, x, y)) <= tol:
+                return Result._lazy(problem, Status.SOLVED, _VERIFIED, x, y, answer[1], "lemke",
+                                    (_lcp_form_info, out, n))
+        code, pivots, y, x, log, _, scaling = _unpacked(M, q, *answer, tol)
         res = relative_residual(problem.A, problem.B, problem.c, x, y)
         status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
         info = {"log": log, "basis": np.ones(n, bool), "scaling": scaling}
@@ -294,6 +357,9 @@ def lemke(problem, **options):
     basis, (code, pivots, xs, ys, el, ll) = form
     if fast is not None and not (code == KERNEL_SOLVED and (fast[3] or max(fast[2]) > tol)):
         x, y, res = fast[:3]      # what _verify returns unchanged: a point with no negative entry that passes
+        if code == KERNEL_SOLVED and not verbose:   # verified (max(res) <= tol above): the result at once
+            return Result._lazy(problem, Status.SOLVED, _VERIFIED, x, y, pivots, "lemke",
+                                (_hlcp_info, el, ll, basis, dx, dy))
     else:
         (x, y), res = _verify(lambda a, b: relative_residual(problem.A, problem.B, problem.c, a * dx, b * dy),
                               lambda: (As, Bs, cs), xs, ys, tol, code == KERNEL_SOLVED)

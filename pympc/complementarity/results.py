@@ -77,7 +77,30 @@ class Result:
             self.x, self.y = first, second
         self.pivots = pivots
         self.method = method
-        self.info = {} if info is None else info
+        self._info = {} if info is None else info
+
+    @classmethod
+    def _lazy(cls, problem, status, message, x, y, pivots, method, info_from):
+        """A result built without the checks of ``__init__`` (for pympc's own solvers: ``status`` a
+        :class:`Status`, ``(x, y)`` the point in HLCP variables), whose ``info`` is made when first read:
+        ``info_from[0](*info_from[1:])``."""
+        self = cls.__new__(cls)
+        self.problem, self.status, self.message, self.x, self.y = problem, status, message, x, y
+        self.pivots, self.method, self._info, self._info_from = pivots, method, None, info_from
+        return self
+
+    @property
+    def info(self):
+        """Solver-specific details (pivot log, certificate, ...): a dict."""
+        info = self._info
+        if info is None:
+            make = self.__dict__.pop("_info_from", None)
+            info = self._info = {} if make is None else make[0](*make[1:])
+        return info
+
+    @info.setter
+    def info(self, value):
+        self._info = value
 
     @classmethod
     def from_hlcp_point(cls, problem, status, message, x, y, pivots=0, method="lemke", info=None):

@@ -19,7 +19,7 @@ import numpy as np
 from .._plugins import SOLVE_METHODS
 from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
-from .lemke import lemke
+from .lemke import lemke, _lemke_lcp_default
 from .milp import milp
 from .problems import HLCP, LCP
 from .results import Result, Status
@@ -31,6 +31,8 @@ def check_time_limit(value, name="time_limit"):
     """A time limit in seconds: None (no limit) or a number > 0 (``inf``: no limit); NaN and the rest are refused."""
     if value is None:
         return None
+    if type(value) is float and value > 0.0:   # the usual case (NaN fails the comparison)
+        return value
     if isinstance(value, (bool, str)) or not isinstance(value, (int, float, np.number)) or not value > 0:
         raise OptionError(f"{name} must be a number of seconds > 0 (or None for no limit), got {value!r}")
     return float(value)
@@ -86,6 +88,10 @@ class _Methods(Mapping):
 #: name -> function(problem, **options) of every complementarity method; the rooms above offer theirs through
 #: :data:`pympc._plugins.SOLVE_METHODS` (``ipopt``, in :mod:`pympc.mpec`), imported only when used
 METHODS = _Methods({"lemke": lemke, "enumerate": _enumerate, "milp": milp, **SOLVE_METHODS})
+
+
+#: how Lemke's method can end undecided: ``solve`` decides these exactly (its ``fallback``)
+_UNDECIDED_BY_LEMKE = (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)
 
 
 def _after_lemke(problem, r, time_limit):
@@ -146,11 +152,19 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     >>> pympc.solve(pympc.LCP([[2.0]], [-4.0]), method="milp").z
     array([2.])
     """
+    if (type(problem) is LCP and method == "lemke" and not options and METHODS._entries["lemke"] is lemke
+            and type(fallback_time_limit) is float and fallback_time_limit > 0.0):
+        r = _lemke_lcp_default(problem)   # the usual call, straight: a verified point is returned as it is
+        if r.status is Status.SOLVED or not fallback or r.status not in _UNDECIDED_BY_LEMKE:
+            return r
+        return _after_lemke(problem, r, fallback_time_limit)
     if callable(method):
         fn, method = method, getattr(method, "__name__", "callable")
     else:
         try:
-            fn = METHODS[method]
+            fn = METHODS._entries[method]     # the function itself, once looked up (a name is imported first)
+            if isinstance(fn, str):
+                fn = METHODS[method]
         except (KeyError, TypeError):
             raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} or a function "
                                  "f(problem, **options) returning a Result") from None
@@ -161,7 +175,7 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
         options["time_limit"] = check_time_limit(options["time_limit"])
     fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
     r = fn(problem, **options)
-    if (method == "lemke" and fallback and options.get("certify") is not False and not r.success
-            and r.status in (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)):
+    if (r.status != Status.SOLVED and method == "lemke" and fallback and options.get("certify") is not False
+            and r.status in _UNDECIDED_BY_LEMKE):
         return _after_lemke(problem, r, fallback_time_limit)
     return r
