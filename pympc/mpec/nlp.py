@@ -23,7 +23,7 @@ from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpressio
 from pyomo.repn import generate_standard_repn
 
 from ..errors import ProblemError
-from ._codegen import compile_functions
+from ._codegen import compile_functions, share_subexpressions
 from .checks import check_domains
 
 __all__ = ["CompiledNLP", "CompileTimeout"]
@@ -309,12 +309,17 @@ class CompiledNLP:
     def _compile(self, part, where):
         """Compiled value, gradient and Hessian (lower triangle) of a nonlinear part.
 
-        Derivatives by Pyomo's reverse symbolic differentiation; the three
-        functions are straight-line code (:mod:`pympc.mpec._codegen`).
+        Derivatives by Pyomo's reverse symbolic differentiation, of the
+        expression with its repeated subexpressions made one node each
+        (:func:`~pympc.mpec._codegen.share_subexpressions`: Pyomo differentiates
+        a shared node once); the three functions are straight-line code
+        (:mod:`pympc.mpec._codegen`).
         """
         expr, nl_vars = part.nl
         loc = part.nl_idx
         self._check_deadline()
+        shared = {}
+        expr = share_subexpressions(expr, shared)
         try:
             grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
         except DifferentiationException as exc:
@@ -327,6 +332,7 @@ class CompiledNLP:
             self._check_deadline()
             if gi.__class__ in native_numeric_types:
                 continue
+            gi = grads[i] = share_subexpressions(gi, shared)
             second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
             for j in range(len(nl_vars)):
                 a, b = loc[i], loc[j]
@@ -334,6 +340,7 @@ class CompiledNLP:
                     hess.append((a, b))
                     hess_exprs.append(second[j])
         self._check_deadline()
+        hess_exprs = [share_subexpressions(e, shared) for e in hess_exprs]
         f, g, h = compile_functions([[expr], grads, hess_exprs], self._col, where)
         return (lambda u: f(u)[0]), g, h, hess
 
