@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 
 from ..errors import ModelError
 
@@ -235,7 +236,9 @@ def parse(text, parameters=None, variables=("t",), where="expression"):
         pass
     except TypeError:                       # unhashable or unorderable values: parse without the cache
         key = None
-    node = _parse_checked(text, values, names, variables, where)
+    node = _parse_shape(text, values, names, variables) if key is not None else None
+    if node is None:
+        node = _parse_checked(text, values, names, variables, where)
     if key is not None:
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
@@ -249,9 +252,64 @@ _PARSED = {}
 """Checked trees by (text, parameter names, parameter values, variables): a text is checked once."""
 _PARSED_MAX = 20000
 
+# Texts that differ only in their numbers ("v0*0.54", "v0*-1.3", as a generated model writes them) share
+# one checked tree, the "shape", whose numbers are placeholder variables; plain decimal numbers in texts of
+# names, numbers, + - * / ** and parentheses only (anything else, or any problem, takes the full parse).
+_NUMBER = re.compile(r"(?<![\w.])(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?![\w.])")
+_PLAIN = re.compile(r"[A-Za-z0-9_\s.+\-*/()]*\Z")
+_SLOT = "_pympc_number_"
+_SHAPES = {}
 
-def _parse_checked(text, values, names, variables, where):
-    """The checked, folded tree of ``text`` (raises ModelError naming ``where``)."""
+
+def _parse_shape(text, values, names, variables):
+    """The checked tree of ``text`` from the cached tree of its shape, or None (then parse it in full)."""
+    if values or not _PLAIN.match(text) or _SLOT in text:
+        return None
+    numbers = _NUMBER.findall(text)
+    if not numbers or len(numbers) > 16:
+        return None
+    slots = [f"{_SLOT}{k}" for k in range(len(numbers))]
+    it = iter(slots)
+    shape = _NUMBER.sub(lambda m: next(it), text)
+    key = (shape, None if names is None else frozenset(names), tuple(variables))
+    tree = _SHAPES.get(key)
+    if tree is None:
+        try:
+            tree = _parse_checked(shape, values, names, (*variables, *slots), "", fold=False)
+        except ModelError:
+            return None
+        if len(_SHAPES) >= _PARSED_MAX:
+            _SHAPES.clear()
+        _SHAPES[key] = tree
+    nums = {}
+    for slot, literal in zip(slots, numbers):
+        v = float(literal)
+        if not math.isfinite(v):
+            return None
+        nums[slot] = v
+    try:        # the tree the full parse checks, folded as it folds it
+        return _folded(_put_numbers(tree, nums), "", text)
+    except ModelError:
+        return None
+
+
+def _put_numbers(node, nums):
+    """The shape's tree with its placeholder variables replaced by their numbers."""
+    t = type(node)
+    if t is ast.Name:
+        v = nums.get(node.id)
+        return node if v is None else ast.Constant(v)
+    if t is ast.BinOp:
+        return ast.BinOp(_put_numbers(node.left, nums), node.op, _put_numbers(node.right, nums))
+    if t is ast.UnaryOp:
+        return ast.UnaryOp(node.op, _put_numbers(node.operand, nums))
+    if t is ast.Call:
+        return ast.Call(node.func, [_put_numbers(node.args[0], nums)], [])
+    return node
+
+
+def _parse_checked(text, values, names, variables, where, fold=True):
+    """The checked, folded tree of ``text`` (raises ModelError naming ``where``); checked only if not ``fold``."""
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
@@ -270,6 +328,10 @@ def _parse_checked(text, values, names, variables, where):
         raise ModelError(f"{where}: {', '.join(map(repr, clash))} is both a parameter and a variable of this "
                          f"expression ({', '.join(variables)}); rename the parameter")
     node = _check(tree, values, names, set(variables), where, text)
+    return _folded(node, where, text) if fold else node
+
+
+def _folded(node, where, text):
     node = _fold(node, where, text)
     if isinstance(node, ast.Constant) and not math.isfinite(node.value):
         raise ModelError(f"{where}: {text!r} is not a finite number")

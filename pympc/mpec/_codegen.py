@@ -144,7 +144,7 @@ _STRUCTURAL = (ne.NegationExpression, ne.PowExpression, ne.ProductExpression, ne
                ne.SumExpression, ne.UnaryFunctionExpression, ne.MaxExpression, ne.MinExpression)
 
 
-def share_subexpressions(expr, table):
+def share_subexpressions(expr, table=None):
     """``expr`` with structurally equal subexpressions made one node (hash-consing), the same value.
 
     A model written as a formula is often a tree that builds the same
@@ -158,10 +158,11 @@ def share_subexpressions(expr, table):
     the same arguments: the same variable or Param object, equal numbers, or
     equal nodes.  Named expressions are replaced by their bodies; anything that
     is not arithmetic (Params, constant subexpressions, other node types) is
-    kept as it is, by identity.  ``table`` (a dict) carries the shared nodes
-    from call to call, so that derivatives share nodes with the expression.
+    kept as it is, by identity.  ``table`` (a dict, optional) carries the
+    shared nodes from call to call.
     The walk uses an explicit stack (deep expressions are fine).
     """
+    table = {} if table is None else table
     keys = table.setdefault("keys", {})        # id(node) -> structural key (for nodes already seen)
     nodes = table.setdefault("nodes", {})      # structural key -> the shared node
     keep = table.setdefault("keep", [])        # the nodes whose ids are keys (ids stay unique)

@@ -318,8 +318,7 @@ class CompiledNLP:
         expr, nl_vars = part.nl
         loc = part.nl_idx
         self._check_deadline()
-        shared = {}
-        expr = share_subexpressions(expr, shared)
+        expr = share_subexpressions(expr)
         try:
             grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
         except DifferentiationException as exc:
@@ -332,7 +331,6 @@ class CompiledNLP:
             self._check_deadline()
             if gi.__class__ in native_numeric_types:
                 continue
-            gi = grads[i] = share_subexpressions(gi, shared)
             second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
             for j in range(len(nl_vars)):
                 a, b = loc[i], loc[j]
@@ -340,7 +338,6 @@ class CompiledNLP:
                     hess.append((a, b))
                     hess_exprs.append(second[j])
         self._check_deadline()
-        hess_exprs = [share_subexpressions(e, shared) for e in hess_exprs]
         f, g, h = compile_functions([[expr], grads, hess_exprs], self._col, where)
         return (lambda u: f(u)[0]), g, h, hess
 
