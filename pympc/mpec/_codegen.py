@@ -7,7 +7,9 @@ three-address code: every expression node is evaluated once into a temporary
 
 * subexpressions shared between the expressions (derivatives made by Pyomo's
   reverse symbolic differentiation share most of their nodes) are evaluated
-  once;
+  once, and so is an operation written twice on the same operands (the
+  second derivatives, differentiated one gradient entry at a time, repeat
+  each other's terms);
 * no line nests more than one operation, whatever the depth of the
   expression (a nested string of 2000 products made Python's parser raise
   ``RecursionError``), and a sum of many terms is added up :data:`_CHUNK`
@@ -58,7 +60,7 @@ class _Writer:
 
     def __init__(self, column, where):
         self.column, self.where = column, where
-        self.lines, self.names, self.keep = [], {}, []
+        self.lines, self.names, self.keep, self.written = [], {}, [], {}
         self.count = 0
 
     def leaf(self, node):
@@ -125,15 +127,22 @@ class _Writer:
                             self.keep.append(arg)
                 continue
             args = [names[id(a)] for a in node.args]
+            if len(args) <= _CHUNK or not issubclass(node.__class__, ne.SumExpression):
+                code = self.operation(node, args)
+                t = self.written.get(code)    # the same operation on the same operands: the same value
+                if t is None:
+                    t = self.written[code] = f"t{self.count}"
+                    self.count += 1
+                    self.lines.append(f"    {t} = {code}")
+                names[id(node)] = t
+                self.keep.append(node)
+                continue
             t = f"t{self.count}"
             self.count += 1
-            if len(args) > _CHUNK and issubclass(node.__class__, ne.SumExpression):
-                # ((t + a) + b) + ...: the same order of additions as a + b + ... on one line
-                for k in range(0, len(args), _CHUNK):
-                    code = " + ".join(args[k: k + _CHUNK])
-                    self.lines.append(f"    {t} = {code}" if k == 0 else f"    {t} = {t} + {code}")
-            else:
-                self.lines.append(f"    {t} = {self.operation(node, args)}")
+            # a long sum, ((t + a) + b) + ...: the same order of additions as a + b + ... on one line
+            for k in range(0, len(args), _CHUNK):
+                code = " + ".join(args[k: k + _CHUNK])
+                self.lines.append(f"    {t} = {code}" if k == 0 else f"    {t} = {t} + {code}")
             names[id(node)] = t
             self.keep.append(node)   # ids stay unique while the writer lives
         return names[id(root)]

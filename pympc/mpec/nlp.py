@@ -494,11 +494,12 @@ def _violated(value, lower, upper, rtol=1e-9):
 
 
 def _summed(idx, coef):
-    """The variables of a linear row whose coefficients (duplicates summed) are not zero."""
-    if idx.size == 0:
-        return idx
+    """The variables (a list) of a linear row whose coefficients (duplicates summed) are not zero."""
+    sup = idx.tolist()
+    if len(set(sup)) == len(sup) and coef.all():      # the usual row: nothing to sum
+        return sup
     u, inv = np.unique(idx, return_inverse=True)
-    return u[np.bincount(inv, coef, minlength=u.size) != 0]
+    return u[np.bincount(inv, coef, minlength=u.size) != 0].tolist()
 
 
 def _dependency_core(supports, labels):
@@ -511,7 +512,7 @@ def _dependency_core(supports, labels):
     """
     holders = {}
     for r, sup in enumerate(supports):
-        for c in sup.tolist():
+        for c in sup:
             holders.setdefault(c, []).append(r)
     count = {c: len(rs) for c, rs in holders.items()}
     alive = [True] * len(supports)
@@ -522,7 +523,7 @@ def _dependency_core(supports, labels):
             continue
         r = next(r for r in holders[c] if alive[r])
         alive[r] = False
-        for c2 in supports[r].tolist():
+        for c2 in supports[r]:
             count[c2] -= 1
             if count[c2] == 1:
                 queue.append(c2)
