@@ -28,6 +28,22 @@ def random_p_matrix(rng, n, kind):
     return L + np.diag(rng.uniform(0.5, 2.0, n))
 
 
+@pytest.fixture(scope="session")
+def client():
+    """One Dask cluster for the whole session, as CI runs sweeps: 2 single-threaded worker processes on the
+    loopback, no dashboard, system-chosen ports (starting one costs each worker an import of pympc)."""
+    pytest.importorskip("distributed")
+    from dask.distributed import Client
+
+    from pympc.sweep import local_cluster
+
+    cluster = local_cluster(n_workers=2)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261202)

@@ -267,3 +267,78 @@ def test_hessian_of_a_model_without_quadratic_rows_is_float(rng):
     assert vals.dtype == float and np.all(np.isfinite(vals)) and np.abs(vals).max() > 0
     approx = approx_fprime(u, nlp.objective, 1e-7)
     np.testing.assert_allclose(nlp.gradient(u), approx, rtol=1e-5)
+
+
+def test_repeated_subexpressions_are_shared_with_the_same_value_and_derivatives(rng):
+    """A formula that builds one subexpression afresh in every term (as HS088–HS092 do) is differentiated on
+    its shared form: one node per distinct subexpression, the same value, exact derivatives."""
+
+    from pympc.mpec._codegen import share_subexpressions
+
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(3), initialize=0.3, bounds=(-2, 2))
+    sub = lambda: pyo.exp(-(m.x[0] ** 2 + m.x[1] * m.x[2])) / (1 + m.x[2] ** 2)  # noqa: E731
+    e = sum((k + 1) * sub() * sub() + pyo.sin(sub()) for k in range(60))
+
+    def distinct(expr):
+        seen, stack = set(), [expr]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen or n.__class__ in (int, float) or not n.is_expression_type():
+                continue
+            seen.add(id(n))
+            stack.extend(n.args)
+        return len(seen)
+
+    s = share_subexpressions(e)
+    assert distinct(e) > 60 * distinct(sub()) and distinct(s) < 4 * distinct(sub()) + 3 * 60
+    for _ in range(5):
+        for i in range(3):
+            m.x[i].set_value(float(rng.uniform(-1, 1)))
+        assert pyo.value(s) == pytest.approx(pyo.value(e), rel=1e-13)
+    m.o = pyo.Objective(expr=e)
+    nlp = CompiledNLP(m)
+    u = rng.uniform(-1, 1, nlp.n)
+    h = 1e-6
+    fd = lambda f, k: (f(u + h * np.eye(nlp.n)[k]) - f(u - h * np.eye(nlp.n)[k])) / (2 * h)  # noqa: E731
+    np.testing.assert_allclose(nlp.gradient(u), [fd(nlp.objective, k) for k in range(nlp.n)], rtol=1e-6, atol=1e-7)
+    H = np.zeros((nlp.n, nlp.n))
+    r, c = nlp.hessianstructure()
+    np.add.at(H, (r, c), nlp.hessian(u, np.zeros(0), 1.0))
+    H = H + np.tril(H, -1).T
+    np.testing.assert_allclose(H, np.array([fd(nlp.gradient, k) for k in range(nlp.n)]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_redundant_equalities_are_found_among_many_rows_of_a_chain(seed):
+    """Trajectory-like equalities (each row brings the next variable) with planted combinations: exactly the
+    dependent rows go (as many as the rank says), a combination with a different right-hand side is
+    reported violated, and the rows kept have full rank."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(n + 2), initialize=0.0)
+    m.rows = pyo.ConstraintList()
+    A, b = [], []
+    for k in range(n):                         # x[k+1] = a x[k] + c x[k-1] + d: one new variable a row
+        a = np.zeros(n + 2)
+        a[k + 1], a[k] = 1.0, -rng.uniform(0.5, 1.5)
+        if k:
+            a[k - 1] = -rng.uniform(-0.5, 0.5)
+        A.append(a), b.append(rng.uniform(-1, 1))
+    planted = rng.choice(n, size=(3, 4), replace=False)
+    for i, group in enumerate(planted):        # combinations of rows far apart: redundant, the last violated
+        w = rng.uniform(0.5, 2.0, 4)
+        A.append(w @ np.array(A)[group]), b.append(float(w @ np.array(b)[group]) + (0.5 if i == 2 else 0.0))
+    for a, rhs in zip(A, b):
+        nz = np.flatnonzero(a)
+        m.rows.add(sum(float(a[j]) * m.x[int(j)] for j in nz) == rhs)
+    m.o = pyo.Objective(expr=sum(m.x[i] ** 2 for i in range(n + 2)))
+    nlp = CompiledNLP(m, drop_redundant=True)
+    rank = np.linalg.matrix_rank(np.array(A))
+    assert rank == n and len(nlp.redundant) + len(nlp.violated) == len(A) - rank == 3
+    assert len(nlp.violated) == 1 and len(nlp.redundant) == 2
+    kept = np.zeros((nlp.m, nlp.n))
+    r, c = nlp.jacobianstructure()
+    np.add.at(kept, (r, c), nlp.jacobian(np.zeros(nlp.n)))
+    assert np.linalg.matrix_rank(kept) == nlp.m == rank

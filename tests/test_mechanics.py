@@ -249,3 +249,44 @@ def test_expressions_are_parsed_safely():
     for bad in ("__import__('os')", "t.real", "[t]", "lambda: 1", "open", "t if t else 1", "f(t)"):
         with pytest.raises(ModelError):
             parse(bad, {})
+
+
+def _random_text(rng, depth=0):
+    """A random expression text of names, numbers of every written form, operators and functions."""
+    r = rng.random()
+    if depth > 4 or r < 0.3:
+        return str(rng.choice(["x", "t", "a", "pi", "e", "0", "1", "2", "0.5", "1.", ".5", "2e3", "3.25", "1e-3",
+                               "1e308", "1e999", "1" + "0" * 400, "10", "mu1"]))
+    if r < 0.8:
+        return f"({_random_text(rng, depth + 1)}{rng.choice(['+', '-', '*', '/', '**'])}{_random_text(rng, depth + 1)})"
+    if r < 0.9:
+        return f"-{_random_text(rng, depth + 1)}"
+    return f"{rng.choice(['sin', 'sqrt', 'log', 'exp', 'abs'])}({_random_text(rng, depth + 1)})"
+
+
+def test_texts_parsed_through_their_shape_give_the_full_parse(rng):
+    """Texts that differ only in numbers share a cached shape (a generated chain's "v0*0.54"): the tree (and
+    every error, e.g. a 0 made by pi-pi that would hide a 1/0) must be the full parse's, for every text."""
+    import ast
+
+    from pympc.mechanics import expressions as ex
+
+    used = 0
+    for _ in range(4000):
+        text = _random_text(rng)
+        for names in (None, {"a", "mu1"}):
+            try:
+                full = ast.dump(ex._parse_checked(text, {}, names, ("t", "x"), "w"))
+            except ModelError:
+                full = None
+            shaped = ex._parse_shape(text, {}, names, ("t", "x"))
+            if shaped is not None:
+                used += 1
+                assert ast.dump(shaped) == full, text
+    assert used > 1000                       # the shape path was taken, not only the fallback
+    # through parse(): the same values, each text its own location in errors
+    a, b = parse("v0*0.25", None, where="s1.velocity[0]"), parse("v0*-1.5", None, where="s2.velocity[0]")
+    assert a.node is not b.node and a.where == "s1.velocity[0]" and b.text == "v0*-1.5"
+    assert a.bind({"v0": 2.0}).value == 0.5 and b.bind({"v0": 2.0}).value == -3.0
+    with pytest.raises(ModelError, match=r"s3\.mass.*not a finite"):
+        parse("(pi-pi)*(1/0)", None, where="s3.mass")

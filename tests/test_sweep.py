@@ -14,7 +14,7 @@ from conftest import MODELS, ROOT
 import pympc
 import pympc.cli
 from pympc.errors import ModelError, OptionError
-from pympc.sweep import SweepSpec, load_results, load_spec, local_cluster, plot_regime, run_sweep
+from pympc.sweep import SweepSpec, load_results, load_spec, plot_regime, run_sweep
 from pympc.sweep.engine import ANSWERS
 from pympc.sweep.observables import evaluate
 from pympc.sweep.store import ResultStore
@@ -24,17 +24,6 @@ distributed = pytest.importorskip("distributed")
 CROSS = MODELS / "cross_slide.toml"
 OSC = MODELS / "friction_oscillator.toml"
 VOLATILE = ["wall_time", "cpu_time"]
-
-
-@pytest.fixture(scope="module")
-def client():
-    """The CI setting: 2 single-threaded worker processes on the loopback, no dashboard, system-chosen ports."""
-    from dask.distributed import Client
-    cluster = local_cluster(n_workers=2)
-    c = Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 def test_local_cluster_listens_on_loopback_only(client):

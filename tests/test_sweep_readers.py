@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from test_sweep import client, cross_spec  # noqa: F401  (client: the module's cluster)
+from test_sweep import cross_spec
 
 from pympc.sweep import load_results, run_sweep
 from pympc.sweep.store import ResultStore
@@ -15,7 +15,7 @@ def mixed(tr):
 
 
 @pytest.fixture(scope="module")
-def store(client, tmp_path_factory):  # noqa: F811
+def store(client, tmp_path_factory):
     """A store that went through every schema change: batches that all failed first (no observable columns),
     a column of mixed types, and retried runs (their old rows superseded)."""
     path = tmp_path_factory.mktemp("readers") / "s"

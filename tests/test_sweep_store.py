@@ -15,7 +15,7 @@ import pandas as pd
 import numpy as np
 import pytest
 from conftest import ROOT
-from test_sweep import CROSS, OSC, _toml, client, cross_spec, same  # noqa: F401  (client: the module's cluster)
+from test_sweep import CROSS, OSC, _toml, cross_spec, same
 
 import pympc.cli
 from pympc.errors import OptionError

@@ -11,6 +11,11 @@ Parameters stay *symbolic* in an Expression (``expr.parameters``) until they
 are bound (:meth:`Expression.bind`), which folds their values in without
 parsing again.  Expressions pickle with the standard library (the checked tree
 travels, the evaluation closures are rebuilt on arrival).
+
+Cheap to make: the evaluation closures are built on the first call (a model
+file of 200,000 slots is written without evaluating anything), and the checked
+tree of a text already parsed with the same parameters and variables is reused
+(trees are never modified after checking, so Expressions may share them).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 
 from ..errors import ModelError
 
@@ -63,14 +69,17 @@ class Expression:
         self.text = text if text is not None else ast.unparse(node)
         self.where = where
         self.parameters = frozenset(_names(node) if parameters is None else parameters)
-        self._fn = _closure(node)
+        self._fn = None                     # the evaluation closures, built on the first call
 
     def __reduce__(self):
         return (Expression, (self.node, self.text, self.where, self.parameters))
 
     def __call__(self, **variables):
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = _closure(self.node)
         try:
-            v = self._fn(variables)
+            v = fn(variables)
             if math.isfinite(v):
                 return v
             exc = f"the value is {v}"
@@ -141,9 +150,16 @@ def _names(node, variables=False):
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, ast.Name) and (variables or getattr(n, "param", False)):
-            out.add(n.id)
-        stack.extend(ast.iter_child_nodes(n))
+        t = type(n)
+        if t is ast.BinOp:
+            stack += (n.left, n.right)
+        elif t is ast.Name:
+            if variables or getattr(n, "param", False):
+                out.add(n.id)
+        elif t is ast.UnaryOp:
+            stack.append(n.operand)
+        elif t is ast.Call:
+            stack += n.args
     return out
 
 
@@ -204,6 +220,96 @@ def parse(text, parameters=None, variables=("t",), where="expression"):
         return text
     if not isinstance(text, str):
         raise ModelError(f"{where}: expected a number or an expression string, got {type(text).__name__}")
+    if parameters is None:
+        values, names = {}, None
+        key = (text, tuple(variables))
+    else:
+        if isinstance(parameters, dict) or hasattr(parameters, "items"):
+            values, names = dict(parameters), set()
+        else:
+            values, names = {}, set(parameters)
+        key = (text, frozenset(names), tuple(sorted(values.items())), tuple(variables))
+    try:
+        node, params = _PARSED[key]
+        return Expression(node, text, where, params)
+    except KeyError:
+        pass
+    except TypeError:                       # unhashable or unorderable values: parse without the cache
+        key = None
+    node = _parse_shape(text, values, names, variables) if key is not None else None
+    if node is None:
+        node = _parse_checked(text, values, names, variables, where)
+    if key is not None:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        expr = Expression(node, text, where)
+        _PARSED[key] = (node, expr.parameters)
+        return expr
+    return Expression(node, text, where)
+
+
+_PARSED = {}
+"""Checked trees by (text, parameter names, parameter values, variables): a text is checked once."""
+_PARSED_MAX = 20000
+
+# Texts that differ only in their numbers ("v0*0.54", "v0*-1.3", as a generated model writes them) share
+# one checked tree, the "shape", whose numbers are placeholder variables; plain decimal numbers in texts of
+# names, numbers, + - * / ** and parentheses only (anything else, or any problem, takes the full parse).
+_NUMBER = re.compile(r"(?<![\w.])(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?![\w.])")
+_PLAIN = re.compile(r"[A-Za-z0-9_\s.+\-*/()]*\Z")
+_SLOT = "_pympc_number_"
+_SHAPES = {}
+
+
+def _parse_shape(text, values, names, variables):
+    """The checked tree of ``text`` from the cached tree of its shape, or None (then parse it in full)."""
+    if values or not _PLAIN.match(text) or _SLOT in text:
+        return None
+    numbers = _NUMBER.findall(text)
+    if not numbers or len(numbers) > 16:
+        return None
+    slots = [f"{_SLOT}{k}" for k in range(len(numbers))]
+    it = iter(slots)
+    shape = _NUMBER.sub(lambda m: next(it), text)
+    key = (shape, None if names is None else frozenset(names), tuple(variables))
+    tree = _SHAPES.get(key)
+    if tree is None:
+        try:
+            tree = _parse_checked(shape, values, names, (*variables, *slots), "", fold=False)
+        except ModelError:
+            return None
+        if len(_SHAPES) >= _PARSED_MAX:
+            _SHAPES.clear()
+        _SHAPES[key] = tree
+    nums = {}
+    for slot, literal in zip(slots, numbers):
+        v = float(literal)
+        if not math.isfinite(v):
+            return None
+        nums[slot] = v
+    try:        # the tree the full parse checks, folded as it folds it
+        return _folded(_put_numbers(tree, nums), "", text)
+    except ModelError:
+        return None
+
+
+def _put_numbers(node, nums):
+    """The shape's tree with its placeholder variables replaced by their numbers."""
+    t = type(node)
+    if t is ast.Name:
+        v = nums.get(node.id)
+        return node if v is None else ast.Constant(v)
+    if t is ast.BinOp:
+        return ast.BinOp(_put_numbers(node.left, nums), node.op, _put_numbers(node.right, nums))
+    if t is ast.UnaryOp:
+        return ast.UnaryOp(node.op, _put_numbers(node.operand, nums))
+    if t is ast.Call:
+        return ast.Call(node.func, [_put_numbers(node.args[0], nums)], [])
+    return node
+
+
+def _parse_checked(text, values, names, variables, where, fold=True):
+    """The checked, folded tree of ``text`` (raises ModelError naming ``where``); checked only if not ``fold``."""
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
@@ -211,25 +317,25 @@ def parse(text, parameters=None, variables=("t",), where="expression"):
     except (RecursionError, MemoryError):
         raise ModelError(f"{where}: the expression ({len(text)} characters) is too deeply nested to parse; "
                          "split it using parameters") from None
-    depth = _depth(tree)
+    # every level of nesting takes a character of text (the leaves' context nodes one more): short texts
+    # cannot be too deep, and most texts are short
+    depth = _depth(tree) if 2 * len(text) + 2 > MAX_DEPTH else 0
     if depth > MAX_DEPTH:
         raise ModelError(f"{where}: the expression ({len(text)} characters) is nested {depth} levels deep, more than "
                          f"{MAX_DEPTH}; split it into parameters (derived parameters may be expressions)")
-    if parameters is None:
-        values, names = {}, None
-    elif isinstance(parameters, dict) or hasattr(parameters, "items"):
-        values, names = dict(parameters), set()
-    else:
-        values, names = {}, set(parameters)
     clash = sorted((set(values) | (names or set())) & set(variables))
     if clash:
         raise ModelError(f"{where}: {', '.join(map(repr, clash))} is both a parameter and a variable of this "
                          f"expression ({', '.join(variables)}); rename the parameter")
     node = _check(tree, values, names, set(variables), where, text)
+    return _folded(node, where, text) if fold else node
+
+
+def _folded(node, where, text):
     node = _fold(node, where, text)
     if isinstance(node, ast.Constant) and not math.isfinite(node.value):
         raise ModelError(f"{where}: {text!r} is not a finite number")
-    return Expression(node, text, where)
+    return node
 
 
 def _depth(tree):
@@ -375,26 +481,28 @@ def _diff(node, var):
     return _bin(outer, ast.Mult(), du)
 
 
+def _not_finite(node, where, text, what, exc=None):
+    why = f" ({exc})" if exc else ""
+    return ModelError(f"{where}: {text or ast.unparse(node)!r}: {what} is not a finite number{why}")
+
+
 def _fold(node, where="expression", text=""):
     """Constant folding and the obvious 0/1 simplifications; a constant part that is not finite is an error."""
-    rec = lambda n: _fold(n, where, text)  # noqa: E731
-
-    def bad(what, exc=None):
-        why = f" ({exc})" if exc else ""
-        return ModelError(f"{where}: {text or ast.unparse(node)!r}: {what} is not a finite number{why}")
-
-    if isinstance(node, ast.BinOp):
-        a, b = rec(node.left), rec(node.right)
-        ca, cb = isinstance(a, ast.Constant), isinstance(b, ast.Constant)
+    t = type(node)
+    if t is ast.BinOp:
+        a, b = _fold(node.left, where, text), _fold(node.right, where, text)
+        ca, cb = type(a) is ast.Constant, type(b) is ast.Constant
         op = type(node.op)
         if ca and cb:
             try:
                 v = _BIN[op](a.value, b.value)
             except (ZeroDivisionError, OverflowError, ValueError) as exc:
-                raise bad(ast.unparse(ast.BinOp(a, node.op, b)), exc) from None
+                raise _not_finite(node, where, text, ast.unparse(ast.BinOp(a, node.op, b)), exc) from None
             if isinstance(v, complex) or not math.isfinite(v):
-                raise bad(ast.unparse(ast.BinOp(a, node.op, b)))
+                raise _not_finite(node, where, text, ast.unparse(ast.BinOp(a, node.op, b)))
             return _c(v)
+        if not (ca or cb):
+            return node if a is node.left and b is node.right else ast.BinOp(a, node.op, b)
         if op is ast.Mult and ((ca and a.value == 0) or (cb and b.value == 0)):
             return _c(0)
         if op is ast.Mult and ca and a.value == 1:
@@ -412,20 +520,20 @@ def _fold(node, where="expression", text=""):
         if op is ast.Div and ca and a.value == 0:
             return _c(0)
         return ast.BinOp(a, node.op, b)
-    if isinstance(node, ast.UnaryOp):
-        a = rec(node.operand)
-        if isinstance(a, ast.Constant):
+    if t is ast.UnaryOp:
+        a = _fold(node.operand, where, text)
+        if type(a) is ast.Constant:
             return _c(-a.value)
         return ast.UnaryOp(ast.USub(), a)
-    if isinstance(node, ast.Call):
-        a = rec(node.args[0])
-        if isinstance(a, ast.Constant):
+    if t is ast.Call:
+        a = _fold(node.args[0], where, text)
+        if type(a) is ast.Constant:
             try:
                 v = _FUNCS[node.func.id](a.value)
             except (ValueError, OverflowError) as exc:
-                raise bad(f"{node.func.id}({a.value!r})", exc) from None
+                raise _not_finite(node, where, text, f"{node.func.id}({a.value!r})", exc) from None
             if not math.isfinite(v):
-                raise bad(f"{node.func.id}({a.value!r})")
+                raise _not_finite(node, where, text, f"{node.func.id}({a.value!r})")
             return _c(v)
         return ast.Call(node.func, [a], [])
     return node

@@ -49,6 +49,9 @@ for _a in (_E,):
 
 
 def _vec(v, where):
+    if type(v) is tuple and len(v) == 2 and type(v[0]) is float and type(v[1]) is float:
+        if math.isfinite(v[0]) and math.isfinite(v[1]):      # the common case, without numpy's overhead
+            return v
     a = np.asarray(v, dtype=float).reshape(-1)
     if a.shape != (2,) or not np.all(np.isfinite(a)):
         raise ModelError(f"{where}: expected two finite numbers, got {v!r}")
@@ -120,7 +123,7 @@ class Checker:
         except ModelError as exc:
             self.add(str(exc))
             return
-        if unit and np.hypot(*v) < 1e-12:
+        if unit and math.hypot(*v) < 1e-12:
             self.add(f"{owner.name}.{attr}: zero-length direction {tuple(v)}")
 
 

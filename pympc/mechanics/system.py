@@ -65,6 +65,10 @@ _KIND_VARIABLES = {"num": (), "vec": (), "time": ("t",), "state": FORCE_VARIABLE
 
 def _parse_field(v, kind, where):
     """A field value as given (number, string, Expression) → numbers stay numbers, strings become Expressions."""
+    t = type(v)
+    if t is float and kind == "num" or t is tuple and kind == "vec" and len(v) == 2 \
+            and type(v[0]) is float and type(v[1]) is float:
+        return v                                   # the common case: numbers already
     if kind in ("vec", "svec"):
         if isinstance(v, str) or not hasattr(v, "__len__") or len(v) != 2:
             raise ModelError(f"{where}: expected two values, got {v!r}")
@@ -83,6 +87,8 @@ def _parse_field(v, kind, where):
 
 
 def _field_parameters(v):
+    if type(v) is float:
+        return frozenset()
     if isinstance(v, Expression):
         return v.parameters
     if isinstance(v, tuple):
@@ -90,14 +96,26 @@ def _field_parameters(v):
     return frozenset()
 
 
-def _resolve_field(v, kind, values):
-    """A field with the parameter values folded in: a float (num), floats (vec), bound Expressions."""
-    if v is None:
-        return None
+def _resolve_field(v, kind, values, memo=None):
+    """A field with the parameter values folded in: a float (num), floats (vec), bound Expressions.
+
+    ``memo`` (a dict) shares the work between fields that hold the same parsed text (``mass = "m"`` on
+    every body of a chain).
+    """
+    if v is None or type(v) is float:
+        return v
     if kind in ("vec", "svec"):
-        return tuple(_resolve_field(x, "num" if kind == "vec" else "state", values) for x in v)
+        sub = "num" if kind == "vec" else "state"
+        return tuple(_resolve_field(x, sub, values, memo) for x in v)
     if isinstance(v, Expression):
-        b = v.bind(values)
+        if memo is None:
+            b = v.bind(values)
+        else:
+            b = memo.get(v.node)
+            if b is None:
+                b = memo[v.node] = v.bind(values)
+            elif b.parameters or b.text != v.text or b.where != v.where:
+                b = Expression(b.node, v.text, v.where, ())
         return b.value if kind == "num" and b.is_constant else b
     return v
 
@@ -493,11 +511,11 @@ class System:
             return self
         r = self._cache.get("resolved")
         if r is None:
-            vals = self.parameters
+            vals, memo = self.parameters, {}
             r = System(self.name, description=self.description, formulation=self.formulation)
             for table, out in ((self._bodies, r._bodies), (self._joints, r._joints), (self._forces, r._forces)):
                 for name, e in table.items():
-                    fields = {f: _resolve_field(getattr(e, f), k, vals) for f, k in type(e).FIELDS.items()
+                    fields = {f: _resolve_field(getattr(e, f), k, vals, memo) for f, k in type(e).FIELDS.items()
                               if k in _KIND_VARIABLES}
                     out[name] = dataclasses.replace(e, **fields)
             r._cache["is_resolved"] = True

@@ -17,6 +17,13 @@ __all__ = ["dump_model"]
 
 
 def _toml_value(v):
+    t = type(v)
+    if t is str:
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if t is float and math.isfinite(v):
+        return repr(v)
+    if t is tuple and len(v) == 2:
+        return f"[{_toml_value(v[0])}, {_toml_value(v[1])}]"
     if isinstance(v, Expression):
         return _toml_value(v.value) if v.is_constant else _toml_value(v.text)
     if isinstance(v, bool):

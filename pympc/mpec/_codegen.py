@@ -7,7 +7,9 @@ three-address code: every expression node is evaluated once into a temporary
 
 * subexpressions shared between the expressions (derivatives made by Pyomo's
   reverse symbolic differentiation share most of their nodes) are evaluated
-  once;
+  once, and so is an operation written twice on the same operands (the
+  second derivatives, differentiated one gradient entry at a time, repeat
+  each other's terms);
 * no line nests more than one operation, whatever the depth of the
   expression (a nested string of 2000 products made Python's parser raise
   ``RecursionError``), and a sum of many terms is added up :data:`_CHUNK`
@@ -34,7 +36,7 @@ from pyomo.core.expr import numeric_expr as ne
 
 from ..errors import ProblemError
 
-__all__ = ["compile_functions"]
+__all__ = ["compile_functions", "share_subexpressions"]
 
 _UNARY = {
     "exp": "exp", "log": "log", "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan",
@@ -58,7 +60,7 @@ class _Writer:
 
     def __init__(self, column, where):
         self.column, self.where = column, where
-        self.lines, self.names, self.keep = [], {}, []
+        self.lines, self.names, self.keep, self.written = [], {}, [], {}
         self.count = 0
 
     def leaf(self, node):
@@ -125,18 +127,102 @@ class _Writer:
                             self.keep.append(arg)
                 continue
             args = [names[id(a)] for a in node.args]
+            if len(args) <= _CHUNK or not issubclass(node.__class__, ne.SumExpression):
+                code = self.operation(node, args)
+                t = self.written.get(code)    # the same operation on the same operands: the same value
+                if t is None:
+                    t = self.written[code] = f"t{self.count}"
+                    self.count += 1
+                    self.lines.append(f"    {t} = {code}")
+                names[id(node)] = t
+                self.keep.append(node)
+                continue
             t = f"t{self.count}"
             self.count += 1
-            if len(args) > _CHUNK and issubclass(node.__class__, ne.SumExpression):
-                # ((t + a) + b) + ...: the same order of additions as a + b + ... on one line
-                for k in range(0, len(args), _CHUNK):
-                    code = " + ".join(args[k: k + _CHUNK])
-                    self.lines.append(f"    {t} = {code}" if k == 0 else f"    {t} = {t} + {code}")
-            else:
-                self.lines.append(f"    {t} = {self.operation(node, args)}")
+            # a long sum, ((t + a) + b) + ...: the same order of additions as a + b + ... on one line
+            for k in range(0, len(args), _CHUNK):
+                code = " + ".join(args[k: k + _CHUNK])
+                self.lines.append(f"    {t} = {code}" if k == 0 else f"    {t} = {t} + {code}")
             names[id(node)] = t
             self.keep.append(node)   # ids stay unique while the writer lives
         return names[id(root)]
+
+
+#: expression classes equal when their class and arguments are (a function call also by its name)
+_STRUCTURAL = (ne.NegationExpression, ne.PowExpression, ne.ProductExpression, ne.DivisionExpression,
+               ne.SumExpression, ne.UnaryFunctionExpression, ne.MaxExpression, ne.MinExpression)
+
+
+def share_subexpressions(expr, table=None):
+    """``expr`` with structurally equal subexpressions made one node (hash-consing), the same value.
+
+    A model written as a formula is often a tree that builds the same
+    subexpression afresh in many places (HS088–HS092 build each ``rho_j``
+    inside every one of 900 terms).  Pyomo's reverse symbolic differentiation
+    handles a node once however many parents it has, so on the shared form its
+    cost and the size of the derivatives follow the number of *distinct*
+    subexpressions, not the size of the written tree.
+
+    Two nodes are equal when they have the same class (and function name) and
+    the same arguments: the same variable or Param object, equal numbers, or
+    equal nodes.  Named expressions are replaced by their bodies; anything that
+    is not arithmetic (Params, constant subexpressions, other node types) is
+    kept as it is, by identity.  ``table`` (a dict, optional) carries the
+    shared nodes from call to call.
+    The walk uses an explicit stack (deep expressions are fine).
+    """
+    table = {} if table is None else table
+    keys = table.setdefault("keys", {})        # id(node) -> structural key (for nodes already seen)
+    nodes = table.setdefault("nodes", {})      # structural key -> the shared node
+    keep = table.setdefault("keep", [])        # the nodes whose ids are keys (ids stay unique)
+
+    def leaf_key(a):
+        if a.__class__ in native_numeric_types:
+            return ("n", a.__class__ is bool, float(a)) if a == a else ("id", id(a))
+        return None
+
+    stack = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in keys:
+            continue
+        if leaf_key(node) is not None:
+            keys[id(node)] = (leaf_key(node), node)
+            keep.append(node)
+            continue
+        if not node.is_expression_type() or not node.is_potentially_variable():
+            keys[id(node)] = (("id", id(node)), node)
+            keep.append(node)
+            continue
+        if not ready:
+            stack.append((node, True))
+            stack.extend((a, False) for a in node.args if id(a) not in keys)
+            continue
+        if node.is_named_expression_type():
+            keys[id(node)] = keys[id(node.args[0])]
+            keep.append(node)
+            continue
+        # an argument by its number, or by the identity of its shared node (flat keys: hashing a nested
+        # key would walk the whole subexpression, and recurse on its depth)
+        arg_keys = tuple(k if k[0] == "n" else id(x) for k, x in (keys[id(a)] for a in node.args))
+        cls = node.__class__
+        if isinstance(node, _STRUCTURAL):
+            extra = node.getname() if isinstance(node, ne.UnaryFunctionExpression) else None
+            key = (cls, extra, arg_keys)
+        else:
+            key = ("id", id(node))
+        shared = nodes.get(key)
+        if shared is None:
+            new_args = [keys[id(a)][1] for a in node.args]
+            if any(x is not a for x, a in zip(new_args, node.args)):
+                shared = node.create_node_with_local_data(tuple(new_args))
+                keep.append(shared)
+            else:
+                shared = node
+            nodes[key] = shared
+        keys[id(node)] = (key, shared)
+        keep.append(node)
+    return keys[id(expr)][1]
 
 
 def compile_functions(groups, column, where="expression"):

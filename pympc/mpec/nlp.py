@@ -23,7 +23,7 @@ from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpressio
 from pyomo.repn import generate_standard_repn
 
 from ..errors import ProblemError
-from ._codegen import compile_functions
+from ._codegen import compile_functions, share_subexpressions
 from .checks import check_domains
 
 __all__ = ["CompiledNLP", "CompileTimeout"]
@@ -261,18 +261,26 @@ class CompiledNLP:
         self._build()
 
     def _drop_redundant_equalities(self):
-        """Find linear equality rows dependent on the others (pivoted QR of their coefficient matrix)."""
+        """Find linear equality rows dependent on the others (pivoted QR of their coefficient matrix).
+
+        Only the rows that can take part in a dependency go to the QR: a row with a variable no other
+        remaining row has is independent of them and in no combination that makes another row (it is
+        left out, and the next such row is looked for; :func:`_dependency_core`).  The rows of a
+        trajectory, each with the next state's variables, mostly go this way, so the dense QR stays small.
+        """
         from scipy.linalg import qr
 
         rows = [i for i, (p, (lo, up)) in enumerate(zip(self.cons, self._con_bounds))
                 if p.nl is None and not p.qc.size and lo is not None and up is not None
                 and pyo.value(lo) == pyo.value(up)]
-        n = len(self.variables)
+        rows = _dependency_core([_summed(self.cons[i].lin_idx, self.cons[i].lin_coef) for i in rows], rows)
+        cols = np.unique(np.concatenate([self.cons[i].lin_idx for i in rows] + [np.zeros(0, int)]))
+        n = cols.size
         if len(rows) < 2 or len(rows) * n > 4_000_000:
             return
         E = np.zeros((len(rows), n))
         for r, i in enumerate(rows):
-            np.add.at(E[r], self.cons[i].lin_idx, self.cons[i].lin_coef)
+            np.add.at(E[r], np.searchsorted(cols, self.cons[i].lin_idx), self.cons[i].lin_coef)
         rhs = np.array([pyo.value(self._con_bounds[i][0]) - self.cons[i].const for i in rows])
         _, R, piv = qr(E.T, mode="economic", pivoting=True)
         d = np.abs(np.diag(R))
@@ -309,12 +317,16 @@ class CompiledNLP:
     def _compile(self, part, where):
         """Compiled value, gradient and Hessian (lower triangle) of a nonlinear part.
 
-        Derivatives by Pyomo's reverse symbolic differentiation; the three
-        functions are straight-line code (:mod:`pympc.mpec._codegen`).
+        Derivatives by Pyomo's reverse symbolic differentiation, of the
+        expression with its repeated subexpressions made one node each
+        (:func:`~pympc.mpec._codegen.share_subexpressions`: Pyomo differentiates
+        a shared node once); the three functions are straight-line code
+        (:mod:`pympc.mpec._codegen`).
         """
         expr, nl_vars = part.nl
         loc = part.nl_idx
         self._check_deadline()
+        expr = share_subexpressions(expr)
         try:
             grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
         except DifferentiationException as exc:
@@ -479,6 +491,43 @@ def _violated(value, lower, upper, rtol=1e-9):
     """Does a constant constraint body ``value`` break its bounds (beyond ``rtol`` of their size)?"""
     return ((lower is not None and value < lower - rtol * (1 + abs(lower)))
             or (upper is not None and value > upper + rtol * (1 + abs(upper))))
+
+
+def _summed(idx, coef):
+    """The variables (a list) of a linear row whose coefficients (duplicates summed) are not zero."""
+    sup = idx.tolist()
+    if len(set(sup)) == len(sup) and coef.all():      # the usual row: nothing to sum
+        return sup
+    u, inv = np.unique(idx, return_inverse=True)
+    return u[np.bincount(inv, coef, minlength=u.size) != 0].tolist()
+
+
+def _dependency_core(supports, labels):
+    """The labels of the rows (variable sets ``supports``) that may be linearly dependent on the others.
+
+    Peeling: a row holding a variable that no other remaining row holds is not a combination of the
+    others, and no combination of rows that equals another row uses it (its coefficient would have to
+    be 0), so it is removed; repeat until every variable of the remaining rows is in two rows or more.
+    Linear in the number of entries.
+    """
+    holders = {}
+    for r, sup in enumerate(supports):
+        for c in sup:
+            holders.setdefault(c, []).append(r)
+    count = {c: len(rs) for c, rs in holders.items()}
+    alive = [True] * len(supports)
+    queue = [c for c, k in count.items() if k == 1]
+    while queue:
+        c = queue.pop()
+        if count[c] != 1:
+            continue
+        r = next(r for r in holders[c] if alive[r])
+        alive[r] = False
+        for c2 in supports[r]:
+            count[c2] -= 1
+            if count[c2] == 1:
+                queue.append(c2)
+    return [lab for lab, a in zip(labels, alive) if a]
 
 
 def _unique_pairs(rows, cols, n):
