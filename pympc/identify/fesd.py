@@ -352,12 +352,13 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
                     sg = 1.0 if int(modes[nxt].motions[j]) > 0 else -1.0
                     N = m.lam_pos[e, s, sn] + m.lam_neg[e, s, sn]
                     C["switch"].add(mus[j][1] * N + sg * m.F[e, s, sn] == 0)
-    # cross complementarity: (Σ_B a)(Σ_B c) <= sigma per element, slot, pair
-    cross = {}
+    # cross complementarity: (Σ_B a)(Σ_B c) <= sigma per element, slot, pair (see _coupling for B)
+    cross, coupling = {}, {}
     for (e, sn, key), st in pairs.items():
-        edge = e > 0 and "excess" not in key        # w± may jump at a breakaway: no boundary term for them
-        avals = [x for x, _ in st] + ([pairs[e - 1, sn, key][-1][0]] if edge else [])
-        cvals = [cc for _, cc in st] + ([pairs[e - 1, sn, key][-1][1]] if edge else [])
+        ab, cb = _coupling(layout, modes, e, key)
+        coupling[e, sn, key] = (ab, cb)
+        avals = [x for x, _ in st] + ([pairs[e - 1, sn, key][-1][0]] if ab else [])
+        cvals = [cc for _, cc in st] + ([pairs[e - 1, sn, key][-1][1]] if cb else [])
         if all(getattr(x, "fixed", False) and x.value == 0 for x in avals):
             continue
         cross[e, sn, key] = sum(avals) * sum(cvals)
@@ -368,9 +369,28 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
             C["equilibration"].add(m.h[e] == m.h[e + 1])
     _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots)
     m.fesd = {"layout": layout, "modes": modes, "events": events, "stage_times": stage_t, "c": c, "A": A,
-              "pairs": pairs, "static": dict(zip(slots, static)), "fixed_stick": fixed, "warm_start": warm_start,
+              "pairs": pairs, "coupling": coupling, "static": dict(zip(slots, static)), "fixed_stick": fixed, "warm_start": warm_start,
               "t": t, "outputs": outputs, "system": system}
     return m
+
+
+def _coupling(layout, modes, e, key):
+    """Which members of the pair at the boundary before element e join its cross complementarity.
+
+    The slip parts (first members of the friction pairs) are continuous in time, so the boundary's slip
+    part pairs with the element's reserves: a slip that stops or reverses does so on the boundary.  The
+    reserves hold the friction force, which jumps at a slip event, so the boundary's reserve does not pair
+    (a breakaway at μ_s > μ is pinned by its own row; at μ_s = μ by the law itself).  The wall split pairs
+    both ways (λ is continuous through a wall switch) except at a boundary where the warm start changes a
+    slip state (λ may jump there).  The w± pairs (``excess``) have no boundary term (w± jump at breakaway).
+    """
+    if e == 0 or "excess" in key:
+        return False, False
+    if key == "wall":
+        a, b = modes[layout[e - 1].segment], modes[layout[e].segment]
+        same = tuple(int(x) for x in a.motions) == tuple(int(x) for x in b.motions)
+        return same, same
+    return True, False
 
 
 def _stage_values(tr, times):
@@ -494,7 +514,7 @@ class FesdSolve:
     linear_solver: str = ""
 
 
-def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, tol=1e-8, options=None, tee=False):
+def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options=None, tee=False):
     """Solve the model by IPOPT (pympc's cyipopt bridge, :mod:`pympc.mpec.ipopt`) along the homotopy ``sigmas``.
 
     The NLP is compiled once (:class:`~pympc.mpec.nlp.CompiledNLP`); each σ stage re-reads the bound of the
@@ -502,7 +522,8 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, tol=1e-8, options=None, tee=Fa
     simulation).  The answer is loaded into the model.  Returns a :class:`FesdSolve`; ``ok`` only when every
     stage converged and :func:`check` finds the rows satisfied to ``tol`` and the cross complementarity at
     most the last σ (+ tol).  When a stage fails, the ``fallback`` schedule is run from the start point again
-    (its stages are listed after the failed ones).
+    (its stages are listed after the failed ones).  ``polish``: then fix the active set the relaxed answer
+    shows and solve again with exact complementarity (:func:`_polish`; listed as a stage with σ = 0).
     """
     import os
     import tempfile
@@ -527,13 +548,88 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, tol=1e-8, options=None, tee=Fa
     finally:
         os.unlink(log)
     nlp.load(u)
+    if converged and polish:
+        converged = _polish(m, opts, log_opts=(tee, out))
     out.termination = out.stages[-1]["message"] if out.stages else "no stage"
     out.status = "converged" if converged else "failed"
     out.iterations = sum(st["iterations"] or 0 for st in out.stages)
     out.seconds = _time.perf_counter() - t0
     out.checks = check(m)
-    out.ok = converged and out.checks["rows"] <= tol and out.checks["cross"] <= float(m.sigma.value) + tol
+    out.ok = (converged and out.checks["rows"] <= tol and out.checks["cross"] <= float(m.sigma.value) + tol
+              and out.checks["pairs"] <= tol)
     return out
+
+
+def _polish(m, opts, log_opts, degenerate=1e-6):
+    """Fix the active set the relaxed answer shows and solve without relaxation (exact complementarity).
+
+    Per element, slot and pair the side with the smaller sum over the element's stages is set to zero
+    at every stage and, where :func:`_coupling` pairs it, at the boundary before the element (the cross
+    complementarity at σ = 0); the cross rows are deactivated, except those of pairs whose both sides sum to
+    at most ``degenerate`` over the element (both zero all along: fixing them would repeat what the rows say).  The model keeps the polished answer only
+    when it converged; the fixings are undone either way.
+    """
+    import os
+    import tempfile
+
+    import pyomo.environ as pyo
+
+    from ..mpec.nlp import CompiledNLP
+    pairs = m.fesd["pairs"]
+    fixed, rows = [], []
+    zero_a, zero_c = set(), set()
+    relaxed = []
+    for (e, sn, key), st in pairs.items():
+        sa = sum(abs(pyo.value(a)) for a, _ in st)
+        sc = sum(abs(pyo.value(c)) for _, c in st)
+        if max(sa, sc) <= degenerate:        # both sides ~0 all along (e.g. λ ≡ 0 in a phase): keep it relaxed
+            relaxed.append((e, sn, key))
+            continue
+        target = zero_a if sa <= sc else zero_c
+        stages = [(e, r) for r in range(len(st))]
+        if m.fesd["coupling"][e, sn, key][0 if target is zero_a else 1]:
+            stages.append((e - 1, len(st) - 1))
+        target.update((sn, key) + x for x in stages)
+    for sn, key, e, r in zero_a:
+        a = pairs[e, sn, key][r][0]
+        if not a.fixed:
+            fixed.append((a, a.value))
+            a.fix(0.0)
+    m.polish_rows = pyo.ConstraintList()
+    for sn, key, e, r in zero_c:
+        rows.append(m.polish_rows.add(pairs[e, sn, key][r][1] == 0))
+    m.cross.deactivate()
+    for k in relaxed:
+        if k in m.cross:
+            m.cross[k].activate()
+    keep = [(v, v.value) for v in m.component_data_objects(pyo.Var)]
+    fd, log = tempfile.mkstemp(suffix=".ipopt.log")
+    os.close(fd)
+    try:
+        nlp = CompiledNLP(m, drop_redundant=True)
+        t1 = _time.perf_counter()
+        from ..mpec.ipopt import solve_nlp
+        u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, log_opts[0])
+        status = int(info["status"])
+        log_opts[1].stages.append({"sigma": 0.0, "status": status, "message": "polish: " +
+                                   info["status_msg"].decode(errors="replace"), "iterations": _iterations(log),
+                                   "seconds": _time.perf_counter() - t1})
+        ok = status in (0, 1)
+        if ok:
+            nlp.load(u)
+    finally:
+        os.unlink(log)
+        m.del_component(m.polish_rows)
+        m.cross.activate()
+        for a, val in fixed:
+            a.unfix()
+    if ok:
+        for a, _ in fixed:
+            a.set_value(0.0)
+    else:
+        for v, val in keep:
+            v.set_value(val, skip_validation=True)
+    return ok
 
 
 def _homotopy(m, nlp, u, schedule, opts, log, tee, out):
