@@ -56,7 +56,8 @@ import numpy as np
 
 from ..errors import ModelError, OptionError, SolverError
 
-__all__ = ["radau_iia", "trajectory_model", "solve", "switch_times", "check", "FesdSolve", "SIGMAS", "HOMOTOPY", "at_samples"]
+__all__ = ["radau_iia", "trajectory_model", "solve", "switch_times", "check", "FesdSolve", "SIGMAS", "HOMOTOPY", "at_samples",
+           "fix_active_set", "ipopt", "DEFAULT_OPTIONS"]
 
 #: default relaxation σ (absolute: force × velocity).  From a simulation's warm start, which is complementary
 #: already, one stage at the final σ is fastest (measured on the 2 s oscillator, 4 × 4 elements, 3 stages: 31
@@ -370,7 +371,7 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
     _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots)
     m.fesd = {"layout": layout, "modes": modes, "events": events, "stage_times": stage_t, "c": c, "A": A,
               "pairs": pairs, "coupling": coupling, "static": dict(zip(slots, static)), "fixed_stick": fixed, "warm_start": warm_start,
-              "t": t, "outputs": outputs, "system": system}
+              "t": t, "outputs": outputs, "system": system, "fit": fit}
     return m
 
 
@@ -514,6 +515,12 @@ class FesdSolve:
     linear_solver: str = ""
 
 
+#: IPOPT options of :func:`solve` (warm started: the start is a simulation, complementary already)
+DEFAULT_OPTIONS = {"tol": 1e-10, "constr_viol_tol": 1e-10, "acceptable_tol": 1e-8, "warm_start_init_point": "yes",
+                   "warm_start_bound_push": 1e-12, "warm_start_mult_bound_push": 1e-12, "mu_init": 1e-9,
+                   "bound_push": 1e-12, "max_iter": 500, "linear_solver": "mumps"}
+
+
 def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options=None, tee=False):
     """Solve the model by IPOPT (pympc's cyipopt bridge, :mod:`pympc.mpec.ipopt`) along the homotopy ``sigmas``.
 
@@ -523,16 +530,13 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options
     stage converged and :func:`check` finds the rows satisfied to ``tol`` and the cross complementarity at
     most the last σ (+ tol).  When a stage fails, the ``fallback`` schedule is run from the start point again
     (its stages are listed after the failed ones).  ``polish``: then fix the active set the relaxed answer
-    shows and solve again with exact complementarity (:func:`_polish`; listed as a stage with σ = 0).
+    shows and solve again with exact complementarity (:func:`fix_active_set`; listed as a stage with σ = 0).
     """
     import os
     import tempfile
 
     from ..mpec.nlp import CompiledNLP
-    opts = {"tol": 1e-10, "constr_viol_tol": 1e-10, "acceptable_tol": 1e-8, "warm_start_init_point": "yes",
-            "warm_start_bound_push": 1e-12, "warm_start_mult_bound_push": 1e-12, "mu_init": 1e-9,
-            "bound_push": 1e-12, "max_iter": 500, "linear_solver": "mumps"}
-    opts.update(options or {})
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
     t0 = _time.perf_counter()
     nlp = CompiledNLP(m)
     out = FesdSolve(False, "", "", compile_seconds=_time.perf_counter() - t0, variables=nlp.n, constraints=nlp.m,
@@ -560,29 +564,24 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options
     return out
 
 
-def _polish(m, opts, log_opts, degenerate=1e-6):
-    """Fix the active set the relaxed answer shows and solve without relaxation (exact complementarity).
+def fix_active_set(m, degenerate=1e-6):
+    """Fix the active set the model's current (relaxed) point shows; returns a function that undoes it.
 
     Per element, slot and pair the side with the smaller sum over the element's stages is set to zero
     at every stage and, where :func:`_coupling` pairs it, at the boundary before the element (the cross
-    complementarity at σ = 0); the cross rows are deactivated, except those of pairs whose both sides sum to
-    at most ``degenerate`` over the element (both zero all along: fixing them would repeat what the rows say).  The model keeps the polished answer only
-    when it converged; the fixings are undone either way.
+    complementarity at σ = 0): a first member by fixing the Var at 0, a second member by a row of
+    ``m.polish_rows``.  The cross rows are deactivated, except those of pairs whose both sides sum to at
+    most ``degenerate`` over the element (both zero all along: fixing them would repeat what the rows say).
+    With the active set fixed the model is a smooth NLP (the switch boundaries pinned by equalities).
     """
-    import os
-    import tempfile
-
     import pyomo.environ as pyo
-
-    from ..mpec.nlp import CompiledNLP
     pairs = m.fesd["pairs"]
-    fixed, rows = [], []
+    fixed, relaxed = [], []
     zero_a, zero_c = set(), set()
-    relaxed = []
     for (e, sn, key), st in pairs.items():
         sa = sum(abs(pyo.value(a)) for a, _ in st)
         sc = sum(abs(pyo.value(c)) for _, c in st)
-        if max(sa, sc) <= degenerate:        # both sides ~0 all along (e.g. λ ≡ 0 in a phase): keep it relaxed
+        if max(sa, sc) <= degenerate:
             relaxed.append((e, sn, key))
             continue
         target = zero_a if sa <= sc else zero_c
@@ -593,40 +592,63 @@ def _polish(m, opts, log_opts, degenerate=1e-6):
     for sn, key, e, r in zero_a:
         a = pairs[e, sn, key][r][0]
         if not a.fixed:
-            fixed.append((a, a.value))
+            fixed.append(a)
             a.fix(0.0)
     m.polish_rows = pyo.ConstraintList()
-    for sn, key, e, r in zero_c:
-        rows.append(m.polish_rows.add(pairs[e, sn, key][r][1] == 0))
+    for sn, key, e, r in sorted(zero_c, key=str):
+        m.polish_rows.add(pairs[e, sn, key][r][1] == 0)
     m.cross.deactivate()
     for k in relaxed:
         if k in m.cross:
             m.cross[k].activate()
-    keep = [(v, v.value) for v in m.component_data_objects(pyo.Var)]
+
+    def undo():
+        m.del_component(m.polish_rows)
+        m.cross.activate()
+        for a in fixed:
+            a.unfix()
+    return undo
+
+
+def ipopt(m, opts, out=None, label="", tee=False):
+    """Solve the model as it stands (compiled afresh) by IPOPT; load the answer when IPOPT converged.
+
+    Returns ``(converged, stage)`` with ``stage`` the record appended to ``out.stages`` (when given).
+    """
+    import os
+    import tempfile
+
+    from ..mpec.ipopt import solve_nlp
+    from ..mpec.nlp import CompiledNLP
     fd, log = tempfile.mkstemp(suffix=".ipopt.log")
     os.close(fd)
     try:
-        nlp = CompiledNLP(m, drop_redundant=True)
         t1 = _time.perf_counter()
-        from ..mpec.ipopt import solve_nlp
-        u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, log_opts[0])
+        nlp = CompiledNLP(m, drop_redundant=True)
+        u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee)
         status = int(info["status"])
-        log_opts[1].stages.append({"sigma": 0.0, "status": status, "message": "polish: " +
-                                   info["status_msg"].decode(errors="replace"), "iterations": _iterations(log),
-                                   "seconds": _time.perf_counter() - t1})
-        ok = status in (0, 1)
-        if ok:
+        stage = {"sigma": 0.0, "status": status, "message": label + info["status_msg"].decode(errors="replace"),
+                 "iterations": _iterations(log), "seconds": _time.perf_counter() - t1,
+                 "variables": nlp.n, "constraints": nlp.m}
+        if status in (0, 1):
             nlp.load(u)
     finally:
         os.unlink(log)
-        m.del_component(m.polish_rows)
-        m.cross.activate()
-        for a, val in fixed:
-            a.unfix()
-    if ok:
-        for a, _ in fixed:
-            a.set_value(0.0)
-    else:
+    if out is not None:
+        out.stages.append(stage)
+    return status in (0, 1), stage
+
+
+def _polish(m, opts, log_opts):
+    """:func:`fix_active_set`, solve, undo; the model keeps the polished answer only when it converged."""
+    import pyomo.environ as pyo
+    keep = [(v, v.value) for v in m.component_data_objects(pyo.Var)]
+    undo = fix_active_set(m)
+    try:
+        ok, _ = ipopt(m, opts, log_opts[1], "polish: ", log_opts[0])
+    finally:
+        undo()
+    if not ok:
         for v, val in keep:
             v.set_value(val, skip_validation=True)
     return ok
