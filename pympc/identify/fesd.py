@@ -564,14 +564,16 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options
     return out
 
 
-def fix_active_set(m, degenerate=1e-6):
+def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     """Fix the active set the model's current (relaxed) point shows; returns a function that undoes it.
 
     Per element, slot and pair the side with the smaller sum over the element's stages is set to zero
     at every stage and, where :func:`_coupling` pairs it, at the boundary before the element (the cross
     complementarity at σ = 0): a first member by fixing the Var at 0, a second member by a row of
-    ``m.polish_rows``.  The cross rows are deactivated, except those of pairs whose both sides sum to at
-    most ``degenerate`` over the element (both zero all along: fixing them would repeat what the rows say).
+    ``m.polish_rows``.  The cross rows are deactivated.  A pair whose two sums are both at most
+    ``degenerate`` or within a factor ``1/separation`` of each other (both ~√σ: zero all along, e.g. λ ≡ 0
+    while the other slot sticks) gets only its first member fixed at zero, without the boundary: fixing
+    both would repeat what the rows already say (IPOPT: too few degrees of freedom).
     With the active set fixed the model is a smooth NLP (the switch boundaries pinned by equalities).
     """
     import pyomo.environ as pyo
@@ -581,12 +583,11 @@ def fix_active_set(m, degenerate=1e-6):
     for (e, sn, key), st in pairs.items():
         sa = sum(abs(pyo.value(a)) for a, _ in st)
         sc = sum(abs(pyo.value(c)) for _, c in st)
-        if max(sa, sc) <= degenerate:
-            relaxed.append((e, sn, key))
-            continue
-        target = zero_a if sa <= sc else zero_c
+        if max(sa, sc) <= degenerate or min(sa, sc) > separation * max(sa, sc):
+            relaxed.append((e, sn, key))       # not separated: its first member (a Var) is fixed, no boundary
+        target = zero_a if sa <= sc or relaxed[-1:] == [(e, sn, key)] else zero_c
         stages = [(e, r) for r in range(len(st))]
-        if m.fesd["coupling"][e, sn, key][0 if target is zero_a else 1]:
+        if relaxed[-1:] != [(e, sn, key)] and m.fesd["coupling"][e, sn, key][0 if target is zero_a else 1]:
             stages.append((e - 1, len(st) - 1))
         target.update((sn, key) + x for x in stages)
     for sn, key, e, r in zero_a:
@@ -598,9 +599,6 @@ def fix_active_set(m, degenerate=1e-6):
     for sn, key, e, r in sorted(zero_c, key=str):
         m.polish_rows.add(pairs[e, sn, key][r][1] == 0)
     m.cross.deactivate()
-    for k in relaxed:
-        if k in m.cross:
-            m.cross[k].activate()
 
     def undo():
         m.del_component(m.polish_rows)
