@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import OptionError
-from .fesd import DEFAULT_OPTIONS, _system, fix_active_set, ipopt, solve, switch_times, trajectory_model
+from .fesd import DEFAULT_OPTIONS, _layout, _system, fix_active_set, ipopt, solve, switch_times, trajectory_model
 
 __all__ = ["fit", "FesdFit"]
 
@@ -77,6 +77,14 @@ def _signature(m):
     return [(ev.kind.name, layout[e].interval) for e, ev in
             ((e, m.fesd["events"][layout[e].segment - 1]) for e in range(1, len(layout))
              if layout[e].segment != layout[e - 1].segment)]
+
+
+def _simulated_signature(tr, t, elements):
+    """The :func:`_signature` a model built on simulation ``tr`` would have (without building it)."""
+    events = [e for e in tr.events if e.time > t[0] + 1e-12]
+    layout = _layout(t, [e.time for e in events], elements, 1e-9 * (t[-1] - t[0]))
+    return [(events[layout[e].segment - 1].kind.name, layout[e].interval) for e in range(1, len(layout))
+            if layout[e].segment != layout[e - 1].segment]
 
 
 def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, walks=4, verify_tol=1e-5,
@@ -148,9 +156,10 @@ def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, 
         if not tr.success:
             out.message = f"walk {walk}: the simulation at the estimate failed: {tr.message}"
             break
-        again = trajectory_model(at, t, y, outputs, names, elements=elements, stages=stages, noise=noise,
-                                 warm_start=tr)
-        same = _signature(again) == _signature(m)
+        try:
+            same = _simulated_signature(tr, t, elements) == _signature(m)
+        except OptionError:                                  # more events in an interval than elements
+            same = False
         if same:
             cand = _verified(m, tr, t, outputs, verify_tol, walk, collapsed)
             if cand["ok"] and (best is None or cand["objective"] < best["objective"]):
