@@ -154,3 +154,11 @@ def test_fit_agrees_with_shooting():
     d = np.array([res.theta[n] for n in shoot.names]) - shoot.optimum
     assert np.all(np.abs(d) <= 0.1 * shoot.stderr), (res.theta, shoot.optimum, shoot.stderr)
     assert res.output_gap <= 1e-5
+
+
+def test_fit_refuses_static_without_breakaway(oscillator):
+    """The first 0.35 s of the oscillator stick all along: μ_s is only bounded below (by max|F|/|λ|)."""
+    from pympc.identify.fesd_fit import fit
+    t = np.linspace(0.0, 0.35, 8)
+    with pytest.raises(OptionError, match="never breaks away"):
+        fit(oscillator, t, np.zeros((t.size, 1)), ["mass.x"], ["mu", "mu_s"])

@@ -120,6 +120,7 @@ def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, 
     if not names:
         raise OptionError("parameters: name at least one parameter to fit")
     t = np.asarray(t, float)
+    _check_static(system, names, t)
     t0 = _time.perf_counter()
     current = system
     out = FesdFit(False, {}, np.inf, 0)
@@ -183,6 +184,29 @@ def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, 
         out.message = f"no verified estimate after {out.walks} walks"
     out.seconds = _time.perf_counter() - t0
     return out
+
+
+def _check_static(system, names, t):
+    """A fitted static coefficient needs a breakaway in the record; without one it is only bounded below."""
+    from ..dynamics import simulate
+    from .experiment import friction_pairs
+    statics = {s: (slot, k) for slot, k, s in friction_pairs(system) if s is not None and s in names}
+    if not statics:
+        return
+    tr = simulate(system, (t[0], t[-1]), t_eval=t, rtol=1e-10, atol=1e-12)
+    slots = list(tr.slot_names)
+    for s, (slot, _) in statics.items():
+        j = slots.index(slot)
+        if any(e.kind.name == "BREAKAWAY" and e.slot == j for e in tr.events):
+            continue
+        stick = tr.motions[:, j] == 0
+        lam = np.abs(tr.normal_force[stick, j])
+        ratio = float(np.max(np.abs(tr.friction_force[stick, j])[lam > 0] / lam[lam > 0])) if np.any(lam > 0) \
+            else float("nan")
+        raise OptionError(f"{s!r} is not identifiable from this record: slot {slot!r} never breaks away in the "
+                          f"simulation at the start values (the data bound it only from below, {s} >= "
+                          f"max|F|/|λ| = {ratio:.4g} in its stick phases); fit without {s!r} or use a record "
+                          "with a breakaway")
 
 
 def _verified(m, tr, t, outputs, tol, walk, collapsed):
