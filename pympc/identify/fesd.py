@@ -1,0 +1,471 @@
+"""A switch-detecting, high-order whole-trajectory model (FESD) in Pyomo.
+
+:func:`trajectory_model` builds one Pyomo ``ConcreteModel`` of a whole record:
+Radau IIA collocation with ``stages`` stages on finite elements whose lengths
+``h[e]`` are variables (finite elements with switch detection, Nurkanović,
+Sperl, Albrecht, Diehl; the CasADi tool nosnoc).  Each sample interval of the
+record is split into ``elements`` elements (Σ h = interval length).  The
+mechanics are those of the simulator and of the first-order route
+(:class:`~pympc.mechanics.equations.Equations` evaluated on Pyomo objects; the
+slot friction law is :func:`pympc.mpec.trajectory.slot_law`), nothing is written
+twice.  Per stage (e, r), with the stage time ``time[e, r]``::
+
+    q[e,r] = q[e,0] + h[e] Σ_j A_rj (v[e,j] + G(q[e,j])ᵀ eta[e,j])      (GGL stabilized, index 2)
+    v[e,r] = v[e,0] + h[e] Σ_j A_rj a[e,j]
+    M a[e,r] = Q(q, v, t) + G_Jᵀ nu + Σ_k (WN_k lam_k + WT_k F_k)
+    g(q, t) = 0,  G v + g_t = 0,  per slot: gN = 0, WN v = 0,
+    lam = lam_pos − lam_neg,  WT v = slip_pos − slip_neg,
+
+and the pairs of ``slot_law`` (wall split; Coulomb's law on the slip parts).  The
+element's start (node 0) is the previous element's last stage (Radau IIA is
+stiffly accurate: c_s = 1).  **Cross complementarity**: for every element, slot
+and pair 0 ≤ a ⊥ c ≥ 0, (Σ_B a)(Σ_B c) ≤ σ with B the element's stages and the
+boundary before it, so no member of a pair may be positive anywhere in an element
+while its partner is positive anywhere in it or at its start: the active set
+(wall, slip direction, stick) is constant inside an element and a switch sits
+on an element boundary, where the collocation restarts and keeps its order
+(2s − 1 at the nodes, measured in ``tests/test_fesd.py``).  σ is the relaxation
+(a mutable Param ``sigma``) driven to zero by :func:`solve` (in :mod:`pympc.identify.fesd_solve`, re-exported
+here with the checks).
+
+Static friction above the kinetic one (μ_s > μ) is the non-monotone part: the
+closure of Coulomb's law lets a stuck slot break away anywhere between μ|λ| and
+μ_s|λ|.  This model takes the stick phases of such a slot from the warm-start
+simulation: in them the slip parts are fixed at zero (|F| ≤ μ_s|λ| remains),
+and the boundary where a stick phase ends in a breakaway carries the breakaway
+condition μ_s|λ| ± F = 0 (the sign of the new slip).  Slip phases, slip → stick,
+reversals and wall switches are decided by the complementarity (cross
+complementarity pins them).  A slot with μ_s = μ has no fixed phase at all.
+When the parameters move so far that the event sequence changes, build the
+model again from a simulation at the new values (:mod:`pympc.identify.fesd_fit`
+does).
+
+**Step equilibration**: the warm start's event times split each interval into
+segments; the elements of one segment in one interval have equal lengths, so the
+only free lengths are the switch boundaries, which the switch conditions pin.
+An interval with more events than ``elements − 1`` cannot be resolved: OptionError.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import OptionError, SolverError
+from .fesd_solve import (DEFAULT_OPTIONS, HOMOTOPY, SIGMAS, FesdSolve, at_samples, check, fix_active_set,
+                         ipopt, solve, switch_times)
+
+__all__ = ["radau_iia", "trajectory_model", "solve", "switch_times", "check", "FesdSolve", "SIGMAS", "HOMOTOPY",
+           "at_samples", "fix_active_set", "ipopt", "DEFAULT_OPTIONS"]
+
+
+def radau_iia(stages):
+    """Radau IIA nodes ``c`` (c_s = 1) and Butcher matrix ``A`` of ``stages`` stages (order 2s − 1)."""
+    s = int(stages)
+    if s < 1:
+        raise OptionError(f"stages must be an integer >= 1, got {stages!r}")
+    from numpy.polynomial import legendre as L
+    coef = np.zeros(s + 1)
+    coef[s], coef[s - 1] = 1.0, -1.0                       # P_s − P_{s−1}: zeros in (−1, 1]
+    c = np.sort((np.real(L.legroots(coef)) + 1.0) / 2.0)
+    c[-1] = 1.0
+    V = np.vander(c, s, increasing=True)                   # V[j, k] = c_j^k
+    integ = np.array([[ci ** (k + 1) / (k + 1) for k in range(s)] for ci in c])
+    return c, integ @ np.linalg.inv(V)
+
+
+@dataclass
+class _Element:
+    interval: int
+    segment: int            # index into the warm start's modes (between consecutive events)
+    h: float
+    start: float
+
+
+def _layout(t, event_times, elements, tol):
+    """Elements per interval: the events inside an interval split it into segments; each gets ≥ 1 element."""
+    out = []
+    ev = np.asarray(sorted(event_times), float)
+    for k in range(len(t) - 1):
+        a, b = float(t[k]), float(t[k + 1])
+        inside = [x for x in ev if a + tol < x < b - tol]
+        cuts = [a] + inside + [b]
+        lengths = np.diff(cuts)
+        if len(lengths) > elements:
+            raise OptionError(f"elements={elements} per interval cannot resolve the {len(inside)} events in "
+                              f"[{a:g}, {b:g}] (at {', '.join(f'{x:.6g}' for x in inside)}): give at least "
+                              f"{len(inside) + 1} elements per interval or a finer sample grid")
+        share = lengths / (b - a) * elements
+        count = np.maximum(1, np.floor(share).astype(int))
+        while count.sum() < elements:                      # largest remainder, by length per element
+            count[int(np.argmax(lengths / count))] += 1
+        while count.sum() > elements:
+            i = int(np.argmax(np.where(count > 1, count - share, -np.inf)))
+            count[i] -= 1
+        for seg, (c0, n, L) in enumerate(zip(cuts[:-1], count, lengths)):
+            gseg = int(np.searchsorted(ev, c0 + tol, side="right"))   # events at or before the segment start
+            for i in range(n):
+                out.append(_Element(k, gseg, L / n, c0 + i * L / n))
+    return out
+
+
+def _system(system):
+    from ..mechanics import System, load_model
+    if isinstance(system, (str, Path)):
+        return load_model(system)
+    if not isinstance(system, System):
+        raise OptionError(f"system must be a System or a model file, got {type(system).__name__}")
+    return system
+
+
+def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3, sigma=SIGMAS[0], *,
+                     warm_start=None, noise=None, h_min=0.01):
+    """The FESD trajectory model of one record (see the module notes).
+
+    Parameters
+    ----------
+    system : System or path
+        The mechanism (its parameter values are the starting point of the fitted ones).
+    t : array (K + 1,)
+        Sample times, increasing; ``t[0]`` is the initial time (the system's initial state).
+    y : array (K + 1, m), optional
+        Measured outputs at ``t`` (None: no data, the objective is 0 — a forward solve).
+    outputs : list of str
+        Output names: coordinates ``body.x``, their velocities ``body.x_dot``, per slot
+        ``slot.normal_force``, ``slot.friction_force`` (left limits, not at ``t[0]``), ``slot.slip_velocity``.
+    fit : list of str
+        Parameter names left free (``theta[name]`` unfixed; bounds: the model's declared ones).
+    elements : int
+        Finite elements per sample interval.
+    stages : int
+        Radau IIA stages (order 2s − 1).
+    sigma : float
+        Initial value of the relaxation ``sigma`` (a mutable Param; :func:`solve` drives it down).
+    warm_start : Trajectory, optional
+        A :func:`pympc.simulate` run at the system's values with samples at every stage time is made when
+        None; a given one only provides the event times and modes (the stage values are re-simulated).
+    noise : array (m,), optional
+        Noise level per output (residuals are divided by it).
+    h_min : float
+        Lower bound of an element length, relative to its initial length.
+
+    Returns
+    -------
+    pyomo.environ.ConcreteModel
+        Sets ``elements``, ``stages`` (1..s), ``nodes`` (0..s), ``coords``, ``slots``, ``samples``,
+        ``params``; Vars ``q[e, r, c]``, ``v[e, r, c]``, ``a``, ``lam[e, r, slot]`` (signed normal force),
+        ``lam_pos``, ``lam_neg``, ``F[e, r, slot]`` (friction), ``slip_pos``, ``slip_neg``, ``h[e]``,
+        ``time[e, r]``, ``nu``, ``eta``, ``theta[name]`` (every parameter; fixed except ``fit``);
+        Expressions ``output[k, name]`` (the outputs at sample k) and ``residual[k, name]`` (with data);
+        ``objective`` (½ Σ residual²); Param ``sigma``; ``fesd`` (a dict: layout, warm start, pairs).
+    """
+    import pyomo.environ as pyo
+    from ..dynamics import simulate
+    from ..mechanics.equations import Equations
+    from ..mpec.trajectory import slot_law
+
+    system = _system(system)
+    eq = Equations(system)
+    eq.check_supported()
+    t = np.asarray(t, float).ravel()
+    if t.size < 2 or not np.all(np.diff(t) > 0) or not np.all(np.isfinite(t)):
+        raise OptionError("t must hold at least two finite, strictly increasing sample times")
+    elements, s = int(elements), int(stages)
+    if elements < 1:
+        raise OptionError(f"elements must be an integer >= 1, got {elements!r}")
+    if s < 1:
+        raise OptionError(f"stages must be an integer >= 1, got {stages!r}")
+    outputs = [outputs] if isinstance(outputs, str) else list(outputs)
+    fit = [n.strip() for n in fit.split(",") if n.strip()] if isinstance(fit, str) else list(fit)
+    values = system.parameters
+    for n in fit:
+        if n not in values:
+            raise OptionError(f"fit: {n!r} is not a parameter of {system.name} ({sorted(values)})")
+    if y is not None:
+        y = np.asarray(y, float).reshape(t.size, -1)
+        if y.shape[1] != len(outputs):
+            raise OptionError(f"y has {y.shape[1]} columns but {len(outputs)} outputs are named")
+    c, A = radau_iia(s)
+    span = (float(t[0]), float(t[-1]))
+    if warm_start is None:
+        warm_start = simulate(system, span, t_eval=t, rtol=1e-12, atol=1e-14)
+    if not warm_start.success:
+        raise SolverError(f"the warm-start simulation of {system.name} failed ({warm_start.status.name}: "
+                          f"{warm_start.message}); the FESD model needs its event sequence")
+    events = [e for e in warm_start.events if e.time > span[0] + 1e-12]
+    modes = [warm_start.events[0].mode_after] + [e.mode_after for e in events]
+    tol = 1e-9 * (span[1] - span[0])
+    layout = _layout(t, [e.time for e in events], elements, tol)
+    E = len(layout)
+    stage_t = np.array([[el.start + cr * el.h for cr in c] for el in layout])
+    nudged = stage_t.copy()
+    nudged[:, -1] -= 1e-7 * np.array([el.h for el in layout])          # the element's own mode at c_s = 1
+    dense = simulate(system, span, t_eval=np.unique(np.concatenate([t, nudged.ravel()])), rtol=1e-12, atol=1e-14)
+    W = _stage_values(dense, nudged.ravel())
+
+    m = pyo.ConcreteModel(name=f"FESD trajectory of {system.name}")
+    names = list(system.parameter_definitions)
+    free = set(fit)
+
+    def pbounds(_, n):
+        d = system.parameter_definitions[n]
+        b = getattr(d, "bounds", None)
+        if n not in free or b is None:
+            return (None, None)
+        return tuple(None if x is None or not math.isfinite(x) else float(x) for x in b)
+
+    base = [n for n in names if not system.parameter_definitions[n].derived]
+    m.params = pyo.Set(initialize=base, ordered=True)
+    m.theta = pyo.Var(m.params, initialize={n: float(values[n]) for n in base}, bounds=pbounds)
+    for n in base:
+        if n not in free:
+            m.theta[n].fix()
+    env = eq.parameters({n: m.theta[n] for n in base}, pyo)
+    mass = eq.mass(env, pyo)
+    coords, slots = list(eq.coordinate_names), [sl.name for sl in eq.slots]
+    n, ns = eq.n, len(slots)
+    m.elements = pyo.RangeSet(0, E - 1)
+    m.stages = pyo.RangeSet(1, s)
+    m.nodes = pyo.RangeSet(0, s)
+    m.coords = pyo.Set(initialize=coords, ordered=True)
+    m.slots = pyo.Set(initialize=slots, ordered=True)
+    m.samples = pyo.RangeSet(0, t.size - 1)
+    m.sigma = pyo.Param(initialize=float(sigma), mutable=True)
+    h0 = np.array([el.h for el in layout])
+    m.h = pyo.Var(m.elements, initialize=lambda _, e: h0[e], bounds=lambda _, e: (h_min * h0[e], None))
+    m.time = pyo.Var(m.elements, m.nodes, initialize=lambda _, e, r: layout[e].start + (c[r - 1] * h0[e] if r else 0))
+    qW, vW = W["q"], W["qd"]
+    from ..mpec.trajectory import _initial_state
+    q0, v0 = _initial_state(eq)
+    ini = lambda arr, x0: (lambda _, e, r, cn: float(arr[e * s + r - 1, coords.index(cn)]) if r else  # noqa: E731
+                           (float(x0[coords.index(cn)]) if e == 0 else float(arr[e * s - 1, coords.index(cn)])))
+    m.q = pyo.Var(m.elements, m.nodes, m.coords, initialize=ini(qW, q0))
+    m.v = pyo.Var(m.elements, m.nodes, m.coords, initialize=ini(vW, v0))
+    acc = _accelerations(vW, v0, A, h0, s)
+    m.a = pyo.Var(m.elements, m.stages, m.coords, initialize=lambda _, e, r, cn: acc[e, r - 1, coords.index(cn)])
+    for cn in coords:
+        m.q[0, 0, cn].fix(q0[coords.index(cn)])
+        m.v[0, 0, cn].fix(v0[coords.index(cn)])
+    lamW, FW, slipW = W["normal_force"], W["friction_force"], W["slip_velocity"]
+    at = lambda arr: (lambda _, e, r, sn: float(arr[e * s + r - 1, slots.index(sn)]))  # noqa: E731
+    m.lam = pyo.Var(m.elements, m.stages, m.slots, initialize=at(lamW))
+    m.lam_pos = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals, initialize=at(np.maximum(lamW, 0)))
+    m.lam_neg = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals,
+                        initialize=at(np.maximum(-lamW, 0)))
+    m.F = pyo.Var(m.elements, m.stages, m.slots, initialize=at(FW))
+    m.slip_pos = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals,
+                         initialize=at(np.maximum(slipW, 0)))
+    m.slip_neg = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals,
+                         initialize=at(np.maximum(-slipW, 0)))
+    mus = [(eq.value(sl.mu, env, pyo), eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env, pyo))
+           for sl in eq.slots]
+    static = [sl.mu_s is not None and a is not b and not (isinstance(a, float) and isinstance(b, float) and a == b)
+              for sl, (a, b) in zip(eq.slots, mus)]
+    stat = [sn for sn, st in zip(slots, static) if st]
+    excess = {sn: float(pyo.value(mus[j][1] - mus[j][0])) for j, sn in enumerate(slots) if static[j]}
+    wini = lambda sign: (lambda _, e, r, sn: excess[sn] * abs(float(lamW[e * s + r - 1, slots.index(sn)]))  # noqa
+                         if sign * float(slipW[e * s + r - 1, slots.index(sn)]) > 0 else 0.0)
+    m.w_pos = pyo.Var(m.elements, m.stages, stat, within=pyo.NonNegativeReals, initialize=wini(1))
+    m.w_neg = pyo.Var(m.elements, m.stages, stat, within=pyo.NonNegativeReals, initialize=wini(-1))
+    nrow = len(eq.joint_residuals(q0, span[0], eq.parameters()))
+    m.joint_rows = pyo.RangeSet(0, nrow - 1) if nrow else pyo.Set(initialize=[])
+    m.nu = pyo.Var(m.elements, m.stages, m.joint_rows, initialize=0.0)
+    m.eta = pyo.Var(m.elements, m.stages, list(range(nrow + ns)), initialize=0.0)
+
+    C = {name: pyo.ConstraintList() for name in ("clock", "collocation", "dynamics", "position", "velocity",
+                                                   "slot", "law", "continuity", "switch", "equilibration")}
+    for name, con in C.items():
+        m.add_component(f"{name}_rows", con)
+    pairs = {}                                   # (e, slot, key) -> [(a, c) per stage]
+    for e, el in enumerate(layout):
+        C["clock"].add(m.time[e, 0] == (float(t[el.interval]) if e == 0 or layout[e - 1].interval != el.interval
+                                        else m.time[e - 1, 0] + m.h[e - 1]))
+        if e + 1 == E or layout[e + 1].interval != el.interval:
+            C["clock"].add(m.time[e, 0] + m.h[e] == float(t[el.interval + 1]))
+        if e > 0:
+            for cn in coords:
+                C["continuity"].add(m.q[e, 0, cn] == m.q[e - 1, s, cn])
+                C["continuity"].add(m.v[e, 0, cn] == m.v[e - 1, s, cn])
+        drift = []
+        for r in range(1, s + 1):
+            C["clock"].add(m.time[e, r] == m.time[e, 0] + float(c[r - 1]) * m.h[e])
+            q = [m.q[e, r, cn] for cn in coords]
+            v = [m.v[e, r, cn] for cn in coords]
+            tt = m.time[e, r]
+            rhs = list(eq.applied_forces(q, v, tt, env, pyo))
+            G = []
+            for row, g in enumerate(eq.joint_residuals(q, tt, env, pyo)):
+                d = _grad(g, q + [tt])
+                G.append(d[:n])
+                C["position"].add(g == 0)
+                C["velocity"].add(sum(d[i] * v[i] for i in range(n) if not _zero(d[i])) + d[n] == 0)
+                rhs = [rhs[i] + d[i] * m.nu[e, r, row] if not _zero(d[i]) else rhs[i] for i in range(n)]
+            for j, (gN, sT) in enumerate(eq.slot_coordinates(q, env, pyo)):
+                sn = slots[j]
+                WN, WT = _grad(gN, q), _grad(sT, q)
+                G.append(WN)
+                C["position"].add(gN == 0)
+                C["velocity"].add(sum(WN[i] * v[i] for i in range(n) if not _zero(WN[i])) == 0)
+                C["slot"].add(m.lam[e, r, sn] == m.lam_pos[e, r, sn] - m.lam_neg[e, r, sn])
+                C["slot"].add(sum(WT[i] * v[i] for i in range(n) if not _zero(WT[i]))
+                              == m.slip_pos[e, r, sn] - m.slip_neg[e, r, sn])
+                rhs = [rhs[i] + (WN[i] * m.lam[e, r, sn] if not _zero(WN[i]) else 0)
+                       + (WT[i] * m.F[e, r, sn] if not _zero(WT[i]) else 0) for i in range(n)]
+                mu, mu_s = mus[j]
+                wp, wm = (m.w_pos[e, r, sn], m.w_neg[e, r, sn]) if static[j] else (None, None)
+                for key, x, cc in slot_law(m.lam_pos[e, r, sn], m.lam_neg[e, r, sn], m.F[e, r, sn],
+                                           m.slip_pos[e, r, sn], m.slip_neg[e, r, sn], mu, mu_s, wp, wm):
+                    C["law"].add(cc >= 0)
+                    pairs.setdefault((e, sn, key), []).append((x, cc))
+            drift.append(G)
+            for i in range(n):
+                C["dynamics"].add(mass[i] * m.a[e, r, coords[i]] == rhs[i])
+        for r in range(1, s + 1):
+            for i, cn in enumerate(coords):
+                dq = sum(float(A[r - 1, j - 1]) * (m.v[e, j, cn] + sum(G[i] * m.eta[e, j, row]
+                                                                      for row, G in enumerate(drift[j - 1])
+                                                                      if not _zero(G[i])))
+                         for j in range(1, s + 1))
+                C["collocation"].add(m.q[e, r, cn] == m.q[e, 0, cn] + m.h[e] * dq)
+                dv = sum(float(A[r - 1, j - 1]) * m.a[e, j, cn] for j in range(1, s + 1))
+                C["collocation"].add(m.v[e, r, cn] == m.v[e, 0, cn] + m.h[e] * dv)
+    # the stick phases of static slots (from the warm start) and their breakaway boundaries
+    fixed = set()
+    for e, el in enumerate(layout):
+        mode = modes[el.segment]
+        for j, sn in enumerate(slots):
+            if static[j] and int(mode.motions[j]) == 0:
+                fixed.add((e, sn))
+                for r in range(1, s + 1):
+                    for var in (m.slip_pos, m.slip_neg, m.w_pos, m.w_neg):
+                        var[e, r, sn].fix(0.0)
+                nxt = layout[e + 1].segment if e + 1 < E else None
+                if nxt is not None and nxt != el.segment and int(modes[nxt].motions[j]) != 0:
+                    sg = 1.0 if int(modes[nxt].motions[j]) > 0 else -1.0
+                    N = m.lam_pos[e, s, sn] + m.lam_neg[e, s, sn]
+                    C["switch"].add(mus[j][1] * N + sg * m.F[e, s, sn] == 0)
+    # cross complementarity: (Σ_B a)(Σ_B c) <= sigma per element, slot, pair (see _coupling for B)
+    cross, coupling = {}, {}
+    for (e, sn, key), st in pairs.items():
+        ab, cb = _coupling(layout, modes, e, key)
+        coupling[e, sn, key] = (ab, cb)
+        avals = [x for x, _ in st] + ([pairs[e - 1, sn, key][-1][0]] if ab else [])
+        cvals = [cc for _, cc in st] + ([pairs[e - 1, sn, key][-1][1]] if cb else [])
+        if all(getattr(x, "fixed", False) and x.value == 0 for x in avals):
+            continue
+        cross[e, sn, key] = sum(avals) * sum(cvals)
+    m.cross = pyo.Constraint(list(cross), rule=lambda _, *k: cross[k] <= m.sigma)
+    # step equilibration: equal lengths inside one warm-start segment of one interval
+    for e in range(E - 1):
+        if layout[e].interval == layout[e + 1].interval and layout[e].segment == layout[e + 1].segment:
+            C["equilibration"].add(m.h[e] == m.h[e + 1])
+    _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots)
+    m.fesd = {"layout": layout, "modes": modes, "events": events, "stage_times": stage_t, "c": c, "A": A,
+              "pairs": pairs, "coupling": coupling, "static": dict(zip(slots, static)), "fixed_stick": fixed, "warm_start": warm_start,
+              "t": t, "outputs": outputs, "system": system, "fit": fit}
+    return m
+
+
+def _coupling(layout, modes, e, key):
+    """Which members of the pair at the boundary before element e join its cross complementarity.
+
+    The slip parts (first members of the friction pairs) are continuous in time, so the boundary's slip
+    part pairs with the element's reserves: a slip that stops or reverses does so on the boundary.  The
+    reserves hold the friction force, which jumps at a slip event, so the boundary's reserve does not pair
+    (a breakaway at μ_s > μ is pinned by its own row; at μ_s = μ by the law itself).  The wall split pairs
+    both ways (λ is continuous through a wall switch) except at a boundary where the warm start changes a
+    slip state (λ may jump there).  The w± pairs (``excess``) have no boundary term (w± jump at breakaway).
+    """
+    if e == 0 or "excess" in key:
+        return False, False
+    if key == "wall":
+        a, b = modes[layout[e - 1].segment], modes[layout[e].segment]
+        same = tuple(int(x) for x in a.motions) == tuple(int(x) for x in b.motions)
+        return same, same
+    return True, False
+
+
+def _stage_values(tr, times):
+    """The simulation's rows at ``times`` (exact t_eval samples)."""
+    pos = np.clip(np.searchsorted(tr.t, times), 1, tr.t.size - 1)
+    idx = np.where(np.abs(tr.t[pos - 1] - times) <= np.abs(tr.t[pos] - times), pos - 1, pos)
+    if np.max(np.abs(tr.t[idx] - times)) > 1e-9:
+        raise SolverError("the warm-start simulation lacks samples at the stage times")
+    return {"q": tr.q[idx], "qd": tr.qd[idx], "normal_force": tr.normal_force[idx],
+            "friction_force": tr.friction_force[idx], "slip_velocity": tr.slip_velocity[idx]}
+
+
+def _accelerations(vW, v0, A, h0, s):
+    """Stage accelerations consistent with the warm start's stage velocities: a = A⁻¹ (v_r − v_0) / h."""
+    E = len(h0)
+    V = vW.reshape(E, s, -1)
+    start = np.concatenate([np.asarray(v0, float)[None, :], V[:-1, -1, :]], axis=0)
+    Ainv = np.linalg.inv(A)
+    return np.einsum("rj,ejc->erc", Ainv, V - start[:, None, :]) / h0[:, None, None]
+
+
+def _grad(expr, wrt):
+    from ..mpec.trajectory import _grad as g
+    return g(expr, wrt)
+
+
+def _zero(d):
+    return isinstance(d, (int, float)) and d == 0
+
+
+def _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots):
+    import pyomo.environ as pyo
+    first = {}
+    for e, el in enumerate(layout):
+        first.setdefault(el.interval, e)
+    E = len(layout)
+
+    def node(k):                           # (element, node) of sample k; the last sample is the last stage
+        return (first[k], 0) if k < len(t) - 1 else (E - 1, s)
+
+    def left(k):                           # the stage that ends at sample k (k >= 1)
+        return (first[k] - 1, s) if k < len(t) - 1 else (E - 1, s)
+
+    rules, skip = {}, set()
+    for o in outputs:
+        base, _, q = o.rpartition(".")
+        if o in coords:
+            rules[o] = lambda k, o=o: m.q[node(k) + (o,)]
+        elif o.endswith("_dot") and o[:-4] in coords:
+            rules[o] = lambda k, o=o: m.v[node(k) + (o[:-4],)]
+        elif base in slots and q in ("normal_force", "friction_force", "slip_velocity"):
+            var = {"normal_force": m.lam, "friction_force": m.F}.get(q)
+            if var is None:
+                rules[o] = lambda k, b=base: (m.slip_pos[left(k) + (b,)] - m.slip_neg[left(k) + (b,)] if k else
+                                              _slip0(m, eq, b))
+            else:
+                rules[o] = lambda k, var=var, b=base: var[left(k) + (b,)]
+                skip.add((0, o))
+        else:
+            raise OptionError(f"output {o!r} is not supported by the FESD model (coordinates {coords}, their "
+                              f"velocities '<coordinate>_dot', and per slot normal_force, friction_force, "
+                              f"slip_velocity); use the shooting route")
+    idx = [(k, o) for k in range(len(t)) for o in outputs if (k, o) not in skip]
+    m.output = pyo.Expression(idx, rule=lambda _, k, o: rules[o](k))
+    if y is None:
+        m.objective = pyo.Objective(expr=0.0 * m.h[0])
+        return
+    noise = np.ones(len(outputs)) if noise is None else np.asarray(noise, float).ravel()
+    col = {o: i for i, o in enumerate(outputs)}
+    m.residual = pyo.Expression(idx, rule=lambda _, k, o: (m.output[k, o] - float(y[k, col[o]])) / float(noise[col[o]]))
+    m.objective = pyo.Objective(expr=0.5 * sum(m.residual[i] ** 2 for i in idx))
+
+
+def _slip0(m, eq, slot):
+    import pyomo.environ as pyo
+    q = [m.q[0, 0, c] for c in m.coords]
+    v = [m.v[0, 0, c] for c in m.coords]
+    env = eq.parameters({n: m.theta[n] for n in m.params}, pyo)
+    j = [sl.name for sl in eq.slots].index(slot)
+    _, sT = eq.slot_coordinates(q, env, pyo)[j]
+    WT = _grad(sT, q)
+    return sum(WT[i] * v[i] for i in range(len(q)) if not _zero(WT[i]))
+
