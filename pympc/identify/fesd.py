@@ -7,7 +7,7 @@ Sperl, Albrecht, Diehl; the CasADi tool nosnoc).  Each sample interval of the
 record is split into ``elements`` elements (Σ h = interval length).  The
 mechanics are those of the simulator and of the first-order route
 (:class:`~pympc.mechanics.equations.Equations` evaluated on Pyomo objects; the
-slot friction law is :func:`pympc.mpec.trajectory.slot_law`), nothing is written
+slot friction law is :func:`pympc.identify.mpec_model.slot_law`), nothing is written
 twice.  Per stage (e, r), with the stage time ``time[e, r]``::
 
     q[e,r] = q[e,0] + h[e] Σ_j A_rj (v[e,j] + G(q[e,j])ᵀ eta[e,j])      (GGL stabilized, index 2)
@@ -165,7 +165,7 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
     import pyomo.environ as pyo
     from ..dynamics import simulate
     from ..mechanics.equations import Equations
-    from ..mpec.trajectory import slot_law
+    from .mpec_model import slot_law
 
     system = _system(system)
     eq = Equations(system)
@@ -238,7 +238,7 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
     m.h = pyo.Var(m.elements, initialize=lambda _, e: h0[e], bounds=lambda _, e: (h_min * h0[e], None))
     m.time = pyo.Var(m.elements, m.nodes, initialize=lambda _, e, r: layout[e].start + (c[r - 1] * h0[e] if r else 0))
     qW, vW = W["q"], W["qd"]
-    from ..mpec.trajectory import _initial_state
+    from .mpec_model import _initial_state
     q0, v0 = _initial_state(eq)
     ini = lambda arr, x0: (lambda _, e, r, cn: float(arr[e * s + r - 1, coords.index(cn)]) if r else  # noqa: E731
                            (float(x0[coords.index(cn)]) if e == 0 else float(arr[e * s - 1, coords.index(cn)])))
@@ -408,7 +408,7 @@ def _accelerations(vW, v0, A, h0, s):
 
 
 def _grad(expr, wrt):
-    from ..mpec.trajectory import _grad as g
+    from .mpec_model import _grad as g
     return g(expr, wrt)
 
 
