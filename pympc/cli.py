@@ -608,23 +608,38 @@ _COMPILING = (_cmd_solve, _cmd_classify, _cmd_crosscheck, _cmd_simulate, _cmd_id
 
 def _announce_compilation(stream=None):
     """Never a silent minute: one line on a terminal's stderr (or ``stream``) when this process starts compiling numba
-    kernels, one at exit saying how long it took."""
+    kernels, with the time it should take and, after a few seconds, the time spent so far (rewritten in place on a
+    terminal); one at exit saying how long it took."""
     import atexit
+    import threading
 
-    from ._compiling import compile_seconds, on_first_compile
+    from ._compiling import compile_seconds, compiling, expected_compile_seconds, on_first_compile
+    tty = stream is None
     if stream is None:
         stream = sys.stderr
         if not getattr(stream, "isatty", lambda: False)():      # a notice for a person at a terminal, not for logs
             return
+    stop = threading.Event()
 
     def started():
-        print("pympc: compiling numba kernels for this model (once: they are cached on disk; after a fresh install "
-              "the first run takes about a minute on 2 cores, a new model a few seconds) ...", file=stream, flush=True)
+        head = f"pympc: compiling pympc's kernels once, about {expected_compile_seconds():.0f} s (cached on disk after)"
+        print(head + " ...", end="" if tty else "\n", file=stream, flush=True)
+
+        def progress():          # every second after the first five: the seconds so far, on the same line
+            while not stop.wait(1.0):
+                spent = compile_seconds()
+                if tty and spent >= 5 and compiling():
+                    try:
+                        print(f"\r{head} ... {spent:.0f} s", end="", file=stream, flush=True)
+                    except (ValueError, OSError):
+                        return
+        threading.Thread(target=progress, name="pympc-compile-progress", daemon=True).start()
 
         def done():
+            stop.set()
             try:
-                print(f"pympc: compiled for {compile_seconds():.0f} s; later runs load the kernels from the cache",
-                      file=stream, flush=True)
+                print(("\n" if tty else "") + f"pympc: compiled for {compile_seconds():.0f} s; later runs load the "
+                      "kernels from the cache", file=stream, flush=True)
             except (ValueError, OSError):     # the stream was closed before the process ended
                 pass
         atexit.register(done)

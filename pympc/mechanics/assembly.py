@@ -409,8 +409,10 @@ class AbsoluteModel:
         if m:
             n = self.n
             g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
+            if self._batches:        # contiguous: one compiled specialization of each kernel, whoever calls
+                qc, qdc = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float)
             for kernel, args in self._batches:
-                kernel(q, qd, self._bx, self._bphi, *args, g, J, w, gd)
+                kernel(qc, qdc, self._bx, self._bphi, *args, g, J, w, gd)
             if self._other_joints:
                 pose = _Pose(self, q, qd)
                 for j, r0, data in self._other_joints:
