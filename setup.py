@@ -6,7 +6,7 @@ package's ``__pycache__`` directories, keyed by the contents of the kernel sourc
 NumPy, numba and llvmlite (``pympc._compiling``), so that the first run after ``pip install .`` loads them
 instead of compiling for a minute.  A cache built with other versions or for another processor is never used:
 those kernels compile on first use, as without it.  If the warm-up cannot run, the install goes on without it.
-``PYMPC_NO_WARMUP=1`` skips it (e.g. to build a wheel for other machines).
+``PYMPC_NO_WARMUP=1`` skips it (e.g. to build a wheel for other machines), and so does an editable install.
 """
 
 import os
@@ -23,8 +23,8 @@ class BuildWithKernels(build_py):
 
     def run(self):
         super().run()
-        if os.environ.get("PYMPC_NO_WARMUP") or self.dry_run:
-            return
+        if os.environ.get("PYMPC_NO_WARMUP") or self.dry_run or getattr(self, "editable_mode", False):
+            return                                  # (an editable install runs the source tree: its own cache)
         env = dict(os.environ, PYTHONPATH=os.path.abspath(self.build_lib), PYTHONDONTWRITEBYTECODE="1",
                    MPLBACKEND="Agg")
         env.pop("NUMBA_CACHE_DIR", None)            # into the package's own __pycache__

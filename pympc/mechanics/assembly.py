@@ -410,7 +410,8 @@ class AbsoluteModel:
             n = self.n
             g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
             if self._batches:        # contiguous: one compiled specialization of each kernel, whoever calls
-                qc, qdc = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float)
+                qc = q if q.flags.c_contiguous else np.ascontiguousarray(q)
+                qdc = qd if qd.flags.c_contiguous else np.ascontiguousarray(qd)
             for kernel, args in self._batches:
                 kernel(qc, qdc, self._bx, self._bphi, *args, g, J, w, gd)
             if self._other_joints:
