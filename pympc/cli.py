@@ -606,15 +606,14 @@ _COMPILING = (_cmd_solve, _cmd_classify, _cmd_crosscheck, _cmd_simulate, _cmd_id
 """The commands that compute in this process (and may compile numba kernels)."""
 
 
-def _announce_compilation(stream=None):
+def _announce_compilation(stream=None, every=10.0):
     """Never a silent minute: one line on a terminal's stderr (or ``stream``) when this process starts compiling numba
-    kernels, with the time it should take and, after a few seconds, the time spent so far (rewritten in place on a
-    terminal); one at exit saying how long it took."""
+    kernels, with the time it should take, then a line every ``every`` seconds of compiling with the seconds so far
+    (whole lines: the command's own output may come in between), and one at exit saying how long it took."""
     import atexit
     import threading
 
     from ._compiling import compile_seconds, compiling, expected_compile_seconds, on_first_compile
-    tty = stream is None
     if stream is None:
         stream = sys.stderr
         if not getattr(stream, "isatty", lambda: False)():      # a notice for a person at a terminal, not for logs
@@ -622,15 +621,19 @@ def _announce_compilation(stream=None):
     stop = threading.Event()
 
     def started():
-        head = f"pympc: compiling pympc's kernels once, about {expected_compile_seconds():.0f} s (cached on disk after)"
-        print(head + " ...", end="" if tty else "\n", file=stream, flush=True)
+        expected = expected_compile_seconds()
+        print(f"pympc: compiling pympc's kernels once, about {expected:.0f} s (cached on disk after) ...", file=stream,
+              flush=True)
 
-        def progress():          # every second after the first five: the seconds so far, on the same line
-            while not stop.wait(1.0):
+        def progress():
+            shown = 0
+            while not stop.wait(0.5):
                 spent = compile_seconds()
-                if tty and spent >= 5 and compiling():
+                if compiling() and spent >= (shown + 1) * every:
+                    shown = int(spent // every)
                     try:
-                        print(f"\r{head} ... {spent:.0f} s", end="", file=stream, flush=True)
+                        print(f"pympc: compiling ... {spent:.0f} s (of about {max(expected, spent):.0f} s)",
+                              file=stream, flush=True)
                     except (ValueError, OSError):
                         return
         threading.Thread(target=progress, name="pympc-compile-progress", daemon=True).start()
@@ -638,8 +641,8 @@ def _announce_compilation(stream=None):
         def done():
             stop.set()
             try:
-                print(("\n" if tty else "") + f"pympc: compiled for {compile_seconds():.0f} s; later runs load the "
-                      "kernels from the cache", file=stream, flush=True)
+                print(f"pympc: compiled for {compile_seconds():.0f} s; later runs load the kernels from the cache",
+                      file=stream, flush=True)
             except (ValueError, OSError):     # the stream was closed before the process ended
                 pass
         atexit.register(done)
