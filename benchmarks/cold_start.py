@@ -2,9 +2,9 @@
 
 Two columns of rows:
 
-* **no cache** — this source tree (``PYTHONPATH``), ``NUMBA_CACHE_DIR`` a fresh empty directory per row:
-  every kernel a run needs is compiled (a development tree, or an install whose build could not compile
-  the kernels).
+* **no cache** — a copy of this source tree's package without its ``__pycache__`` directories, and
+  ``NUMBA_CACHE_DIR`` a fresh empty directory, per row: every kernel a run needs is compiled (a
+  development tree, or an install whose build could not compile the kernels).
 * **installed** — a copy of the package as ``pip install .`` leaves it, with the kernels its build step
   compiled (``setup.py``, ``pympc/_warmup.py``): ``--installed DIR`` (a ``pip install --target DIR .``),
   or built here into a temporary directory (a few minutes: the build compiles the kernels).  Every row
@@ -89,12 +89,13 @@ def measure(kind, package_dir, work, mplconfig):
         row = tempfile.mkdtemp(dir=work, prefix="row-")
         env = dict(os.environ, MPLCONFIGDIR=mplconfig, MPLBACKEND="Agg", XDG_CACHE_HOME=os.path.join(row, "xdg"))
         env.pop("NUMBA_CACHE_DIR", None)
-        if kind == "no-cache":
-            env["PYTHONPATH"] = ROOT
+        if kind == "no-cache":       # a copy of this tree's package without its __pycache__ (which pympc reads)
+            shutil.copytree(os.path.join(ROOT, "pympc"), os.path.join(row, "site", "pympc"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
             env["NUMBA_CACHE_DIR"] = os.path.join(row, "numba")
         else:                       # a fresh copy of the installed package, its own __pycache__ the only cache
             shutil.copytree(os.path.join(package_dir, "pympc"), os.path.join(row, "site", "pympc"))
-            env["PYTHONPATH"] = os.path.join(row, "site")
+        env["PYTHONPATH"] = os.path.join(row, "site")
         for args in setup:
             run(args, env, row)
         results[label] = run(timed, env, row)

@@ -80,7 +80,8 @@ def on_first_compile(callback):
 # entry is keyed here by the contents of all kernel files together (and the versions of Python, NumPy, numba and
 # llvmlite): any change anywhere recompiles, never a stale caller.  The directories are numba's (NUMBA_CACHE_DIR,
 # else the package's __pycache__ when writable — where ``pip install .`` puts the kernels it compiled — else the
-# user-wide cache).  An unreadable or damaged entry is compiled again, never an error.
+# user-wide cache); a kernel missing there is read from the package's __pycache__ when it holds it (a read-only
+# install, NUMBA_CACHE_DIR set).  An unreadable or damaged entry is compiled again, never an error.
 
 KERNEL_FILES = ("_linalg.py", "complementarity/_kernel.py", "mechanics/_kernels.py", "dynamics/_dop853.py",
                 "dynamics/_event_kernels.py", "dynamics/_flat.py", "dynamics/_transition.py", "dynamics/_variational.py")
@@ -128,6 +129,24 @@ def _cache_classes():
 
     class _Cache(caching.FunctionCache):
         _impl_class = _Impl
+
+        def __init__(self, py_func):
+            import inspect
+            import os
+            super().__init__(py_func)
+            shipped = os.path.join(os.path.dirname(os.path.abspath(inspect.getfile(py_func))), "__pycache__")
+            self._shipped = None      # the package's own cache, read when the kernels are cached elsewhere
+            if os.path.isdir(shipped) and os.path.realpath(shipped) != os.path.realpath(self._cache_path):
+                self._shipped = caching.IndexDataCacheFile(shipped, self._impl.filename_base,
+                                                           self._cache_file._source_stamp)
+
+        def _load_overload(self, sig, target_context):
+            data = super()._load_overload(sig, target_context)
+            if data is None and self._shipped is not None and self._enabled:
+                data = self._shipped.load(self._index_key(sig, target_context.codegen()))
+                if data is not None:
+                    data = self._impl.rebuild(target_context, data)
+            return data
 
         def load_overload(self, sig, target_context):
             try:

@@ -80,3 +80,30 @@ def test_a_kernel_whose_source_changed_is_not_read_from_the_cache(tmp_path):
     assert _run(tmp_path, cache) == 7.0
     (tmp_path / "tiny_kernel.py").write_text(TINY.format(factor=5.0))
     assert _run(tmp_path, cache) == 11.0
+
+
+def _hits(module_dir, cache_dir):
+    """(result, cache hits) of the tiny kernel in a fresh process, kernels cached in ``cache_dir`` (None: numba's
+    default, the module's own __pycache__)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(module_dir)]))
+    env.pop("NUMBA_CACHE_DIR", None)
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache_dir)
+    code = "import tiny_kernel; print(sum(tiny_kernel.kernel.stats.cache_hits.values()))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    value, hits = out.stdout.split()
+    return float(value), int(hits)
+
+
+def test_the_package_cache_is_read_where_the_kernels_are_cached_elsewhere(tmp_path):
+    """Kernels compiled into the package's __pycache__ (as ``pip install .`` does) are loaded when the cache
+    directory is another one (NUMBA_CACHE_DIR, or the user-wide one of a read-only install); a damaged one is
+    compiled again."""
+    (tmp_path / "tiny_kernel.py").write_text(TINY.format(factor=3.0))
+    assert _hits(tmp_path, None) == (7.0, 0)                     # compiled into tmp_path/__pycache__
+    assert any((tmp_path / "__pycache__").glob("tiny_kernel.kernel-*.nbc"))
+    assert _hits(tmp_path, tmp_path / "elsewhere") == (7.0, 1)   # read from the package's cache
+    for p in (tmp_path / "__pycache__").glob("tiny_kernel.kernel-*.nb*"):
+        p.write_bytes(b"damaged")
+    assert _hits(tmp_path, tmp_path / "again") == (7.0, 0)
