@@ -68,3 +68,8 @@ def rcond_1(C, Ci):
         nc = max(nc, sc)
         ni = max(ni, si)
     return 1.0 / (nc * ni)
+
+
+from ._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())

@@ -616,22 +616,40 @@ _COMPILING = (_cmd_solve, _cmd_classify, _cmd_crosscheck, _cmd_simulate, _cmd_id
 """The commands that compute in this process (and may compile numba kernels)."""
 
 
-def _announce_compilation(stream=None):
+def _announce_compilation(stream=None, every=10.0):
     """Never a silent minute: one line on a terminal's stderr (or ``stream``) when this process starts compiling numba
-    kernels, one at exit saying how long it took."""
+    kernels, with the time it should take, then a line every ``every`` seconds of compiling with the seconds so far
+    (whole lines: the command's own output may come in between), and one at exit saying how long it took."""
     import atexit
+    import threading
 
-    from ._compiling import compile_seconds, on_first_compile
+    from ._compiling import compile_seconds, compiling, expected_compile_seconds, on_first_compile
     if stream is None:
         stream = sys.stderr
         if not getattr(stream, "isatty", lambda: False)():      # a notice for a person at a terminal, not for logs
             return
+    stop = threading.Event()
 
     def started():
-        print("pympc: compiling numba kernels for this model (once: they are cached on disk; after a fresh install "
-              "the first run takes about a minute on 2 cores, a new model a few seconds) ...", file=stream, flush=True)
+        expected = expected_compile_seconds()
+        print(f"pympc: compiling pympc's kernels once, about {expected:.0f} s (cached on disk after) ...", file=stream,
+              flush=True)
+
+        def progress():
+            shown = 0
+            while not stop.wait(0.5):
+                spent = compile_seconds()
+                if compiling() and spent >= (shown + 1) * every:
+                    shown = int(spent // every)
+                    try:
+                        print(f"pympc: compiling ... {spent:.0f} s (of about {max(expected, spent):.0f} s)",
+                              file=stream, flush=True)
+                    except (ValueError, OSError):
+                        return
+        threading.Thread(target=progress, name="pympc-compile-progress", daemon=True).start()
 
         def done():
+            stop.set()
             try:
                 print(f"pympc: compiled for {compile_seconds():.0f} s; later runs load the kernels from the cache",
                       file=stream, flush=True)

@@ -788,3 +788,8 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
                 U[k, n + j] = max(v[j], 0.0)
         status[k] = 1 if max(relative_residual(A, B, c, U[k, :n], U[k, n:])) <= tol else 2
     return rc, U, status
+
+
+from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())

@@ -491,3 +491,8 @@ def scan_dense(a, ga, b, gb, bound, dt_min, split, stack_ts, t_old, h, y_old, F,
                 SA[top], SB[top], GA[top], GB[top] = ts[j], ts[j + 1], vals[j], vals[j + 1]
                 top += 1
     return 0.0, -1, SCAN_OK
+
+
+from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())

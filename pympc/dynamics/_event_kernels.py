@@ -134,3 +134,8 @@ def flat_event_samples(ts, X, fl, il, ovT, olam, oF, slot, cv, cl, cf, band, G):
             return i
         event_values(fb[ovT:ovT + ns], fb[olam:olam + ns], fb[oF:oF + ns], slot, cv, cl, cf, band, G[i])
     return -1
+
+
+from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())

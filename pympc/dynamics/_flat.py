@@ -42,3 +42,8 @@ def flat_rows(ts, X, fl, il, ovT, olam, oF, ogN, lam, F, vT, T, V, drift):
                 d = g
         T[i], V[i], drift[i] = Ti, Vi, d
     return -1
+
+
+from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())

@@ -380,3 +380,8 @@ def slip_directions(vT, qd, velocity_tol):
         if not abs(vT[k]) <= bound:
             dirs[k] = 1 if vT[k] > 0.0 else -1
     return dirs
+
+
+from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())

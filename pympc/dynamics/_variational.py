@@ -127,3 +127,8 @@ def variational_run(t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il
     :func:`pympc.dynamics._dop853.dop853_run`, with ``fl``, ``il`` of :func:`pack`)."""
     dop853_steps(variational_flat, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, il, ev, evi, K, told, hs,
                  yold, F, state)
+
+
+from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())

@@ -707,3 +707,6 @@ def general_mode_flat(t, x, fl, il, out):
                               out, prog, consts)
 
 
+from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())

@@ -409,8 +409,11 @@ class AbsoluteModel:
         if m:
             n = self.n
             g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
+            if self._batches:        # contiguous: one compiled specialization of each kernel, whoever calls
+                qc = q if q.flags.c_contiguous else np.ascontiguousarray(q)
+                qdc = qd if qd.flags.c_contiguous else np.ascontiguousarray(qd)
             for kernel, args in self._batches:
-                kernel(q, qd, self._bx, self._bphi, *args, g, J, w, gd)
+                kernel(qc, qdc, self._bx, self._bphi, *args, g, J, w, gd)
             if self._other_joints:
                 pose = _Pose(self, q, qd)
                 for j, r0, data in self._other_joints:
