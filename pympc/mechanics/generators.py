@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 
@@ -137,18 +138,18 @@ def write_slider_chain(n, file, chunk=4096, **kw):
     True
     """
     n = _count(n, "write_slider_chain")
-    names = ("mass", "k", "g", "force", "omega", "v0", "t_end")
-    unknown = sorted(set(kw) - {"mu", "mu_s", *names})
-    if unknown:
-        raise ModelError(f"write_slider_chain: unknown argument(s) {unknown}")
+    try:
+        args = inspect.signature(slider_chain).bind(n, **kw)    # slider_chain's arguments and defaults
+    except TypeError as exc:
+        raise ModelError(f"write_slider_chain: {exc} (it takes the arguments of slider_chain)") from None
+    args.apply_defaults()
     template = slider_chain(min(n, 2), **kw)
     try:
         template.validate()
     except ModelError as exc:
         raise ModelError(f"write_slider_chain: the chain of {n} sliders is invalid (its first two sliders, slots and "
                          f"springs, like all others, were checked): {exc}") from None
-    defaults = dict(zip(("mu", "mu_s", *names), (0.3, None, 1.0, 20.0, 9.81, 15.0, 3.0, 0.5, 1.0)))
-    frame = _chain_frame(n, **{**defaults, **kw})
+    frame = _chain_frame(**args.arguments)
     varying = {"bodies": ("position", "velocity"), "joints": ("slider", "guide", "direction", "origin"),
                "forces": ("body_a",)}
     blocks = {t: _block(t, template.definition(e), varying[t]) for t, e in
