@@ -212,6 +212,8 @@ def _cmd_chain(args):
         with open(part, "w", encoding="utf-8") as f:
             write_slider_chain(args.n, f, mu=args.mu)
         os.replace(part, args.out)
+    except OSError as exc:
+        raise OptionError(f"--out {args.out}: cannot write it ({exc.strerror or exc})") from None
     finally:
         if os.path.exists(part):
             os.remove(part)

@@ -74,4 +74,6 @@ def test_cli_chain_writes_the_file_whole_or_not_at_all(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     assert main(["chain", "40", "--mu", "-1", "--out", str(bad)]) == 2
     assert "slot1.mu" in capsys.readouterr().err
+    assert main(["chain", "4", "--out", str(tmp_path / "no" / "such" / "dir.toml")]) == 2
+    assert "--out" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chain40.toml"]
