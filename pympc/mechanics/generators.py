@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import shutil
+import tempfile
 
 import numpy as np
 
@@ -165,26 +167,32 @@ def write_slider_chain(n, file, chunk=4096, **kw):
         return zero[key]
 
     file.write("\n".join(header_lines(frame)))
-    for table in ("bodies", "joints", "forces"):
-        block, parts, start = blocks[table], _chain_parts(n), 1
+    # one pass over the chain: the bodies go out at once, the joints and springs (which follow all bodies in the
+    # file) wait in temporary files
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as joints, \
+            tempfile.TemporaryFile("w+", encoding="utf-8") as springs:
+        parts, start = _chain_parts(n), 1
         while start <= n:
-            rows, out = [], []
+            rows, out = [], ([], [], [])
             for body, joint, spring, numbers in itertools.islice(parts, chunk):
                 rows.append(numbers)
-                if table == "bodies":
-                    vx, vy = body["velocity"]
-                    text = {"name": '"%s"' % body["name"], "position": "[%r, %r]" % body["position"],
-                            "velocity": f"[{velocity(vx)}, {velocity(vy)}]"}
-                elif table == "joints":
-                    text = {"name": '"%s"' % joint["name"], "slider": '"%s"' % joint["slider"],
-                            "guide": '"%s"' % joint["guide"], "direction": "[%r, %r]" % joint["direction"],
-                            "origin": "[%r, %r]" % joint["origin"]}
-                else:
-                    text = {"name": '"%s"' % spring["name"], "body_a": '"%s"' % spring["body_a"]}
-                out.append(block % text)
+                vx, vy = body["velocity"]
+                out[0].append(blocks["bodies"] % {
+                    "name": '"%s"' % body["name"], "position": "[%r, %r]" % body["position"],
+                    "velocity": f"[{velocity(vx)}, {velocity(vy)}]"})
+                out[1].append(blocks["joints"] % {
+                    "name": '"%s"' % joint["name"], "slider": '"%s"' % joint["slider"],
+                    "guide": '"%s"' % joint["guide"], "direction": "[%r, %r]" % joint["direction"],
+                    "origin": "[%r, %r]" % joint["origin"]})
+                out[2].append(blocks["forces"] % {"name": '"%s"' % spring["name"],
+                                                  "body_a": '"%s"' % spring["body_a"]})
             _check_rows(rows, start)
-            file.write("\n" + "\n".join(out))
-            start += len(out)
+            for f, texts in zip((file, joints, springs), out):
+                f.write("\n" + "\n".join(texts))
+            start += len(rows)
+        for f in (joints, springs):
+            f.seek(0)
+            shutil.copyfileobj(f, file, 1 << 20)
     file.write("\n" + "\n".join(element_lines("forces", template.definition("gravity"))))
     drive = _block("forces", template.definition("drive"), ("body",))
     file.write("\n" + drive % {"name": '"drive"', "body": f'"s{n}"'})
