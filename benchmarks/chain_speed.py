@@ -43,9 +43,10 @@ with open(path, "w", encoding="utf-8") as f:
     else:
         write_slider_chain(n, f)
 c, w = time.process_time() - c, time.perf_counter() - w
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 with open(path, "rb") as f:
-    sha = hashlib.sha256(f.read()).hexdigest()
-print(json.dumps({"cpu": c, "wall": w, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "sha": sha}))
+    sha = hashlib.file_digest(f, "sha256").hexdigest()
+print(json.dumps({"cpu": c, "wall": w, "rss": rss, "sha": sha}))
 """
 
 _LOAD = r"""

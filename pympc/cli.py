@@ -202,7 +202,7 @@ def _cmd_simulate(args):
 def _cmd_chain(args):
     import os
 
-    from .mechanics.generators import write_slider_chain
+    from .mechanics import write_slider_chain
 
     if not args.out:
         write_slider_chain(args.n, sys.stdout, mu=args.mu)

@@ -8,7 +8,8 @@ import pytest
 from pympc.cli import main
 from pympc.errors import ModelError
 from pympc.mechanics import dump_model, load_model, slider_chain
-from pympc.mechanics.generators import _check_rows, write_slider_chain
+from pympc.mechanics import write_slider_chain
+from pympc.mechanics.generators import _check_rows
 from pympc.mechanics.modelfile import build_model, tomllib
 
 
