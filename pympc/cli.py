@@ -200,25 +200,24 @@ def _cmd_simulate(args):
 
 
 def _cmd_chain(args):
-    import gc
+    import os
 
-    from .mechanics import dump_model, slider_chain
+    from .mechanics import write_slider_chain
 
-    # millions of small objects and no reference cycles among them: the collector's full passes over them
-    # were a third of the time (200000 slots), so it waits until the text is written
-    paused = gc.isenabled()
-    gc.disable()
+    if not args.out:
+        write_slider_chain(args.n, sys.stdout, mu=args.mu)
+        return 0
+    part = f"{args.out}.part"          # the file appears whole or not at all
     try:
-        text = dump_model(slider_chain(args.n, mu=args.mu))
+        with open(part, "w", encoding="utf-8") as f:
+            write_slider_chain(args.n, f, mu=args.mu)
+        os.replace(part, args.out)
+    except OSError as exc:
+        raise OptionError(f"--out {args.out}: cannot write it ({exc.strerror or exc})") from None
     finally:
-        if paused:
-            gc.enable()
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
-        print(f"wrote     {args.out}")
-    else:
-        sys.stdout.write(text)
+        if os.path.exists(part):
+            os.remove(part)
+    print(f"wrote     {args.out}")
     return 0
 
 

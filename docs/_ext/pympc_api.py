@@ -34,7 +34,7 @@ SECTIONS = {
          ("Forces", ["Gravity", "PointForce", "Torque", "Spring", "Damper"]),
          ("Formulations", ["GeneralMethod", "TreeMethod", "Assembly"]),
          ("Expressions and model files", ["Expression", "parse", "load_model", "save_model", "dump_model",
-                                          "slider_chain"])]),
+                                          "slider_chain", "write_slider_chain"])]),
     "dynamics": (
         "See :doc:`/guide/simulate` for a tour and :doc:`/theory/mechanics` for the mathematics.",
         [("Simulation and its results", ["simulate", "SimulateOptions", "Trajectory", "Event", "EventKind",

@@ -10,7 +10,7 @@ its rows; a new one registers itself by its ``TYPE``.  :func:`load_model` reads 
 from .assembly import Assembly
 from .expressions import Expression, parse
 from .general import GeneralMethod
-from .generators import slider_chain
+from .generators import slider_chain, write_slider_chain
 from .joints import JOINT_TYPES, Joint
 from .modelfile import dump_model, load_model, save_model
 from .system import (
@@ -23,4 +23,5 @@ __all__ = [
     "System", "Parameter", "Body", "RigidBody", "Particle", "Joint", "JOINT_TYPES", "Revolute", "Slot", "Rolling", "Gear", "Distance",
     "Prescribed", "Gravity", "PointForce", "Torque", "Spring", "Damper", "GROUND",
     "GeneralMethod", "TreeMethod", "Assembly", "Expression", "parse", "load_model", "save_model", "dump_model", "slider_chain",
+    "write_slider_chain",
 ]

@@ -59,6 +59,16 @@ def dump_model(system):
     's1'
     """
     system.validate()
+    out = header_lines(system)
+    for table, elements in (("bodies", system._bodies), ("joints", system._joints), ("forces", system._forces)):
+        for e in elements.values():
+            out += element_lines(table, e)
+    out += simulation_lines(system)
+    return "\n".join(out) + "\n"
+
+
+def header_lines(system):
+    """The ``[model]`` and ``[parameters]`` tables of ``system``'s model file, as lines (not validated)."""
     out = ["[model]", f"name = {_toml_value(system.name)}"]
     if system.description:
         out.append(f"description = {_toml_value(system.description)}")
@@ -74,17 +84,26 @@ def dump_model(system):
                 extra = {"value": v, **({"bounds": list(p.bounds)} if p.bounds else {}),
                          **({"description": p.description} if p.description else {})}
                 out.append(f"{k} = {_toml_value(extra)}")
-    for table, elements in (("bodies", system._bodies), ("joints", system._joints), ("forces", system._forces)):
-        for e in elements.values():
-            kind = getattr(type(e), "TYPE", None)
-            if kind is None:
-                raise ModelError(f"{e.name}: a {type(e).__name__} has no model-file type (a TYPE class attribute); "
-                                 "it cannot be written to a model file")
-            out += ["", f"[[{table}]]", f"name = {_toml_value(e.name)}", f"type = {_toml_value(kind)}"]
-            for key in type(e).FIELDS:
-                v = getattr(e, key)
-                if v is not None:
-                    out.append(f"{key} = {_toml_value(v)}")
-    if system._simulation:
-        out += ["", "[simulation]"] + [f"{k} = {_toml_value(v)}" for k, v in system._simulation.items()]
-    return "\n".join(out) + "\n"
+    return out
+
+
+def element_lines(table, e):
+    """The ``[[table]]`` entry of one body, joint or force ``e`` as lines (a blank line first): name, type and
+    its ``FIELDS`` in their order, None fields left out."""
+    kind = getattr(type(e), "TYPE", None)
+    if kind is None:
+        raise ModelError(f"{e.name}: a {type(e).__name__} has no model-file type (a TYPE class attribute); "
+                         "it cannot be written to a model file")
+    out = ["", f"[[{table}]]", f"name = {_toml_value(e.name)}", f"type = {_toml_value(kind)}"]
+    for key in type(e).FIELDS:
+        v = getattr(e, key)
+        if v is not None:
+            out.append(f"{key} = {_toml_value(v)}")
+    return out
+
+
+def simulation_lines(system):
+    """The ``[simulation]`` table of ``system``'s model file as lines (a blank line first; none if empty)."""
+    if not system._simulation:
+        return []
+    return ["", "[simulation]"] + [f"{k} = {_toml_value(v)}" for k, v in system._simulation.items()]
