@@ -25,8 +25,10 @@ class BuildWithKernels(build_py):
         super().run()
         if os.environ.get("PYMPC_NO_WARMUP") or self.dry_run or getattr(self, "editable_mode", False):
             return                                  # (an editable install runs the source tree: its own cache)
-        env = dict(os.environ, PYTHONPATH=os.path.abspath(self.build_lib), PYTHONDONTWRITEBYTECODE="1",
-                   MPLBACKEND="Agg")
+        # the built copy first; the rest of PYTHONPATH kept: pip's isolated build environment reaches numpy,
+        # scipy and numba through it (a fresh venv has them nowhere else yet)
+        path = os.pathsep.join(p for p in (os.path.abspath(self.build_lib), os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=path, PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
         env.pop("NUMBA_CACHE_DIR", None)            # into the package's own __pycache__
         print("pympc: compiling the numba kernels into the package (about a minute on 2 cores)", flush=True)
         with tempfile.TemporaryDirectory() as cwd:  # not the source tree: the built copy is the one imported
