@@ -19,53 +19,97 @@ KERNEL_SINGULAR = 4
 
 
 @njit(cache=True, nogil=True)
-def _pivot(T, r, s, prow):
-    """Exchange pivot on the condensed tableau at row ``r``, column ``s``."""
+def _pivot(T, r, s, prow, nzcol):
+    """Exchange pivot on the condensed tableau at row ``r``, column ``s``.
+
+    Only the columns where the pivot row is nonzero change (``nzcol``: an integer work array of the
+    tableau's width), so a sparse pivot row costs its nonzeros per row, not the width.  An entry
+    skipped would have become ``T[i, j] - f * 0.0``, itself: the same tableau bit for bit."""
     n, m = T.shape
     p = T[r, s]
+    nnz = 0
     for j in range(m):
-        prow[j] = T[r, j] / p
+        v = T[r, j] / p
+        prow[j] = v
+        if v != 0.0 and j != s:
+            nzcol[nnz] = j
+            nnz += 1
     prow[s] = 1.0 / p
+    dense = 2 * nnz > m
     for i in range(n):
         if i != r:
             f = T[i, s]
             if f != 0.0:
-                for j in range(m):
-                    T[i, j] -= f * prow[j]
+                if dense:
+                    for j in range(m):
+                        T[i, j] -= f * prow[j]
+                else:
+                    for k in range(nnz):
+                        j = nzcol[k]
+                        T[i, j] -= f * prow[j]
                 T[i, s] = -f / p
     for j in range(m):
         T[r, j] = prow[j]
 
 
 @njit(cache=True, nogil=True)
-def _lex_value(T, i, j, colpos, rowpos, div):
-    """Entry (row i, column of w_j) of the full tableau, i.e. (B⁻¹)_ij, divided by ``div``."""
-    c = colpos[j]
-    if c >= 0:
-        return T[i, c] / div
-    return (1.0 if rowpos[j] == i else 0.0) / div
+def _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, initial, d, live):
+    """Reduce the candidate rows by the lexicographic rule over the columns of B⁻¹.
 
-
-@njit(cache=True, nogil=True)
-def _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, initial, d):
-    """Reduce the candidate rows by the lexicographic rule over the columns of B⁻¹."""
+    The column of a basic ``w_j`` is the unit vector at its row: its values are 0 but at that row
+    (``1/div > 0``, divisors being positive), so it removes that row if it is a candidate (unless
+    ``1/div <= tie_tol``) and nothing else — in O(1), with no pass over the candidates.  A degenerate
+    vertex with many tied rows (a diagonal M, equal q) then costs O(n) per pivot, not O(n · ncand)
+    strided reads.  Same choice as the plain rule, always.  ``live`` is a zeroed integer array of
+    length n (left zeroed)."""
+    if ncand <= 1:
+        return cand[0]
+    for k in range(ncand):
+        live[cand[k]] = 1
+    size = ncand   # entries of cand in their order, removed ones (live 0) included until compacted
     for j in range(n):
         if ncand <= 1:
             break
+        c = colpos[j]
+        if c < 0:
+            i = rowpos[j]
+            if live[i] == 1:
+                div = d[i] if initial else T[i, s]
+                if not (1.0 / div <= tie_tol):
+                    live[i] = 0
+                    ncand -= 1
+            continue
+        if size > ncand:
+            keep = 0
+            for k in range(size):
+                i = cand[k]
+                if live[i] == 1:
+                    cand[keep] = i
+                    keep += 1
+            size = keep
         best = np.inf
-        for k in range(ncand):
+        for k in range(size):
             i = cand[k]
-            v = _lex_value(T, i, j, colpos, rowpos, d[i] if initial else T[i, s])
+            v = T[i, c] / (d[i] if initial else T[i, s])
             if v < best:
                 best = v
         keep = 0
-        for k in range(ncand):
+        for k in range(size):
             i = cand[k]
-            if _lex_value(T, i, j, colpos, rowpos, d[i] if initial else T[i, s]) <= best + tie_tol:
+            if T[i, c] / (d[i] if initial else T[i, s]) <= best + tie_tol:
                 cand[keep] = i
                 keep += 1
+            else:
+                live[i] = 0
         ncand = keep
-    return cand[0]
+        size = keep
+    r = -1
+    for k in range(size):
+        i = cand[k]
+        if live[i] == 1 and r < 0:
+            r = i
+        live[i] = 0
+    return r
 
 
 @njit(cache=True, nogil=True)
@@ -102,11 +146,13 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     rhs = n + 1
     # two allocations carved into the work arrays (an allocation costs more than these small loops)
     L = max_pivots + 1
-    ints = np.empty(2 * L + 2 * nv + 3 * n + 1, np.int64)
+    ints = np.empty(2 * L + 2 * nv + 5 * n + 3, np.int64)
     enter_log, leave_log = ints[:L], ints[L:2 * L]
     colpos, rowpos = ints[2 * L:2 * L + nv], ints[2 * L + nv:2 * L + 2 * nv]
     k = 2 * L + 2 * nv
     nb, basis, cand = ints[k:k + n + 1], ints[k + n + 1:k + 2 * n + 1], ints[k + 2 * n + 1:k + 3 * n + 1]
+    nzcol, live = ints[k + 3 * n + 1:k + 4 * n + 3], ints[k + 4 * n + 3:]
+    live[:] = 0
     floats = np.zeros(5 * n + 2)
     z, w, prow, ratio = floats[:n], floats[n:2 * n], floats[2 * n:3 * n + 2], floats[3 * n + 2:]
     qmin = T[0, rhs]
@@ -142,13 +188,13 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         if T[i, rhs] / d[i] <= best + tie_tol * (1.0 + abs(best)):
             cand[ncand] = i
             ncand += 1
-    r = _lex_rows(T, n, cand, ncand, n, tie_tol, colpos, rowpos, True, d)
+    r = _lex_rows(T, n, cand, ncand, n, tie_tol, colpos, rowpos, True, d, live)
     entering = 2 * n
     pivots = 0
     code = KERNEL_PIVOT_LIMIT
     while True:
         s = colpos[entering]
-        _pivot(T, r, s, prow)
+        _pivot(T, r, s, prow, nzcol)
         leaving = basis[r]
         basis[r] = entering
         rowpos[entering] = r
@@ -193,7 +239,7 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         if z0row >= 0:
             r = z0row
         else:
-            r = _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d)
+            r = _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d, live)
     for i in range(n):
         v = T[i, rhs]
         if not np.isfinite(v):

@@ -136,8 +136,9 @@ def time_stepping(system, t_end, step, *, t0=None, big=1e4, iterations=30, tol=1
 
         def solve(kinds):
             qn = q + h * v
+            last = {}
             for _ in range(max(1, iterations)):
-                x = _step(eq, env, q, v, qn, tk, h, Q, layout, kinds)
+                x = _step(eq, env, q, v, qn, tk, h, Q, layout, kinds, last)
                 if x is None:
                     raise SimulationError(f"time stepping: step {k} (t = {tk:g}) has no solution with |x| <= {big:g}")
                 qnew = q + h * x[:n]
@@ -197,8 +198,13 @@ def _slip_of(eq, env, q, v, j):
     return float(S[0] @ v)
 
 
-def _step(eq, env, q, v, qn, tk, h, Q, layout, kinds):
+def _step(eq, env, q, v, qn, tk, h, Q, layout, kinds, last=None):
     """One step's MILP, its position rows linearized at qn; the solution vector or None.
+
+    ``last`` (a dict, optional) holds the previous pass's MILP and answer: a pass whose MILP is the same,
+    bit for bit (rows that are linear in q linearize to the same data at the new iterate, so the pass
+    that confirms q_{k+1} is stationary repeats the one before), takes that answer without solving again
+    — what HiGHS, deterministic, would return.
 
     ``kinds[j]``: ``"stick"`` (slot j held stuck: slip 0, P free, only the wall pair) or
     ``("break", θ, P', σ)`` (P = θ P' + (1 − θ) σ μ |Λ|, slip free, only the wall pair); otherwise slot_law.
@@ -262,7 +268,6 @@ def _step(eq, env, q, v, qn, tk, h, Q, layout, kinds):
             A.append(np.concatenate([row, np.zeros(npair)]))
             lo.append(-side[nx]), hi.append(np.inf)
     A.append(np.hstack([Aeq, np.zeros((Aeq.shape[0], npair))]))
-    cons = [LinearConstraint(np.array(A[:-1]), lo, hi), LinearConstraint(A[-1], beq, beq)]
     cost = np.zeros(nx + npair)
     for s in start:
         cost[s + 3] = cost[s + 4] = 1.0               # least slip
@@ -280,6 +285,20 @@ def _step(eq, env, q, v, qn, tk, h, Q, layout, kinds):
             ub[[s + 3, s + 4]] = 0.0
     integ = np.zeros(nx + npair)
     integ[nx:] = 1
+    A_in = np.array(A[:-1])
+    data = (A_in.shape, A_in.tobytes(), np.array(lo).tobytes(), np.array(hi).tobytes(), A[-1].tobytes(), beq.tobytes(),
+            lb.tobytes(), ub.tobytes())
+    if last is not None and last.get("data") == data:   # the same MILP as the pass before: its answer
+        return None if last["x"] is None else last["x"].copy()
+    x = _solved(cost, A_in, lo, hi, A[-1], beq, integ, lb, ub, nx)
+    if last is not None:
+        last["data"], last["x"] = data, None if x is None else x.copy()
+    return x
+
+
+def _solved(cost, A_in, lo, hi, Aeq, beq, integ, lb, ub, nx):
+    """The step's MILP by HiGHS (scipy's ``milp``, no gap): its x, or None."""
+    cons = [LinearConstraint(A_in, lo, hi), LinearConstraint(Aeq, beq, beq)]
     res = milp(cost, constraints=cons, integrality=integ, bounds=Bounds(lb, ub),
                options={"mip_rel_gap": 0.0})
     if res.status != 0 or res.x is None:

@@ -244,10 +244,36 @@ def compile_functions(groups, column, where="expression"):
     """
     out = []
     for exprs in groups:
-        w = _Writer(column, where)
+        w = _Writer(column, where)   # written now: an unsupported node is an error of the build, not of a call
         results = [w.name(e) for e in exprs]
         src = "def _f(u):\n" + "\n".join(w.lines + [f"    return ({', '.join(results)}{',' if results else ''})"])
-        ns = dict(_NAMESPACE)
-        exec(compile(src, f"<pympc nlp: {where}>", "exec"), ns)  # noqa: S102 - code written by pympc from Pyomo nodes
-        out.append(ns["_f"])
+        out.append(_compiled(src, where) if len(w.lines) < _LAZY else _Lazy(src, where))
     return out
+
+
+#: a function of at least this many lines is compiled when first called (Python compiles ~50,000 lines a second)
+_LAZY = 20_000
+
+
+def _compiled(src, where):
+    ns = dict(_NAMESPACE)
+    exec(compile(src, f"<pympc nlp: {where}>", "exec"), ns)  # noqa: S102 - code written by pympc from Pyomo nodes
+    return ns["_f"]
+
+
+class _Lazy:
+    """A long generated function, compiled on its first call (an NLP whose Hessian is never asked for, e.g.
+    one built to evaluate its objective and gradient, never pays the Hessian's compilation, often the most
+    of it); the same code, the same values."""
+
+    __slots__ = ("_src", "_where", "_f")
+
+    def __init__(self, src, where):
+        self._src, self._where, self._f = src, where, None
+
+    def __call__(self, u):
+        f = self._f
+        if f is None:
+            f = self._f = _compiled(self._src, self._where)
+            self._src = None
+        return f(u)
