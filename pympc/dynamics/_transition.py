@@ -33,15 +33,17 @@ _F8, _B1 = np.dtype(np.float64), np.dtype(np.bool_)
 def as_floats(v):
     """``v`` as the compiled build takes every array: float64, C-contiguous, aligned, writable (one compiled
     version).  (``flags.carray`` is the three flags at once; a dtype of the machine's byte order is the
-    singleton ``np.dtype(np.float64)``: an identity test, no dtype comparison, on this hot path.)"""
-    if type(v) is np.ndarray and v.dtype is _F8 and v.flags.carray:
+    singleton ``np.dtype(np.float64)`` (an identity test), but arrays returned by a kernel loaded from numba's
+    on-disk cache carry an unpickled copy of it: equal, not identical — the comparison follows, cheaper than a
+    copy of each.)"""
+    if type(v) is np.ndarray and (v.dtype is _F8 or v.dtype == _F8) and v.flags.carray:
         return v
     return np.array(v, dtype=float)
 
 
 def as_bools(v):
     """``v`` as a bool array the kernels take (as :func:`as_floats`)."""
-    if type(v) is np.ndarray and v.dtype is _B1 and v.flags.carray:
+    if type(v) is np.ndarray and (v.dtype is _B1 or v.dtype == _B1) and v.flags.carray:
         return v
     return np.array(v, dtype=bool)
 
