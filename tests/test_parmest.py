@@ -227,3 +227,12 @@ def test_fesd_model_under_parmest_agrees_with_fesd_fit():
     d = np.array([got[n] - r.theta[n] for n in shoot.names])
     assert np.all(np.abs(d) <= 0.01 * shoot.stderr), (got, r.theta, shoot.stderr)
     assert abs(obj - 2 * sigma ** 2 * r.objective) <= 1e-6 * obj, (obj, 2 * sigma ** 2 * r.objective)
+
+
+def test_fesd_builder_refuses_a_record_without_the_initial_time():
+    """The FESD grid starts at the initial state: a record whose first row is later is refused by name."""
+    from pympc.identify.fesd_experiment import fesd_builder
+    from pympc.mechanics import load_model
+    t = np.array([0.5, 1.0, 1.5])
+    with pytest.raises(OptionError, match="sample at the initial time"):
+        fesd_builder()(load_model(OSC), t, np.zeros((3, 1)), ["mass.x"], fit={"mu": (0.05, 1.0)}, t0=0.0)
