@@ -27,3 +27,9 @@ def test_design_notebook_executes():
     outputs = executed_outputs("design.ipynb")
     assert "never breaks away" in outputs and "only the combination" in outputs
     assert outputs.count("fitted se") == 4
+
+
+def test_optimal_control_notebook_executes():
+    """The FESD optimal-control notebook: solved, verified by simulation, below the bang-bang baseline."""
+    outputs = executed_outputs("optimal_control.ipynb")
+    assert "solve ok: True" in outputs and "sticks at the target" in outputs and "% less" in outputs

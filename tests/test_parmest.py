@@ -196,3 +196,43 @@ def test_a_branch_function_is_used(both):
     with pympc.mpec.ipopt_as():
         _, th = parmest.Estimator([pf], obj_function="SSE", solver_options=OPTIONS).theta_est()
     assert calls and all(abs(float(th[k]) - float(theta[k])) < 1e-8 for k in dict(theta)), (th, theta)
+
+
+def test_fesd_model_under_parmest_agrees_with_fesd_fit():
+    """MpecExperiment(builder=fesd_builder(), branch=fesd_branch): parmest's theta_est on the switch-detecting
+    model of a 3 s oscillator record is fesd_fit.fit's estimate (the same NLP on the same active set) far
+    inside a standard error (the shooting route's), with the same least-squares objective."""
+    from pympc.identify import Shooting
+    from pympc.identify.fesd_experiment import fesd_branch, fesd_builder
+    from pympc.identify.fesd_fit import fit
+    from pympc.identify.fesd_solve import DEFAULT_OPTIONS
+    from pympc.mechanics import load_model
+
+    t = np.linspace(0.0, 3.0, 13)
+    df, noise = synthetic_record(OSC, t, ["mass.x"], 0.01, 3)
+    exp = Experiment(OSC, df, outputs=["mass.x"], noise=noise)
+    sigma = float(noise["mass.x"])
+    r = fit(load_model(OSC).bind({"mu": 0.29, "mu_s": 0.41}), t, df[["mass.x"]].to_numpy(), ["mass.x"],
+            ["mu", "mu_s"], noise=[sigma])
+    assert r.ok, r.message
+    shoot = estimate(exp, "mu,mu_s", method=Shooting(starts=1))
+    params = [Parameter("mu", 0.29, (0.05, 1.0)), Parameter("mu_s", 0.41, (0.05, 1.5))]
+    pe = MpecExperiment(exp, params, at=r.theta, builder=fesd_builder(elements=4), branch=fesd_branch)
+    options = {**{k: v for k, v in DEFAULT_OPTIONS.items() if k != "linear_solver"}, "tol": 1e-8,
+               "bound_relax_factor": 0.0}
+    est = parmest.Estimator([pe], obj_function="SSE", solver_options=options)
+    with pympc.mpec.ipopt_as():
+        obj, theta = est.theta_est()
+    got = pe.parameter_values(theta)
+    d = np.array([got[n] - r.theta[n] for n in shoot.names])
+    assert np.all(np.abs(d) <= 0.01 * shoot.stderr), (got, r.theta, shoot.stderr)
+    assert abs(obj - 2 * sigma ** 2 * r.objective) <= 1e-6 * obj, (obj, 2 * sigma ** 2 * r.objective)
+
+
+def test_fesd_builder_refuses_a_record_without_the_initial_time():
+    """The FESD grid starts at the initial state: a record whose first row is later is refused by name."""
+    from pympc.identify.fesd_experiment import fesd_builder
+    from pympc.mechanics import load_model
+    t = np.array([0.5, 1.0, 1.5])
+    with pytest.raises(OptionError, match="sample at the initial time"):
+        fesd_builder()(load_model(OSC), t, np.zeros((3, 1)), ["mass.x"], fit={"mu": (0.05, 1.0)}, t0=0.0)

@@ -122,7 +122,7 @@ def _system(system):
 
 
 def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3, sigma=SIGMAS[0], *,
-                     warm_start=None, noise=None, h_min=0.01):
+                     warm_start=None, noise=None, h_min=0.01, controls=(), equilibrate=True):
     """The FESD trajectory model of one record (see the module notes).
 
     Parameters
@@ -151,6 +151,18 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
         Noise level per output (residuals are divided by it).
     h_min : float
         Lower bound of an element length, relative to its initial length.
+    controls : list of str
+        Parameters made **piecewise-constant inputs**: ``u[k, name]`` is the parameter's value on the
+        sample interval [t_k, t_k+1] (k in the Set ``intervals``; a free Var, initialized at the system's
+        value, bounded by the parameter's declared bounds).  They may enter the applied forces and the
+        joints, not the masses or the friction coefficients (OptionError).  For optimal control: fix or
+        add an objective over ``u`` (``notebooks/optimal_control.ipynb``); the warm start is a simulation
+        at the system's (constant) values.
+    equilibrate : bool
+        Step equilibration (see the module notes).  False leaves every element length free inside its
+        sample interval (Σ h = interval length), so a switch the warm start does not have can move to
+        where the optimizer puts it; the lengths of elements without a switch are then not determined
+        by the model alone (add a regularization, e.g. Σ (h − h₀)²).
 
     Returns
     -------
@@ -158,7 +170,8 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
         Sets ``elements``, ``stages`` (1..s), ``nodes`` (0..s), ``coords``, ``slots``, ``samples``,
         ``params``; Vars ``q[e, r, c]``, ``v[e, r, c]``, ``a``, ``lam[e, r, slot]`` (signed normal force),
         ``lam_pos``, ``lam_neg``, ``F[e, r, slot]`` (friction), ``slip_pos``, ``slip_neg``, ``h[e]``,
-        ``time[e, r]``, ``nu``, ``eta``, ``theta[name]`` (every parameter; fixed except ``fit``);
+        ``time[e, r]``, ``nu``, ``eta``, ``theta[name]`` (every parameter; fixed except ``fit``), with
+        ``controls``: Set ``intervals`` (0..K−1), ``controls`` and Var ``u[k, name]``;
         Expressions ``output[k, name]`` (the outputs at sample k) and ``residual[k, name]`` (with data);
         ``objective`` (½ Σ residual²); Param ``sigma``; ``fesd`` (a dict: layout, warm start, pairs).
     """
@@ -184,6 +197,11 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
     for n in fit:
         if n not in values:
             raise OptionError(f"fit: {n!r} is not a parameter of {system.name} ({sorted(values)})")
+    controls = [n.strip() for n in controls.split(",") if n.strip()] if isinstance(controls, str) else list(controls)
+    for n in controls:
+        if n not in values or system.parameter_definitions[n].derived or n in fit:
+            raise OptionError(f"controls: {n!r} is not a (non-derived) parameter of {system.name} that is not "
+                              f"fitted; give parameter names from {sorted(values)}")
     if y is not None:
         y = np.asarray(y, float).reshape(t.size, -1)
         if y.shape[1] != len(outputs):
@@ -225,6 +243,7 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
             m.theta[n].fix()
     env = eq.parameters({n: m.theta[n] for n in base}, pyo)
     mass = eq.mass(env, pyo)
+    envs = _control_envs(m, eq, system, base, controls, t.size - 1, pyo)
     coords, slots = list(eq.coordinate_names), [sl.name for sl in eq.slots]
     n, ns = eq.n, len(slots)
     m.elements = pyo.RangeSet(0, E - 1)
@@ -262,6 +281,7 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
                          initialize=at(np.maximum(-slipW, 0)))
     mus = [(eq.value(sl.mu, env, pyo), eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env, pyo))
            for sl in eq.slots]
+    _controls_outside(m, controls, list(mass) + [x for mu in mus for x in mu])
     static = [sl.mu_s is not None and a is not b and not (isinstance(a, float) and isinstance(b, float) and a == b)
               for sl, (a, b) in zip(eq.slots, mus)]
     stat = [sn for sn, st in zip(slots, static) if st]
@@ -295,15 +315,16 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
             q = [m.q[e, r, cn] for cn in coords]
             v = [m.v[e, r, cn] for cn in coords]
             tt = m.time[e, r]
-            rhs = list(eq.applied_forces(q, v, tt, env, pyo))
+            envk = envs[el.interval]
+            rhs = list(eq.applied_forces(q, v, tt, envk, pyo))
             G = []
-            for row, g in enumerate(eq.joint_residuals(q, tt, env, pyo)):
+            for row, g in enumerate(eq.joint_residuals(q, tt, envk, pyo)):
                 d = _grad(g, q + [tt])
                 G.append(d[:n])
                 C["position"].add(g == 0)
                 C["velocity"].add(sum(d[i] * v[i] for i in range(n) if not _zero(d[i])) + d[n] == 0)
                 rhs = [rhs[i] + d[i] * m.nu[e, r, row] if not _zero(d[i]) else rhs[i] for i in range(n)]
-            for j, (gN, sT) in enumerate(eq.slot_coordinates(q, env, pyo)):
+            for j, (gN, sT) in enumerate(eq.slot_coordinates(q, envk, pyo)):
                 sn = slots[j]
                 WN, WT = _grad(gN, q), _grad(sT, q)
                 G.append(WN)
@@ -359,14 +380,41 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
         cross[e, sn, key] = sum(avals) * sum(cvals)
     m.cross = pyo.Constraint(list(cross), rule=lambda _, *k: cross[k] <= m.sigma)
     # step equilibration: equal lengths inside one warm-start segment of one interval
-    for e in range(E - 1):
+    for e in range(E - 1 if equilibrate else 0):
         if layout[e].interval == layout[e + 1].interval and layout[e].segment == layout[e + 1].segment:
             C["equilibration"].add(m.h[e] == m.h[e + 1])
     _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots)
     m.fesd = {"layout": layout, "modes": modes, "events": events, "stage_times": stage_t, "c": c, "A": A,
               "pairs": pairs, "coupling": coupling, "static": dict(zip(slots, static)), "fixed_stick": fixed, "warm_start": warm_start,
-              "t": t, "outputs": outputs, "system": system, "fit": fit}
+              "t": t, "outputs": outputs, "system": system, "fit": fit, "controls": controls}
     return m
+
+
+def _control_envs(m, eq, system, base, controls, K, pyo):
+    """Per sample interval, the parameter environment: ``u[k, name]`` for the controls, ``theta`` otherwise."""
+    if not controls:
+        env = eq.parameters({n: m.theta[n] for n in base}, pyo)
+        return [env] * K
+
+    def bounds(_, k, n):
+        b = getattr(system.parameter_definitions[n], "bounds", None)
+        return (None, None) if b is None else tuple(None if x is None or not math.isfinite(x) else float(x) for x in b)
+    m.intervals = pyo.RangeSet(0, K - 1)
+    m.controls = pyo.Set(initialize=controls, ordered=True)
+    m.u = pyo.Var(m.intervals, m.controls, initialize=lambda _, k, n: float(system.parameters[n]), bounds=bounds)
+    return [eq.parameters({n: (m.u[k, n] if n in controls else m.theta[n]) for n in base}, pyo) for k in range(K)]
+
+
+def _controls_outside(m, controls, exprs):
+    """OptionError when a control parameter enters the masses or the friction coefficients."""
+    if not controls:
+        return
+    from pyomo.core.expr.visitor import identify_variables
+    banned = {id(m.theta[n]) for n in controls}
+    for x in exprs:
+        if not isinstance(x, (int, float)) and any(id(v) in banned for v in identify_variables(x)):
+            raise OptionError(f"controls {controls}: a control enters the mass matrix or a friction coefficient; "
+                              f"only forces and joints may depend on a piecewise-constant input")
 
 
 def _coupling(layout, modes, e, key):

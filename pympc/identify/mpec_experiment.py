@@ -26,6 +26,9 @@ pairs are not one.  The labeled model therefore holds the pairs on one branch:
   :meth:`MpecExperiment.branch_holds`).
 * ``branch=f``: a function that turns the builder's model into an NLP in
   place (a builder without the first-order model's bookkeeping brings its own).
+  The switch-detecting model has one:
+  ``builder=fesd_experiment.fesd_builder(), branch=fesd_experiment.fesd_branch``
+  (:mod:`pympc.identify.fesd_experiment`; its parameters are ``theta[name]``).
 
 Relaxing the pairs instead (``a·c ≤ σ`` for a final σ, an NLP of any model)
 was measured and is not offered: on a 2 s oscillator record with μ and μ_s
@@ -237,6 +240,8 @@ class MpecExperiment:
         for n in self.names:
             if f"excess[{n}]" in theta and kinetic.get(n) in out:
                 out[n] = out[kinetic[n]] + float(theta[f"excess[{n}]"])
+            elif n not in out and f"theta[{n}]" in theta:      # a builder whose parameters are theta[name]
+                out[n] = float(theta[f"theta[{n}]"])
             elif n not in out and n in theta:
                 out[n] = float(theta[n])
         missing = [n for n in self.names if n not in out]
