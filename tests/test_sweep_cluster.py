@@ -50,10 +50,9 @@ def cluster(tmp_path):
             c.wait_for_workers(2, timeout=300)
         yield address, workers, env
     finally:
-        for p in procs:
+        for p in reversed(procs):    # workers first, each to its end: one whose scheduler is gone waits ~30 s to leave
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
             try:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
