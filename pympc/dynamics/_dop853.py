@@ -41,9 +41,9 @@ except ImportError:    # pragma: no cover
     AVAILABLE = False
 
 from ..mechanics._kernels import general_mode_flat
-from ._event_kernels import dop853_states, event_values, flat_event_samples, may_cross
+from ._event_kernels import curvature_bounds, dop853_states, event_values, flat_event_samples, may_cross
 
-__all__ = ["integrate", "Dop853Solution", "Dop853Result"]
+__all__ = ["integrate", "Dop853Solution", "Dop853Result", "scan_dense", "first_crossing_dense"]
 
 _NS = _co.N_STAGES                       # 12 stages of the step, 16 with the dense output's extra ones
 _A = np.ascontiguousarray(_co.A, dtype=float)
@@ -490,6 +490,66 @@ def scan_dense(a, ga, b, gb, bound, dt_min, split, stack_ts, t_old, h, y_old, F,
             if keep:
                 SA[top], SB[top], GA[top], GB[top] = ts[j], ts[j + 1], vals[j], vals[j + 1]
                 top += 1
+    return 0.0, -1, SCAN_OK
+
+
+@njit(cache=True, error_model="numpy")
+def first_crossing_dense(ta, tb, cap, hstep, extra, dt_min, split, stack_ts, t_old, h, y_old, F, fl, il, tab):
+    """:func:`pympc.dynamics.crossings.first_crossing` compiled, for the event functions of a compiled mode
+    (table ``tab`` as :func:`scan_dense` takes it) on a stack of DOP853 steps, with the windows of a time
+    scale that is the same everywhere (:meth:`~pympc.dynamics.crossings.TimeScale.window` with a fixed τ:
+    ``hstep`` = min(``cap``, τ/8), 64 intervals): the same windows, sample times (``extra`` merged in, the
+    same ``dt_min`` thinning), curvature bounds (:func:`curvature_bounds`) and interval searches
+    (:func:`scan_dense`), left to right.  Returns (t, index, status) as :func:`scan_dense` does: index −1
+    when no function crosses zero downwards on [ta, tb]; status SCAN_PYTHON when the Python search must
+    redo it (a failed solve, or :func:`scan_dense` asked for it)."""
+    m = tab[3].size
+    if m == 0:
+        return 0.0, -1, SCAN_OK
+    t0 = ta
+    intervals = 8
+    while t0 < tb:
+        hi = min(tb, t0 + 64 * cap)                  # TimeScale.window, τ fixed
+        end = hi if t0 + 64 * hstep >= hi else min(t0 + 64 * hstep, tb)
+        end = min(end, t0 + intervals * hstep)
+        intervals = min(2 * intervals, 64)
+        n = max(4, int(math.ceil((end - t0) / hstep)))
+        width = (end - t0) / n
+        inner = 0
+        for e in range(extra.size):
+            if extra[e] > t0 and extra[e] < end:
+                inner += 1
+        ts = np.empty(n + 1 + inner)
+        for j in range(n + 1):                       # np.arange(n + 1.0) * width + t0
+            ts[j] = float(j) * width + t0
+        if inner:
+            r = n + 1
+            for e in range(extra.size):
+                if extra[e] > t0 and extra[e] < end:
+                    ts[r] = extra[e]
+                    r += 1
+            ts = np.unique(ts)
+        if inner or width <= dt_min:                 # drop a sample within dt_min of the one before it
+            keep = np.empty(ts.size, np.bool_)
+            keep[0] = True
+            for j in range(1, ts.size):
+                keep[j] = ts[j] - ts[j - 1] > dt_min
+            ts = ts[keep]
+        ts[ts.size - 1] = end
+        vals = np.empty((ts.size, m))
+        if _dense_values(ts, stack_ts, t_old, h, y_old, F, fl, il, tab, vals) >= 0:
+            return 0.0, -1, SCAN_PYTHON
+        bounds = np.empty((ts.size - 1, m))
+        open_ = curvature_bounds(ts, vals, bounds)
+        for i in range(ts.size - 1):
+            if open_[i]:
+                t, k, status = scan_dense(ts[i], vals[i], ts[i + 1], vals[i + 1], bounds[i], dt_min, split,
+                                          stack_ts, t_old, h, y_old, F, fl, il, tab)
+                if status != SCAN_OK:
+                    return 0.0, -1, status
+                if k >= 0:
+                    return t, k, SCAN_OK
+        t0 = end
     return 0.0, -1, SCAN_OK
 
 

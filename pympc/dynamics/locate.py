@@ -21,6 +21,8 @@ from .trajectory import EventKind
 
 __all__ = ["EventLocator", "EventFunctions", "lowest"]
 
+_NO_TIMES = np.zeros(0)
+
 
 class EventLocator:
     """Makes the event functions of each phase and finds the first event of a phase.
@@ -67,9 +69,27 @@ class EventLocator:
         G.many = lambda ts: funcs.vector.many(ts, np.broadcast_to(x, (len(ts), x.size)))
         G.split = funcs.vector.split
         # the constant state as one dense-output step whose polynomial is zero: y = 0 + x, exactly
-        G.scan = funcs.vector.scanner((np.array([t, t1]), np.array([t]), np.array([1.0]), x[None, :].copy(),
-                                       np.zeros((1, 7, x.size))))
+        stack = (np.array([t, t1]), np.array([t]), np.array([1.0]), x[None, :].copy(), np.zeros((1, 7, x.size)))
+        hit = self._compiled_search(funcs, stack, t, t1, _NO_TIMES)
+        if hit is not None:
+            return hit
+        G.scan = funcs.vector.scanner(stack)
         return first_crossing(G, t, t1, self.window)
+
+    def _compiled_search(self, funcs, stack, ta, tb, extra):
+        """:func:`first_crossing` on ``[ta, tb]`` in one compiled call
+        (:func:`pympc.dynamics._dop853.first_crossing_dense`) when it applies — a compiled mode, DOP853 steps,
+        a time scale that is the same everywhere — returning ``(time, index)`` or ``(None, None)``; None
+        where it does not apply or asks the Python search to redo it (which says why, or raises)."""
+        fixed = self.opts["timescale"]._fixed
+        search = getattr(funcs.vector, "search", None)
+        if fixed is None or search is None or stack is None:
+            return None
+        cap = self.opts["scan_step"]
+        step = min(cap, fixed / 8)             # TimeScale.window's step; too short a one: the Python search raises
+        if not step >= 1e-4 * cap:
+            return None
+        return search(stack, ta, tb, extra, cap, step, 1e-11 * max(1.0, abs(ta), abs(tb)))
 
     def on_dense(self, sol, t, tb, funcs):
         """The first event of an integrated piece on [t, tb], searched on its dense output ``sol.sol``
@@ -80,6 +100,10 @@ class EventLocator:
         states = DenseStates(sol.sol)
         G.many = lambda ts: funcs.vector.dense(ts, states)
         G.split = funcs.vector.split
+        hit = self._compiled_search(funcs, states.stack, t, tb, sol.sol.ts)
+        if hit is not None:
+            te, i = hit
+            return (None, None, None) if te is None else (te, i, sol.sol(te))
         G.scan = funcs.vector.scanner(states.stack)
         te, i = first_crossing(G, t, tb, self.window, sol.sol.ts)
         return (None, None, None) if te is None else (te, i, sol.sol(te))
@@ -148,6 +172,22 @@ class EventLocator:
                 return (t, i) if i >= 0 else (None, None)
             return scan
         vector.scanner = scanner
+
+        def search(stack, ta, tb, extra, cap, step, dt_min):
+            """:func:`pympc.dynamics._dop853.first_crossing_dense` on a stack of DOP853 steps: ``(t, i)``,
+            ``(None, None)``, or None where it does not apply (Python parts) or the Python search must redo it."""
+            flat = ev._fast.flat(mode) if compiled else None
+            if flat is None or vector.split != SPLIT:
+                return None
+            fl, il, (ovT, olam, oF) = flat
+            tab = (ovT, olam, oF, slot, cv, cl, cf, bands)
+            t, i, status = dop853.first_crossing_dense(ta, tb, cap, step, np.ascontiguousarray(extra, dtype=float),
+                                                       dt_min, SPLIT, *stack, fl, il, tab)
+            ev.forget()                       # the compiled buffers hold the last sample
+            if status != dop853.SCAN_OK:
+                return None
+            return (t, i) if i >= 0 else (None, None)
+        vector.search = search
         # batches are compiled (cut an interval into many parts at once) only without Python parts
         vector.split = 16 if compiled and ev._fast.batched else 2
         return vector
