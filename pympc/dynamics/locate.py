@@ -207,7 +207,21 @@ class EventFunctions:
         """Use these functions for a new phase whose force functions have dead band ``band``."""
         self.band = band
         self.vector.set_band(band)
-        self._watched.clear()
+        bands = self.vector.table[4]
+        for (ev, evi), watched in self._watched.values():      # the tables' band rows follow
+            ev[3] = bands[watched]
+
+    def watched_table(self, watched, offsets):
+        """``(ev, evi)``: the table of the watched functions (indices ``watched``) that the compiled DOP853 loop
+        reads (:func:`pympc.dynamics._dop853.dop853_run`; ``offsets`` those of the slots' ``vT``, ``λ``, ``F`` in
+        the mode's buffer), made once per set of functions and kept up to date with the dead band."""
+        key = watched.tobytes()
+        entry = self._watched.get(key)
+        if entry is None:
+            slot, cv, cl, cf, band = self.vector.table
+            entry = self._watched[key] = ((np.ascontiguousarray(np.vstack([cv, cl, cf, band])[:, watched], dtype=float),
+                                           np.concatenate([offsets, slot[watched]]).astype(np.int64)), watched.copy())
+        return entry[0]
 
     def __len__(self):
         return len(self.kinds)

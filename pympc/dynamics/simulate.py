@@ -212,11 +212,14 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     guard = _ZenoGuard(o, form)
     try:
         while status is None and t < t1:
-            a = form.assemble(x[:n], x[n:2 * n], t) if mode.sticking and not form.rheonomic else None
+            a = None
+            if mode.sticking and not form.rheonomic:       # (the transition's own assembly at q: its Jacobians)
+                a = transition.jacobians_at(x[:n], t)
+                a = a if a is not None else form.assemble(x[:n], x[n:2 * n], t)
             # the dead band's scale: max |h| at this state, as the transition's verification found it
             scale = transition.force_scale
-            if scale is None:
-                a = a if a is not None else form.assemble(x[:n], x[n:2 * n], t)
+            if scale is None:           # (an assembly at this very state: h depends on q̇)
+                a = form.assemble(x[:n], x[n:2 * n], t)
                 scale = max(1.0, float(np.abs(a.h).max(initial=0)))
             funcs = locator.functions(mode, scale)
             phase = stepper.advance(t, x, mode, t1, grid[(grid > t) & (grid < t1)], funcs, a)

@@ -69,8 +69,8 @@ class PhaseStepper:
 
     def advance(self, t, x, mode, t1, inside, funcs, assembly):
         """The phase from (t, x) in ``mode`` to its first event or ``t1``; ``inside``: the requested sample
-        times in (t, t1); ``funcs``: its event functions; ``assembly``: the assembly at (t, x) (read only by a
-        phase with a sticking slot of a system without prescribed motions; None will do elsewhere)."""
+        times in (t, t1); ``funcs``: its event functions; ``assembly``: an assembly at (t, q) (its Jacobians are
+        read, only by a phase with a sticking slot of a system without prescribed motions; None will do elsewhere)."""
         if mode.sticking and not self.rheonomic and self.ev.locked(assembly, mode):
             te, i = self.locator.frozen(t, t1, x, funcs)
             ins = inside if te is None else inside[inside < te]
@@ -143,14 +143,8 @@ class PhaseStepper:
                              max_step=max_step, dense_output=True, events=hint)
         fl, il, offsets = flat
         event = None
-        if watched.size:              # the watched functions' table, made once per phase and set of functions
-            key = watched.tobytes()
-            event = funcs._watched.get(key)
-            if event is None:
-                slot, cv, cl, cf, band = funcs.vector.table
-                event = funcs._watched[key] = (
-                    np.ascontiguousarray(np.vstack([cv, cl, cf, band])[:, watched], dtype=float),
-                    np.concatenate([offsets, slot[watched]]).astype(np.int64))
+        if watched.size:              # the watched functions' table, made once per mode and set of functions
+            event = funcs.watched_table(watched, offsets)
         ev.forget()             # the compiled buffers will hold other points
         self.integrators.add("compiled DOP853")
         if sens is not None:          # the same loop on the variational right-hand side, S in the error control

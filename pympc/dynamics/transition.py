@@ -38,6 +38,15 @@ class Transition:
         self.ev, self.opts = evaluator, settings
         self.form = evaluator.form
         self.force_scale = None     # max(1, |h|) at the state the last verify() checked (the next phase's start)
+        self.positions = None       # (q, assembly at q): the last projection's positions and an assembly there
+
+    def jacobians_at(self, q, t):
+        """An assembly at positions ``q`` and time ``t`` made by the last projection, for its Jacobians (the
+        velocities it was made at may differ from the projected ones), or None when it is not at this ``q``."""
+        last = self.positions
+        if last is None or last[1].t != t or (last[0] is not q and not np.array_equal(last[0], q)):
+            return None
+        return last[1]
 
     def project(self, t, q, qd, stick=(), assembly=None):
         """Newton projection of q onto the position constraints, then of q̇ onto the velocity ones
@@ -60,6 +69,7 @@ class Transition:
             q = q - min_norm(Jh, g)
         else:  # out of iterations: q moved after the last assembly
             a = form.assemble(q, qd, t)
+        self.positions = (q, a)          # its Jacobians are those at q (the velocities may be projected below)
         stick = np.asarray(stick, dtype=np.int64).reshape(-1)
         code, qdp = project_velocity(as_floats(a.J), as_floats(a.WN), as_floats(a.WT), stick, as_floats(a.gdot),
                                      as_floats(a.vN), as_floats(a.vT), as_floats(qd))
