@@ -96,14 +96,47 @@ def test_the_oscillator_bisects_no_phase_start(monkeypatch):
         return original(*args)
 
     system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    whole = pympc.simulate(system)           # the whole search of a phase compiled (first_crossing_dense)
+    monkeypatch.setattr(EventLocator, "_compiled_search", lambda self, *args: None)   # first_crossing in Python
     monkeypatch.setattr(_dop853, "scan_dense", counted)
     tr = pympc.simulate(system)
     assert tr.success and len(tr.events) == 23
     assert 0 < len(calls) <= len(tr.events) - 1, len(calls)
+    assert [e.time for e in whole.events] == [e.time for e in tr.events]
     monkeypatch.setattr(_dop853, "scan_dense", lambda *args: (0.0, -1, _dop853.SCAN_PYTHON))
     plain = pympc.simulate(system)
     assert [e.kind for e in plain.events] == [e.kind for e in tr.events]
     np.testing.assert_allclose([e.time for e in plain.events], [e.time for e in tr.events], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["oscillator", "oscillator, mu 0.2", "chain5"])
+def test_the_compiled_search_of_a_phase_finds_the_python_searchs_events(case, monkeypatch):
+    """Every phase's search in one compiled call (first_crossing_dense, for slip and stick phases alike)
+    against crossings.first_crossing in Python: the same events, modes and samples, to the bit."""
+    from pympc.mechanics import slider_chain
+    if case == "chain5":
+        system, span = slider_chain(5), (0.0, 2.0)
+    else:
+        system, span = pympc.load_model(MODELS / "friction_oscillator.toml"), None
+    params = {"mu": 0.2, "mu_s": 0.3} if "mu" in case else None
+    statuses = []
+    original = _dop853.first_crossing_dense
+
+    def counted(*args):
+        out = original(*args)
+        statuses.append(out[2])
+        return out
+
+    monkeypatch.setattr(_dop853, "first_crossing_dense", counted)
+    fast = pympc.simulate(system, span, params=params)
+    assert fast.success and len(fast.events) > 3
+    assert len(statuses) >= len(fast.events) - 1 and set(statuses) == {_dop853.SCAN_OK}
+    monkeypatch.setattr(EventLocator, "_compiled_search", lambda self, *args: None)
+    plain = pympc.simulate(system, span, params=params)
+    assert [(e.time, e.kind, e.mode_after) for e in fast.events] == [(e.time, e.kind, e.mode_after)
+                                                                       for e in plain.events]
+    for key in ("t", "q", "qd", "normal_force", "friction_force"):
+        np.testing.assert_array_equal(getattr(fast, key), getattr(plain, key), err_msg=key)
 
 
 def _parts(system, t_end=30.0):
@@ -179,3 +212,21 @@ def test_a_constant_time_scale_gives_the_bisections_windows(rng):
     for ts in (fast_w, slow_w):
         with pytest.raises(SimulationError, match="time scale"):
             ts.window(0.0, 30.0, 0.15, 64)
+
+
+def test_a_stick_phase_reads_the_transitions_jacobians_at_its_positions():
+    """The locked test of a stick phase reads the Jacobians of the assembly the transition's projection made
+    at the phase's positions (not a second assembly): they are a fresh assembly's there; at other positions
+    or another time there is none to read."""
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    o, ev, _ = _parts(system)
+    tr = Transition(ev, o)
+    q, qd = ev.form.initial_state()
+    event, q, qd, status, _ = tr(0.0, q, qd, EventKind.START, None, None)
+    assert status is None and event.mode_after.sticking          # from rest it sticks
+    a = tr.jacobians_at(q.copy(), 0.0)
+    fresh = ev.form.assemble(q, qd, 0.0)
+    for key in ("J", "WN", "WT"):
+        np.testing.assert_array_equal(getattr(a, key), getattr(fresh, key), err_msg=key)
+    assert ev.locked(a, event.mode_after) is True
+    assert tr.jacobians_at(q + 1e-3, 0.0) is None and tr.jacobians_at(q, 0.1) is None

@@ -227,6 +227,7 @@ def test_the_compiled_scan_is_the_python_one(rng, monkeypatch):
     """first_crossing over a piece with and without G.scan: the same crossing, to the bit."""
     from pympc.dynamics import crossings
     run, mode, funcs, sol = _slipping_piece(rng)
+    whole = run.locator.on_dense(sol, 0.0, 5.0, funcs)     # the whole search compiled (first_crossing_dense)
     calls = []
     original = _dop853.scan_dense
 
@@ -236,7 +237,10 @@ def test_the_compiled_scan_is_the_python_one(rng, monkeypatch):
         return out
 
     monkeypatch.setattr(_dop853, "scan_dense", counted)
+    monkeypatch.setattr(funcs.vector, "search", None)       # first_crossing in Python, its scans compiled
     got = run.locator.on_dense(sol, 0.0, 5.0, funcs)
+    assert got[0] == whole[0] and got[1] == whole[1]
+    np.testing.assert_array_equal(got[2], whole[2])
     assert calls and calls[-1][2] == _dop853.SCAN_OK
     # a direct comparison on one interval the curvature bound leaves open
     G = lambda s: funcs.vector(s, sol.sol(s))  # noqa: E731
@@ -250,6 +254,40 @@ def test_the_compiled_scan_is_the_python_one(rng, monkeypatch):
     ref = run.locator.on_dense(sol, 0.0, 5.0, funcs)
     assert got[0] is not None and got[0] == ref[0] and got[1] == ref[1]
     np.testing.assert_array_equal(got[2], ref[2])
+
+
+def test_the_compiled_search_of_a_window_is_first_crossings(rng, monkeypatch):
+    """first_crossing_dense against crossings.first_crossing (its scans compiled) on random windows of a
+    slipping piece, with random extra sample times (step ends, some closer than dt_min to a grid time or to
+    each other), and on the constant stack of a frozen phase: the same (time, index), to the bit."""
+    from pympc.dynamics import crossings
+    run, mode, funcs, sol = _slipping_piece(rng)
+    locator, states = run.locator, DenseStates(sol.sol)
+    G = lambda s: funcs.vector(s, sol.sol(s))  # noqa: E731
+    G.many = lambda ts: funcs.vector.dense(ts, states)
+    G.split = funcs.vector.split
+    G.scan = funcs.vector.scanner(states.stack)
+    end = sol.sol.ts[-1]
+    found = 0
+    for k in range(60):
+        ta = rng.uniform(0.0, 0.9 * end)
+        tb = rng.uniform(ta, end) if k % 3 else end
+        extra = np.sort(np.concatenate([sol.sol.ts, rng.uniform(ta, tb, 3)]))
+        if k % 4 == 0:               # samples within dt_min of others: thinned the same way
+            extra = np.sort(np.concatenate([extra, extra[::5] + 3e-12, [ta + (tb - ta) / 8 + 1e-12]]))
+        got = locator._compiled_search(funcs, states.stack, ta, tb, extra)
+        ref = crossings.first_crossing(G, ta, tb, locator.window, extra)
+        assert got == ref, (ta, tb)
+        found += ref[0] is not None
+    assert 10 < found < 60
+    # a frozen phase: the state held, only the forcing moves (the stick phase's functions)
+    stick = Mode((1,), (Motion.STICK,))
+    ff = locator.functions(stick, 10.0)
+    x = sol.sol(0.0).copy()
+    x[run.n:2 * run.n] = 0.0
+    got = locator.frozen(0.0, 30.0, x, ff)
+    monkeypatch.setattr(ff.vector, "search", None)
+    assert got == locator.frozen(0.0, 30.0, x, ff) and got[0] is not None
 
 
 @pytest.mark.parametrize("model", ["friction_oscillator", "chain5"])

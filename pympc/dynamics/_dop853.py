@@ -95,8 +95,11 @@ def _rms(x):
 def _stages(fun, t, y, h, first, last, K, fl, il):
     """Stages ``first`` … ``last − 1``: ``K[s] = fun(t + C[s] h, y + (K[:s]ᵀ A[s, :s]) h)`` (scipy's
     expressions).  Returns −1, or the stage whose evaluation failed (``y`` then holds its point)."""
+    yst = np.empty(y.size)
     for s in range(first, last):
-        yst = y + np.dot(K[:s].T, _A[s, :s]) * h
+        d = np.dot(K[:s].T, _A[s, :s])
+        for i in range(y.size):          # y + d * h elementwise: numpy's two operations, one rounding each
+            yst[i] = y[i] + d[i] * h
         if not fun(t + _C[s] * h, yst, fl, il, K[s]):
             y[:] = yst
             return s
@@ -304,7 +307,7 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
     if not t_bound > t0:
         raise ValueError(f"the compiled DOP853 integrates forward only: t_bound = {t_bound} <= t0 = {t0}")
     rtol = max(float(rtol), 100 * _EPS)          # scipy's validate_tol
-    atol = np.broadcast_to(np.asarray(atol, dtype=float), (ny,)).copy()
+    atol = np.full(ny, float(atol)) if np.ndim(atol) == 0 else np.broadcast_to(np.asarray(atol, dtype=float), (ny,)).copy()
     f = np.empty(ny)
     K = np.empty((_co.N_STAGES_EXTENDED, ny))
     ev, evi = event if event is not None else (np.zeros((4, 0)), np.zeros(3, np.int64))
@@ -332,12 +335,14 @@ def integrate(fun_fail, t0, t_bound, y0, fl, il, rtol, atol, max_step, t_eval, e
     elif status == EVENT:
         # solve_ivp's handle_events: the root of the event function on the last step's interpolant
         last = (np.array([told[-1], t]), told[-1:], hs[-1:], yold[-1:], F[-1:])
-        step = Dop853Solution(*last)
         tab = (int(evi[0]), int(evi[1]), int(evi[2]), evi[3:], ev[0], ev[1], ev[2], ev[3])
         root, ok = brentq_dense(-1, told[-1], t, 4 * _EPS, 4 * _EPS, *last, fl, il, tab, np.empty((1, ev.shape[1])))
         if not ok:                 # scipy's brentq says why
+            step = Dop853Solution(*last)
             root = brentq(lambda s: lowest(s, step(s)), told[-1], t, xtol=4 * _EPS, rtol=4 * _EPS)
-        t_events, y_events = [np.array([root])], [step(root)[None, :]]
+        ye = np.empty((1, ny))
+        dop853_states(np.array([root]), *last, ye)          # the state at the root, on the last step
+        t_events, y_events = [np.array([root])], [ye]
         ts[-1] = end = root
         message, code = "A termination event occurred.", 1
     else:
