@@ -161,7 +161,12 @@ def phase_samples(sol, ta, xa, tb, xb, mode, start=True):
     st = np.asarray(sol.t, dtype=float).reshape(-1)
     sy = np.asarray(sol.y, dtype=float).reshape(len(xa), st.size)
     keep = st > ta if tb is None else (st > ta) & (st < tb)
-    first = [[ta]] if start else []
-    ts = np.concatenate(first + [st[keep]] + ([[tb]] if tb is not None else []))
-    xs = np.hstack(([xa[:, None]] if start else []) + [sy[:, keep]] + ([xb[:, None]] if tb is not None else []))
+    i0 = 1 if start else 0
+    k = i0 + int(np.count_nonzero(keep))
+    ts, xs = np.empty(k + (tb is not None)), np.empty((len(xa), k + (tb is not None)))
+    ts[i0:k], xs[:, i0:k] = st[keep], sy[:, keep]
+    if start:
+        ts[0], xs[:, 0] = ta, xa
+    if tb is not None:
+        ts[k], xs[:, k] = tb, xb
     return ts, xs, mode
