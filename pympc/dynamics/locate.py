@@ -5,7 +5,9 @@ slipping slot, the normal force on its wall, the friction reserve of a sticking 
 Whatever integrated the phase — the compiled DOP853 loop or ``solve_ivp`` — the search is the same:
 :func:`~pympc.dynamics.crossings.first_crossing` on the dense output (samples at most ``scan_step`` apart, a
 curvature bound between samples, bisection where a dip below zero is not excluded), with its inner loop
-compiled (:func:`pympc.dynamics._dop853.scan_dense`) for DOP853 steps of a compiled mode.  A phase in which
+compiled (:func:`pympc.dynamics._dop853.scan_dense`) for DOP853 steps of a compiled mode, and the whole search
+one compiled call (:func:`pympc.dynamics._dop853.first_crossing_dense`: the same windows, samples and scans)
+when the forcing's time scale is the same everywhere.  A phase in which
 nothing moves is searched the same way, on the constant state (:meth:`EventLocator.frozen`).
 """
 
