@@ -92,14 +92,14 @@ class PhaseStepper:
             # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
             # one hint function, the lowest of the event functions watched (one evaluation per step)
             g0 = funcs.vector(ta, xa)
-            for watched in (np.flatnonzero(g0 >= 0), np.flatnonzero(g0 > 0)):
+            for strict in (False, True):
+                watched = np.flatnonzero(g0 > 0) if strict else np.flatnonzero(g0 >= 0)
                 sol = self.integrate(mode, funcs, ta, tb, xa, np.append(ins, tb) if tb >= t1 else ins, step, watched)
                 tend, hint = tb, None
                 if sol.status == 1:
                     th, xh = sol.t_events[0][0], sol.y_events[0][0]
-                    j = int(watched[np.argmin(funcs.vector(th, xh)[watched])])
-                    tend, hint = th, (th, j, xh)
-                    if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[j] <= 0:
+                    tend, hint = th, (th, watched, xh)      # (which function: read only when needed)
+                    if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[_lowest_at(funcs, hint)] <= 0:
                         continue
                 break
             start = ta == t or ta in inside
@@ -110,7 +110,7 @@ class PhaseStepper:
                 return out
             te, i, xe = self.locator.on_dense(sol, ta, tend, funcs)
             if te is None and hint is not None:
-                te, i, xe = hint
+                te, i, xe = hint[0], _lowest_at(funcs, hint), hint[2]
             if te is not None or tend >= t1:
                 break
             out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
@@ -153,6 +153,12 @@ class PhaseStepper:
                                     stepper=(variational_run, *packed))
         return dop853.integrate(lambda t, x: ev.rhs(t, x, mode), ta, tb, xa, fl, il, o["rtol"], o["atol"],
                                 max_step, t_eval, event, hint)
+
+
+def _lowest_at(funcs, hint):
+    """The index of the lowest of the watched event functions at the integrator's event ``hint`` = (t, watched, x)."""
+    t, watched, x = hint
+    return int(watched[np.argmin(funcs.vector(t, x)[watched])])
 
 
 def phase_samples(sol, ta, xa, tb, xb, mode, start=True):
