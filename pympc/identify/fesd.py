@@ -38,7 +38,10 @@ reversals and wall switches are decided by the complementarity (cross
 complementarity pins them).  A slot with μ_s = μ has no fixed phase at all.
 When the parameters move so far that the event sequence changes, build the
 model again from a simulation at the new values (:mod:`pympc.identify.fesd_fit`
-does).
+does: its walks recover μ_s on the inclined slot from a start whose stick phases
+are not the data's, ``tests/test_fesd_models.py``).  One model does not decide a
+stick with μ_s > μ itself: which of the two laws holds depends on the past (stuck
+or slipping), which a pointwise complementarity does not hold.
 
 **Warm start**: every stage from a simulation at the system's values (sampled at the stage times),
 the accelerations from its velocities through the collocation, and the joint forces ``nu`` by least
