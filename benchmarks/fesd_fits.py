@@ -41,6 +41,8 @@ LONG = {
     "slider_crank 0.5 s": ("slider_crank.toml", 0.5, 11, ["slider.x"], ["mu"], {}),
     "slider_crank 0.5 s, 8 el": ("slider_crank.toml", 0.5, 11, ["slider.x"], ["mu"], {}, 8),
     "inclined_slot_spring": ("inclined_slot_spring.toml", 6.0, 49, ["block.x", "block.x_dot"], ["mu", "mu_s"], {}),
+    # a slot on a rotating guide (the rod's rotation prescribed); the bead slips outward all along: no event
+    "rotating_rod_bead": ("rotating_rod_bead.toml", 1.0, 11, ["bead.x", "bead.y"], ["mu"], {}),
 }
 QUICK = {
     "friction_oscillator": ("friction_oscillator.toml", 3.0, 13, ["mass.x"], ["mu", "mu_s"], {}),
