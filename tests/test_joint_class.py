@@ -266,6 +266,7 @@ def test_a_joint_without_residuals_is_refused_by_the_mpec_equations():
 FINGERPRINTS = {
     "cross_slide.toml": "805a1e3573cb6943",
     "friction_oscillator.toml": "a1c82939402ed447",
+    "inclined_slot_spring.toml": "e035413940587632",       # added after issue 27 (FESD models, issue 29)
     "planetary_gear.toml": "19badab63ed39d82",
     "rolling_disc_incline.toml": "f9bebfb6abd7d276",
     "rotating_rod_bead.toml": "47115fe2aafc9d70",
