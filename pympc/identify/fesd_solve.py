@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SIGMAS", "HOMOTOPY", "FesdSolve", "DEFAULT_OPTIONS", "solve", "fix_active_set", "ipopt", "check",
+__all__ = ["SIGMAS", "HOMOTOPY", "FesdSolve", "enums", "termination_condition", "solution_status", "DEFAULT_OPTIONS", "solve", "fix_active_set", "ipopt", "check",
            "switch_times", "at_samples"]
 
 #: default relaxation σ (absolute: force × velocity).  From a simulation's warm start, which is complementary
@@ -26,16 +26,19 @@ HOMOTOPY = (1e-4, 1e-7, 1e-10)
 
 @dataclass
 class FesdSolve:
-    """How :func:`solve` went.
+    """How :func:`solve` went (a declared result, like ``pyomo.contrib.solver``'s ``Results``).
 
     Attributes
     ----------
     ok : bool
         Every homotopy stage converged and the final point verifies (:func:`check`).
-    termination : str
+    termination_condition : pyomo.contrib.solver.common.results.TerminationCondition
+        Why the last IPOPT stage stopped (:func:`termination_condition` of its status).
+    solution_status : pyomo.contrib.solver.common.results.SolutionStatus
+        ``optimal`` when ``ok``; ``feasible`` when the rows and pairs hold but a stage did not converge;
+        ``infeasible`` (a point that violates them) or ``noSolution`` (no stage ran).
+    message : str
         IPOPT's message of the last stage.
-    status : str
-        ``"converged"`` (every stage) or ``"failed"``.
     stages : list of dict
         Per σ: ``sigma``, ``status`` (IPOPT's code), ``message``, ``iterations``, ``seconds``.
     checks : dict
@@ -51,8 +54,9 @@ class FesdSolve:
     """
 
     ok: bool
-    termination: str
-    status: str
+    termination_condition: object
+    solution_status: object
+    message: str = ""
     stages: list = field(default_factory=list)
     checks: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -61,6 +65,34 @@ class FesdSolve:
     compile_seconds: float = 0.0
     iterations: int = 0
     linear_solver: str = ""
+
+    @property
+    def status(self):
+        """The solution status's name (``"optimal"``, ``"feasible"``, ...; kept for messages)."""
+        return self.solution_status.name
+
+
+def enums():
+    """Pyomo's ``(TerminationCondition, SolutionStatus)`` (imported when asked: ``import pympc.identify`` stays
+    Pyomo-free)."""
+    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+    return TerminationCondition, SolutionStatus
+
+
+def termination_condition(status):
+    """Pyomo's ``TerminationCondition`` of an IPOPT return code (0, 1: converged; 2: locally infeasible;
+    -1: iteration limit; -4: time limit; anything else: error)."""
+    TC, _ = enums()
+    return {0: TC.convergenceCriteriaSatisfied, 1: TC.convergenceCriteriaSatisfied, 2: TC.locallyInfeasible,
+            -1: TC.iterationLimit, -4: TC.maxTimeLimit}.get(int(status), TC.error)
+
+
+def solution_status(ok, feasible, ran=True):
+    """Pyomo's ``SolutionStatus``: optimal (verified), feasible (rows hold), infeasible, or noSolution."""
+    _, SS = enums()
+    if not ran:
+        return SS.noSolution
+    return SS.optimal if ok else SS.feasible if feasible else SS.infeasible
 
 
 #: IPOPT options of :func:`solve` (warm started: the start is a simulation, complementary already)
@@ -87,8 +119,9 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     t0 = _time.perf_counter()
     nlp = CompiledNLP(m)
-    out = FesdSolve(False, "", "", compile_seconds=_time.perf_counter() - t0, variables=nlp.n, constraints=nlp.m,
-                    linear_solver=opts["linear_solver"])
+    TC, SS = enums()
+    out = FesdSolve(False, TC.unknown, SS.noSolution, compile_seconds=_time.perf_counter() - t0, variables=nlp.n,
+                    constraints=nlp.m, linear_solver=opts["linear_solver"])
     start = nlp.start()
     fd, log = tempfile.mkstemp(suffix=".ipopt.log")
     os.close(fd)
@@ -102,13 +135,15 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options
     nlp.load(u)
     if converged and polish:
         converged = _polish(m, opts, log_opts=(tee, out))
-    out.termination = out.stages[-1]["message"] if out.stages else "no stage"
-    out.status = "converged" if converged else "failed"
+    out.message = out.stages[-1]["message"] if out.stages else "no stage"
+    out.termination_condition = termination_condition(out.stages[-1]["status"]) if out.stages else TC.error
     out.iterations = sum(st["iterations"] or 0 for st in out.stages)
     out.seconds = _time.perf_counter() - t0
     out.checks = check(m)
-    out.ok = (converged and out.checks["rows"] <= tol and out.checks["cross"] <= float(m.sigma.value) + tol
-              and out.checks["pairs"] <= tol)
+    feasible = (out.checks["rows"] <= tol and out.checks["cross"] <= float(m.sigma.value) + tol
+                and out.checks["pairs"] <= tol)
+    out.ok = converged and feasible
+    out.solution_status = solution_status(out.ok, feasible, bool(out.stages))
     return out
 
 
@@ -156,10 +191,13 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     return undo
 
 
-def ipopt(m, opts, out=None, label="", tee=False):
+def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
     """Solve the model as it stands (compiled afresh) by IPOPT; load the answer when IPOPT converged.
 
-    Returns ``(converged, stage)`` with ``stage`` the record appended to ``out.stages`` (when given).
+    Returns ``(converged, stage)`` with ``stage`` the record appended to ``out.stages`` (when given):
+    ``sigma`` (0), ``status`` (IPOPT's code), ``message``, ``iterations``, ``seconds`` (IPOPT),
+    ``compile_seconds``, ``variables``, ``constraints``, ``mult_g`` (the rows' multipliers, by name: not kept
+    in ``out``).  ``drop_redundant``: see :class:`~pympc.mpec.nlp.CompiledNLP`.
     """
     import os
     import tempfile
@@ -170,11 +208,12 @@ def ipopt(m, opts, out=None, label="", tee=False):
     os.close(fd)
     try:
         t1 = _time.perf_counter()
-        nlp = CompiledNLP(m, drop_redundant=True)
+        nlp = CompiledNLP(m, drop_redundant=drop_redundant)
+        t2 = _time.perf_counter()
         u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee)
         status = int(info["status"])
         stage = {"sigma": 0.0, "status": status, "message": label + info["status_msg"].decode(errors="replace"),
-                 "iterations": _iterations(log), "seconds": _time.perf_counter() - t1,
+                 "iterations": _iterations(log), "seconds": _time.perf_counter() - t2, "compile_seconds": t2 - t1,
                  "variables": nlp.n, "constraints": nlp.m}
         if status in (0, 1):
             nlp.load(u)
