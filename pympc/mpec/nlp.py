@@ -19,7 +19,8 @@ import pyomo.environ as pyo
 from pyomo.core.expr.calculus.derivatives import Modes, differentiate
 from pyomo.core.expr.calculus.diff_with_pyomo import DifferentiationException
 from pyomo.common.numeric_types import native_numeric_types
-from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression
+from pyomo.core.expr.numeric_expr import (DivisionExpression, LinearExpression, MonomialTermExpression,
+                                          NegationExpression, ProductExpression, SumExpression)
 from pyomo.repn import generate_standard_repn
 
 from ..errors import ProblemError
@@ -55,6 +56,10 @@ class _Linear:
         self.nonlinear = None
         if _read_linear(self, expr, index, where):
             return
+        poly = _polynomial(expr)
+        if poly is not None and not poly[2]:        # linear after all: no need for Pyomo's repn
+            _fill_linear(self, poly, index, where)
+            return
         repn = _standard_repn(expr, quadratic)
         self.const = float(pyo.value(repn.constant))
         pairs = [(index(v, where), float(c)) for v, c in zip(repn.linear_vars, repn.linear_coefs) if c != 0]
@@ -82,6 +87,100 @@ def _standard_repn(expr, quadratic):
         return generate_standard_repn(expr, compute_values=True, quadratic=quadratic)
     except RecursionError:
         return _WholeRepn(expr)
+
+
+def _fill_linear(lin, poly, index, where):
+    """Set ``const``, ``idx``, ``coef`` of ``lin`` from the constant and linear part of a :func:`_polynomial`."""
+    const, terms, _ = poly
+    pairs = [(index(v, where), c) for v, c in terms.values() if c != 0]
+    lin.const = float(const)
+    lin.idx = np.array([k for k, _ in pairs], dtype=int)
+    lin.coef = np.array([c for _, c in pairs], dtype=float)
+
+
+_SUMS = (SumExpression, LinearExpression)
+
+
+def _polynomial(expr, depth=0):
+    """``(const, {id: (var, coef)}, {(id_a, id_b): (var_a, var_b, coef)})`` of an expression of degree <= 2.
+
+    Reads sums, products, negations, divisions by constants, variables (fixed ones and Params at their
+    current values, as Pyomo's repn folds them) directly, without Pyomo's ``generate_standard_repn``
+    (several times faster on the rows of a collocation model: ``q_r = q_0 + h Σ A v``, ``μ (λ⁺ + λ⁻) + F``).
+    None for anything else (a function, a division by a variable, degree > 2, a deep tree): the caller
+    then uses Pyomo's repn.
+    """
+    cls = expr.__class__
+    if cls in native_numeric_types:
+        return float(expr), {}, {}
+    if depth > 50:
+        return None
+    if expr.is_variable_type():
+        if expr.fixed:
+            return float(pyo.value(expr)), {}, {}
+        return 0.0, {id(expr): (expr, 1.0)}, {}
+    if not expr.is_potentially_variable():
+        return float(pyo.value(expr)), {}, {}
+    if expr.is_named_expression_type():
+        return _polynomial(expr.args[0], depth + 1)
+    if cls is MonomialTermExpression:
+        c, v = expr.args
+        c = float(c) if c.__class__ in native_numeric_types else float(pyo.value(c))
+        if v.fixed:
+            return c * float(pyo.value(v)), {}, {}
+        return 0.0, {id(v): (v, c)}, {}
+    if isinstance(expr, _SUMS):
+        const, lin, quad = 0.0, {}, {}
+        for arg in expr.args:
+            p = _polynomial(arg, depth + 1)
+            if p is None:
+                return None
+            const += p[0]
+            for k, (v, c) in p[1].items():
+                old = lin.get(k)
+                lin[k] = (v, c if old is None else old[1] + c)
+            for k, (a, b, c) in p[2].items():
+                old = quad.get(k)
+                quad[k] = (a, b, c if old is None else old[2] + c)
+        return const, lin, quad
+    if cls is NegationExpression:
+        p = _polynomial(expr.args[0], depth + 1)
+        return None if p is None else _scaled(p, -1.0)
+    if cls is DivisionExpression:
+        num, den = expr.args
+        if den.__class__ not in native_numeric_types and den.is_potentially_variable():
+            return None
+        p = _polynomial(num, depth + 1)
+        return None if p is None else _scaled(p, 1.0 / float(pyo.value(den)))
+    if cls is ProductExpression:
+        f = _polynomial(expr.args[0], depth + 1)
+        g = _polynomial(expr.args[1], depth + 1) if f is not None else None
+        if g is None:
+            return None
+        if not f[1] and not f[2]:
+            return _scaled(g, f[0])
+        if not g[1] and not g[2]:
+            return _scaled(f, g[0])
+        if f[2] or g[2]:
+            return None                                  # degree > 2
+        lin = {k: (v, c * g[0]) for k, (v, c) in f[1].items()} if g[0] != 0 else {}
+        for k, (v, c) in (g[1].items() if f[0] != 0 else ()):
+            old = lin.get(k)
+            lin[k] = (v, f[0] * c if old is None else old[1] + f[0] * c)
+        quad = {}
+        for ka, (a, ca) in f[1].items():
+            for kb, (b, cb) in g[1].items():
+                key = (ka, kb) if ka <= kb else (kb, ka)
+                old = quad.get(key)
+                quad[key] = (a, b, ca * cb if old is None else old[2] + ca * cb)
+        return f[0] * g[0], lin, quad
+    return None
+
+
+def _scaled(p, s):
+    const, lin, quad = p
+    return (const * s, {k: (v, c * s) for k, (v, c) in lin.items()},
+            {k: (a, b, c * s) for k, (a, b, c) in quad.items()})
 
 
 def _read_linear(lin, expr, index, where):
@@ -147,6 +246,15 @@ class _Part:
                     self.qa, self.qb = np.repeat(f.idx, g.idx.size), np.tile(g.idx, f.idx.size)
                     self.qc = np.outer(f.coef, g.coef).ravel()
                 return
+        poly = _polynomial(expr)                # a sum of products of degree <= 2: read directly
+        if poly is not None:
+            _fill_linear(self, poly, index, where)
+            self.lin_idx, self.lin_coef = self.idx, self.coef
+            quad = [(index(a, where), index(b, where), c) for a, b, c in poly[2].values() if c != 0]
+            if quad:
+                qa, qb, qc = zip(*quad)
+                self.qa, self.qb, self.qc = np.array(qa, int), np.array(qb, int), np.array(qc, float)
+            return
         lin = _linear(expr, index, where, memo, quadratic=True)   # quadratic or nonlinear: Pyomo's quadratic repn
         repn = lin.nonlinear
         self.const, self.lin_idx, self.lin_coef = lin.const, lin.idx, lin.coef
