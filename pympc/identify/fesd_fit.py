@@ -28,7 +28,7 @@ from ..errors import OptionError
 from .fesd import DEFAULT_OPTIONS, _layout, _system, fix_active_set, solve, switch_times, trajectory_model
 from .fesd_solve import enums, solution_status, termination_condition
 
-__all__ = ["fit", "fit_records", "FesdFit", "Record", "WALK_STEP"]
+__all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP"]
 
 #: a walk rebuilds the model at θ + WALK_STEP·(θ − θ_start): past the sample time an event was held at
 WALK_STEP = 0.25
@@ -84,7 +84,7 @@ class FesdFit:
         An element of the answer is at its lower bound: an event pushes against a sample time (the
         answer is the best verified one over the walks).
     timing : dict
-        Seconds over the walks: ``build`` (the models), ``compile`` (the NLP), ``ipopt``, ``verify``
+        CPU seconds (``time.process_time``) over the walks: ``build`` (the models), ``compile`` (the NLP), ``ipopt``, ``verify``
         (the simulations at the estimates), ``forward`` (the forward solves, with ``forward``).
     """
 
@@ -164,12 +164,13 @@ def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, 
 
 
 def fit_records(records, parameters, *, elements=4, stages=3, walks=4, verify_tol=1e-5, options=None,
-                forward=False):
+                forward=False, bounds=None):
     """:func:`fit` of several records (:class:`Record`) sharing ``parameters``: one NLP, each record verified.
 
     The models of the records are sub-blocks of one Pyomo model whose parameters are tied by equality rows
     to the first record's; the objective is the sum of theirs.  The fitted parameters start at the first
-    record's system's values (every record's system should hold the same values of them).
+    record's system's values (every record's system should hold the same values of them).  ``bounds``
+    (``{name: (low, high)}``, optional) replaces the model's declared bounds of the fitted parameters.
     """
     import pyomo.environ as pyo
 
@@ -193,15 +194,19 @@ def fit_records(records, parameters, *, elements=4, stages=3, walks=4, verify_to
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     best = None
     for walk in range(1, int(walks) + 1):
-        clock = _time.perf_counter()
+        clock = _time.process_time()
         models = [trajectory_model(s.bind(current), t, r.y, r.outputs, names, elements=elements, stages=stages,
                                    noise=r.noise) for s, t, r in zip(systems, ts, records)]
-        timing["build"] += _time.perf_counter() - clock
+        for m in models:
+            for n, (lo, hi) in (bounds or {}).items():
+                m.theta[n].setlb(None if lo is None or not np.isfinite(lo) else float(lo))
+                m.theta[n].setub(None if hi is None or not np.isfinite(hi) else float(hi))
+        timing["build"] += _time.process_time() - clock
         out.walks, out.models, out.model = walk, models, models[0]
         if forward:
-            clock = _time.perf_counter()
+            clock = _time.process_time()
             failed = _forward(models, names, options, out)
-            timing["forward"] += _time.perf_counter() - clock
+            timing["forward"] += _time.process_time() - clock
             if failed:
                 out.message = f"walk {walk}: {failed}"
                 break
@@ -215,10 +220,10 @@ def fit_records(records, parameters, *, elements=4, stages=3, walks=4, verify_to
         if not converged:
             out.message = f"walk {walk}: the fit with the active set fixed did not converge ({res.message})"
             break
-        clock = _time.perf_counter()
+        clock = _time.process_time()
         checks = [_check_record(m, s.bind(out.theta), t, r.outputs, elements, verify_tol, simulate)
                   for m, s, t, r in zip(models, systems, ts, records)]
-        timing["verify"] += _time.perf_counter() - clock
+        timing["verify"] += _time.process_time() - clock
         failed = [c["error"] for c in checks if c.get("error")]
         if failed:
             out.message = f"walk {walk}: " + "; ".join(failed)
@@ -290,6 +295,7 @@ def _fit_nlp(models, names, opts, timing):
         top.objective = pyo.Objective(expr=sum(m.objective.expr for m in models))
     TC, SS = enums()
     res = FesdSolve(False, TC.unknown, SS.noSolution, linear_solver=opts["linear_solver"])
+    clock = _time.process_time()
     try:
         converged, stage = ipopt(top, opts, res, "fit: ", drop_redundant=False)
     finally:
@@ -299,8 +305,10 @@ def _fit_nlp(models, names, opts, timing):
                 m.objective.activate()
         for undo in undos:
             undo()
-    timing["compile"] += stage["compile_seconds"]
-    timing["ipopt"] += stage["seconds"]
+    cpu = _time.process_time() - clock
+    share = stage["compile_seconds"] / max(stage["compile_seconds"] + stage["seconds"], 1e-12)
+    timing["compile"] += cpu * share                      # the CPU time split as the wall time was
+    timing["ipopt"] += cpu * (1 - share)
     res.termination_condition = termination_condition(stage["status"])
     res.message, res.iterations, res.seconds = stage["message"], stage["iterations"] or 0, stage["seconds"]
     res.compile_seconds, res.variables, res.constraints = stage["compile_seconds"], stage["variables"], stage["constraints"]
@@ -326,6 +334,42 @@ def _check_record(m, at, t, outputs, elements, tol, simulate):
     if same:
         out.update(_verified(m, tr, t, outputs, tol))
     return out
+
+
+def fit_experiments(experiments, par, options):
+    """The FESD route of :func:`~pympc.identify.estimate`: ``(rows, results, fit)`` shaped like
+    :func:`~pympc.identify.shooting.fit_starts` (one start), ``fit`` a :class:`FesdFit`.
+
+    ``experiments`` (:class:`~pympc.identify.Experiment`), ``par`` their
+    :class:`~pympc.identify.Parametrization` (its start values and bounds), ``options`` a
+    :class:`~pympc.identify.Fesd`.  Each experiment's system is bound to ``par``'s fixed and start values.
+    """
+    from types import SimpleNamespace
+    theta0 = dict(zip(par.names, (float(v) for v in par.theta0)))
+    records = []
+    for e in experiments:
+        if abs(float(e.t[0]) - e.t_span[0]) > 1e-12 * max(1.0, abs(e.t_span[0])):
+            raise OptionError(f"method='fesd': experiment {e.name!r} starts at t = {e.t[0]:g} but is simulated from "
+                              f"{e.t_span[0]:g}; the FESD model needs a sample at the initial time (give the data a "
+                              "row there, or use method='shooting')")
+        system = e.system.bind({n: v for n, v in {**par.fixed, **theta0}.items() if n in e.parameters})
+        records.append(Record(system, e.t, e.y, list(e.outputs), None if e.sigma is None else list(e.sigma)))
+    bounds = {n: (float(lo), float(hi)) for n, lo, hi in zip(par.names, par.theta_lo, par.theta_hi)}
+    clock = _time.perf_counter()
+    res = fit_records(records, par.names, elements=options.elements, stages=options.stages, walks=options.walks,
+                      verify_tol=options.verify_tol, forward=options.forward, bounds=bounds)
+    theta = np.array([res.theta.get(n, np.nan) for n in par.names], dtype=float)
+    z = par.Tinv @ theta
+    cost = res.objective if res.ok else np.inf
+    why = (f"FESD {getattr(res.termination_condition, 'name', '?')}/{getattr(res.solution_status, 'name', '?')}: "
+           f"{res.message}")
+    row = {"start": 0, **{f"{n}_start": v for n, v in zip(par.names, par.theta0)},
+           **{f"{n}_end": v for n, v in zip(par.names, theta)}, "cost": cost,
+           "status": "converged" if res.ok else "not converged", "message": why, "nfev": np.nan,
+           "optimality": np.nan, "plateau_moves": 0, "simulations": len(experiments) * res.walks,
+           "seconds": _time.perf_counter() - clock}
+    point = SimpleNamespace(x=np.clip(z, par.lo, par.hi), cost=cost, optimality=np.nan, message=why)
+    return [row], [point if res.ok else None], res
 
 
 def _check_static(system, names, t):
