@@ -95,10 +95,14 @@ def solution_status(ok, feasible, ran=True):
     return SS.optimal if ok else SS.feasible if feasible else SS.infeasible
 
 
-#: IPOPT options of :func:`solve` (warm started: the start is a simulation, complementary already)
+#: IPOPT options of :func:`solve` (warm started: the start is a simulation, complementary already).  The
+#: barrier update is IPOPT's default, monotone, named so that it also holds through ``pympc.ipopt``'s Pyomo
+#: solver, whose own default is adaptive: from a start at the optimum (parmest on the FESD model at
+#: ``fesd_fit.fit``'s estimate, 3 s oscillator record) the adaptive update dropped μ to 1e-11 and IPOPT stopped
+#: with an error in the step computation at some start points, monotone converged in 2 iterations at each.
 DEFAULT_OPTIONS = {"tol": 1e-10, "constr_viol_tol": 1e-10, "acceptable_tol": 1e-8, "warm_start_init_point": "yes",
                    "warm_start_bound_push": 1e-12, "warm_start_mult_bound_push": 1e-12, "mu_init": 1e-9,
-                   "bound_push": 1e-12, "max_iter": 500, "linear_solver": "mumps"}
+                   "mu_strategy": "monotone", "bound_push": 1e-12, "max_iter": 500, "linear_solver": "mumps"}
 
 
 def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options=None, tee=False):
@@ -178,6 +182,17 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
         if not a.fixed:
             fixed.append(a)
             a.fix(0.0)
+    # a static slot's reserve w± whose slip part is fixed at zero, and whose pairs' other sides are not made
+    # rows, is in no equality and in no objective: its Newton step is undetermined (IPOPT's first step moved
+    # it by 1e3, measured on the 30 s oscillator), and w± = 0 is feasible whenever any w± >= 0 is (it only
+    # loosens the inequalities it is in): fix it there
+    for e, r, sn in (m.w_pos.keys() if hasattr(m, "w_pos") else ()):
+        for sign, slip, w in (("+", m.slip_pos[e, r, sn], m.w_pos[e, r, sn]),
+                              ("-", m.slip_neg[e, r, sn], m.w_neg[e, r, sn])):
+            rows = {(sn, key, e, r - 1) for key in (sign, sign + "excess")} & zero_c
+            if slip.fixed and slip.value == 0 and not w.fixed and not rows:
+                fixed.append(w)
+                w.fix(0.0)
     m.polish_rows = pyo.ConstraintList()
     for sn, key, e, r in sorted(zero_c, key=str):
         m.polish_rows.add(pairs[e, sn, key][r][1] == 0)
