@@ -53,7 +53,7 @@ def main():
                   f"theta={ {k: round(v, 6) for k, v in r.theta.items()} } objective={r.objective:.4f} "
                   f"gap/stderr={np.round(d, 4).tolist()} {r.termination_condition.name}/{r.solution_status.name}")
             print(f"      per walk: iterations={[x.iterations for x in r.solves]} linear solver={s.linear_solver} "
-                  f"NLP {s.variables} variables, {s.constraints} rows; time (wall) "
+                  f"NLP {s.variables} variables, {s.constraints} rows; CPU s "
                   f"{ {k: round(v, 2) for k, v in r.timing.items()} }")
             print(f"      {r.message}")
 

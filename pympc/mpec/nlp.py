@@ -457,6 +457,24 @@ class CompiledNLP:
         f, g, h = compile_functions([[expr], grads, hess_exprs], self._col, where)
         return (lambda u: f(u)[0]), g, h, hess
 
+    def _group_nonlinear(self):
+        """The nonlinear rows: ``(singles, groups)``, rows whose nonlinear parts are copies of one template
+        (:func:`_template`: the same tree over their own variables, the same numbers) made one
+        :class:`_Group` each (differentiated once, evaluated vectorized); the others compiled one by one."""
+        by_key = {}
+        for i, part in enumerate(self.cons):
+            if part.nl is not None:
+                by_key.setdefault(_template(*part.nl), []).append(i)
+        singles, groups = [], []
+        for key, rows in by_key.items():
+            if key is None or len(rows) < _GROUP_MIN:
+                singles.extend(rows)
+                continue
+            self._check_deadline()
+            groups.append(_Group(self, rows, f"constraint {self._con_datas[rows[0]].name} and "
+                                             f"{len(rows) - 1} rows of its form"))
+        return sorted(singles), groups
+
     def _build(self):
         n = self.n
         # Jacobian entries: (row, col) of every linear, quadratic and nonlinear term
@@ -464,10 +482,13 @@ class CompiledNLP:
         cat = lambda key, dtype: np.concatenate([getattr(p, key) for p in self.cons] + [np.zeros(0, dtype)])  # noqa: E731
         self._lin = (rows("lin_idx"), cat("lin_idx", int).astype(int), cat("lin_coef", float))
         self._q = (rows("qc"), cat("qa", int).astype(int), cat("qb", int).astype(int), cat("qc", float))
+        singles, self._nl_groups = self._group_nonlinear()
         self._nl_cons = [(i, part.nl_idx, *self._compile(part, f"constraint {self._con_datas[i].name}"))
-                         for i, part in enumerate(self.cons) if part.nl is not None]
-        jr = np.concatenate([self._lin[0], self._q[0], self._q[0]] + [np.full(len(idx), i) for i, idx, *_ in self._nl_cons])
-        jc = np.concatenate([self._lin[1], self._q[1], self._q[2]] + [np.array(idx, int) for _, idx, *_ in self._nl_cons])
+                         for i, part in ((i, self.cons[i]) for i in singles)]
+        jr = np.concatenate([self._lin[0], self._q[0], self._q[0]] + [np.full(len(idx), i) for i, idx, *_ in self._nl_cons]
+                            + [gr.jac_rows for gr in self._nl_groups])
+        jc = np.concatenate([self._lin[1], self._q[1], self._q[2]] + [np.array(idx, int) for _, idx, *_ in self._nl_cons]
+                            + [gr.jac_cols for gr in self._nl_groups])
         self._jrow, self._jcol, self._jslot = _unique_pairs(jr.astype(int), jc.astype(int), n)
         self._jlin = np.zeros(len(self._jrow))
         np.add.at(self._jlin, self._jslot[: self._lin[0].size], self._lin[2])
@@ -489,6 +510,8 @@ class CompiledNLP:
         hr.append(np.maximum(oa, obb)); hc.append(np.minimum(oa, obb))
         for _, _, _, _, _, hess in self._nl_cons:
             hr.append(np.array([p[0] for p in hess], int)); hc.append(np.array([p[1] for p in hess], int))
+        for gr in self._nl_groups:
+            hr.append(gr.hess_rows); hc.append(gr.hess_cols)
         if self._onl is not None:
             hess = self._onl[4]
             hr.append(np.array([p[0] for p in hess], int)); hc.append(np.array([p[1] for p in hess], int))
@@ -540,6 +563,8 @@ class CompiledNLP:
             g += np.bincount(qr, qc * u[qa] * u[qb], minlength=self.m)
         for i, _idx, f, _g, _h, _hs in self._nl_cons:
             g[i] += f(u)
+        for gr in self._nl_groups:
+            g[gr.rows] += gr.value(u)
         return g
 
     def jacobianstructure(self):
@@ -549,8 +574,9 @@ class CompiledNLP:
         """Values of the sparse Jacobian, in the order of :meth:`jacobianstructure`."""
         slots, cols, coefs = self._jq
         vals = self._jlin + np.bincount(slots, coefs * u[cols], minlength=self._jlin.size).astype(float)
-        if self._nl_cons:
-            vals += np.bincount(self._jnl_slot, np.concatenate([np.array(g(u), float) for _, _, _, g, _, _ in self._nl_cons]),
+        if self._nl_cons or self._nl_groups:
+            vals += np.bincount(self._jnl_slot, np.concatenate([np.array(g(u), float) for _, _, _, g, _, _ in self._nl_cons]
+                                                               + [gr.jacobian(u) for gr in self._nl_groups]),
                                 minlength=vals.size)
         return vals
 
@@ -565,6 +591,7 @@ class CompiledNLP:
         if self._oqh.size:
             vals += (obj_factor * self.sense) * self._Ho
         parts = [lagrange[i] * np.array(h(u), float) for i, _idx, _f, _g, h, _hs in self._nl_cons]
+        parts += [gr.hessian(u, lagrange) for gr in self._nl_groups]
         if self._onl is not None:
             parts.append(obj_factor * self.sense * np.array(self._onl[3](u), float))
         if parts:
@@ -645,3 +672,94 @@ def _unique_pairs(rows, cols, n):
     key = rows.astype(np.int64) * (n + 1) + cols
     uniq, slot = np.unique(key, return_inverse=True)
     return (uniq // (n + 1)).astype(int), (uniq % (n + 1)).astype(int), slot
+
+
+#: nonlinear rows of one template evaluated as one vectorized group from this many on
+_GROUP_MIN = 8
+
+
+def _template(expr, nl_vars):
+    """A hashable key of a nonlinear part: its tree in preorder (node class, function name, arity), each free
+    variable by its position in ``nl_vars``, numbers (and fixed variables, Params) by value; None when the
+    tree holds a node that does not evaluate elementwise on arrays (max, min) or is too large to be worth it.
+    Equal keys: the same function of the rows' own variables (an explicit stack, no recursion)."""
+    pos = {id(v): k for k, v in enumerate(nl_vars)}
+    out = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if node.__class__ in native_numeric_types:
+            out.append(float(node))
+            continue
+        if node.is_variable_type():
+            out.append(("v", pos[id(node)]) if not node.fixed else float(pyo.value(node)))
+            continue
+        if not node.is_potentially_variable():
+            out.append(float(pyo.value(node)))
+            continue
+        if node.is_named_expression_type():
+            stack.append(node.args[0])
+            continue
+        cls = node.__class__
+        if cls.__name__ in ("MaxExpression", "MinExpression") or len(out) > 5000:
+            return None
+        name = node.getname() if hasattr(node, "getname") else None
+        args = node.args
+        out.append((cls, name, len(args)))
+        stack.extend(reversed(args))
+    return tuple(out)
+
+
+class _Group:
+    """Rows whose nonlinear parts share one template: the first one is differentiated and compiled with its
+    variables as the rows of ``X = u[idx]`` (``idx``: variables × rows), so that one call of each generated
+    function evaluates every row (numpy arrays through the same straight-line code)."""
+
+    def __init__(self, nlp, rows, where):
+        first = nlp.cons[rows[0]]
+        expr, nl_vars = first.nl
+        self.rows = np.array(rows, int)
+        self.idx = np.array([nlp.cons[i].nl_idx for i in rows], int).T          # (variables, rows)
+        nv, R = self.idx.shape
+        local = {id(v): k for k, v in enumerate(nl_vars)}
+        expr = share_subexpressions(expr)
+        try:
+            grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+        except DifferentiationException as exc:
+            raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
+                               "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
+                               "acos, atan, sqrt, abs") from None
+        pairs, hess = [], []
+        for i, gi in enumerate(grads):
+            if gi.__class__ in native_numeric_types:
+                continue
+            second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+            for j in range(i + 1):          # the local lower triangle: the Hessian is symmetric
+                if not (second[j].__class__ in native_numeric_types and second[j] == 0):
+                    pairs.append((i, j))
+                    hess.append(second[j])
+        self._f, self._g, self._h = compile_functions([[expr], grads, hess], local, where)
+        self.shape = R
+        self.jac_rows = np.tile(self.rows, nv)
+        self.jac_cols = self.idx.ravel()
+        a = np.array([self.idx[i] for i, _ in pairs], int).reshape(len(pairs), R)
+        b = np.array([self.idx[j] for _, j in pairs], int).reshape(len(pairs), R)
+        self.hess_rows, self.hess_cols = np.maximum(a, b).ravel(), np.minimum(a, b).ravel()
+        self._npairs = len(pairs)
+
+    def _stack(self, vals):
+        R = self.shape
+        if not vals:
+            return np.zeros(0)
+        return np.concatenate([np.broadcast_to(np.asarray(v, float), (R,)) for v in vals])
+
+    def value(self, u):
+        return np.broadcast_to(np.asarray(self._f(u[self.idx])[0], float), (self.shape,))
+
+    def jacobian(self, u):
+        return self._stack(self._g(u[self.idx]))
+
+    def hessian(self, u, lagrange):
+        if not self._npairs:
+            return np.zeros(0)
+        return (self._stack(self._h(u[self.idx])).reshape(self._npairs, self.shape) * lagrange[self.rows]).ravel()
