@@ -434,25 +434,9 @@ class CompiledNLP:
         expr, nl_vars = part.nl
         loc = part.nl_idx
         self._check_deadline()
-        expr = share_subexpressions(expr)
-        try:
-            grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
-        except DifferentiationException as exc:
-            raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
-                               "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
-                               "acos, atan, sqrt, abs") from None
-        hess = []  # (row var, col var) in global numbering, row >= col
-        hess_exprs = []
-        for i, gi in enumerate(grads):
-            self._check_deadline()
-            if gi.__class__ in native_numeric_types:
-                continue
-            second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
-            for j in range(len(nl_vars)):
-                a, b = loc[i], loc[j]
-                if a >= b and not (second[j].__class__ in native_numeric_types and second[j] == 0):
-                    hess.append((a, b))
-                    hess_exprs.append(second[j])
+        expr, grads, pairs = _derivatives(expr, nl_vars, where, self._check_deadline)
+        hess = [(max(loc[i], loc[j]), min(loc[i], loc[j])) for i, j, _ in pairs]  # global numbering, row >= col
+        hess_exprs = [h for _, _, h in pairs]
         self._check_deadline()
         f, g, h = compile_functions([[expr], grads, hess_exprs], self._col, where)
         return (lambda u: f(u)[0]), g, h, hess
@@ -678,6 +662,29 @@ def _unique_pairs(rows, cols, n):
 _GROUP_MIN = 8
 
 
+def _derivatives(expr, nl_vars, where, check):
+    """``(expr, grads, pairs)``: ``expr`` with its repeated subexpressions made one node each
+    (:func:`~pympc.mpec._codegen.share_subexpressions`: Pyomo differentiates a shared node once), its gradient
+    by ``nl_vars`` and its second derivatives ``(i, j, d²/dx_i dx_j)`` for j <= i that are not zero (Pyomo's
+    reverse symbolic differentiation); ``check()`` is called between rows (the build's deadline)."""
+    expr = share_subexpressions(expr)
+    try:
+        grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+    except DifferentiationException as exc:
+        raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
+                           "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
+                           "acos, atan, sqrt, abs") from None
+    pairs = []
+    for i, gi in enumerate(grads):
+        check()
+        if gi.__class__ in native_numeric_types:
+            continue
+        second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+        pairs += [(i, j, second[j]) for j in range(i + 1)
+                  if not (second[j].__class__ in native_numeric_types and second[j] == 0)]
+    return expr, grads, pairs
+
+
 def _template(expr, nl_vars):
     """A hashable key of a nonlinear part: its tree in preorder (node class, function name, arity), each free
     variable by its position in ``nl_vars``, numbers (and fixed variables, Params) by value; None when the
@@ -722,22 +729,9 @@ class _Group:
         self.idx = np.array([nlp.cons[i].nl_idx for i in rows], int).T          # (variables, rows)
         nv, R = self.idx.shape
         local = {id(v): k for k, v in enumerate(nl_vars)}
-        expr = share_subexpressions(expr)
-        try:
-            grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
-        except DifferentiationException as exc:
-            raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
-                               "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
-                               "acos, atan, sqrt, abs") from None
-        pairs, hess = [], []
-        for i, gi in enumerate(grads):
-            if gi.__class__ in native_numeric_types:
-                continue
-            second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
-            for j in range(i + 1):          # the local lower triangle: the Hessian is symmetric
-                if not (second[j].__class__ in native_numeric_types and second[j] == 0):
-                    pairs.append((i, j))
-                    hess.append(second[j])
+        expr, grads, pairs = _derivatives(expr, nl_vars, where, nlp._check_deadline)
+        hess = [h for _, _, h in pairs]
+        pairs = [(i, j) for i, j, _ in pairs]
         self._f, self._g, self._h = compile_functions([[expr], grads, hess], local, where)
         self.shape = R
         self.jac_rows = np.tile(self.rows, nv)
