@@ -157,7 +157,11 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     Per element, slot and pair the side with the smaller sum over the element's stages is set to zero
     at every stage and, where :func:`_coupling` pairs it, at the boundary before the element (the cross
     complementarity at σ = 0): a first member by fixing the Var at 0, a second member by a row of
-    ``m.polish_rows``.  The cross rows are deactivated.  A pair whose two sums are both at most
+    ``m.polish_rows`` (a second member that is a Var, the wall split's λ⁻, is fixed too).  A static slot's
+    reserve w± whose slip part is fixed at zero and that no row holds is fixed at zero (it is then in no
+    equality, and w± = 0 is feasible whenever any w± ≥ 0 is).  The inequality ``c ≥ 0`` of a second member
+    set to zero is deactivated (implied by the row; kept, it is active from the start and IPOPT's slack to it
+    degenerate).  The cross rows are deactivated.  A pair whose two sums are both at most
     ``degenerate`` or within a factor ``1/separation`` of each other (both ~√σ: zero all along, e.g. λ ≡ 0
     while the other slot sticks) gets only its first member fixed at zero, without the boundary: fixing
     both would repeat what the rows already say (IPOPT: too few degrees of freedom).
@@ -194,13 +198,27 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
                 fixed.append(w)
                 w.fix(0.0)
     m.polish_rows = pyo.ConstraintList()
+    law = {id(con.body): con for con in m.law_rows.values()} if hasattr(m, "law_rows") else {}
+    implied = []
     for sn, key, e, r in sorted(zero_c, key=str):
-        m.polish_rows.add(pairs[e, sn, key][r][1] == 0)
+        c = pairs[e, sn, key][r][1]
+        row = law.get(id(c))
+        if row is not None and row.active:      # c >= 0, implied by c = 0 and active at the start: degenerate
+            row.deactivate()
+            implied.append(row)
+        if getattr(c, "is_variable_type", bool)():      # a Var (the wall split's λ⁻): fixed, not a row that pins
+            if not c.fixed:                             # it at its bound (IPOPT's slack to it would be ~0)
+                fixed.append(c)
+                c.fix(0.0)
+        else:
+            m.polish_rows.add(c == 0)
     m.cross.deactivate()
 
     def undo():
         m.del_component(m.polish_rows)
         m.cross.activate()
+        for row in implied:
+            row.activate()
         for a in fixed:
             a.unfix()
     return undo
