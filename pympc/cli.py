@@ -304,7 +304,7 @@ def _cli_bounds(name, text):
 def _cmd_identify(args):
     from pathlib import Path
 
-    from .identify import Experiment, Mpec, Parameter, Shooting, estimate
+    from .identify import Experiment, Fesd, Mpec, Parameter, Shooting, estimate
 
     fixed = _set_numbers(args.model, _parse_sets(args.set))
     fit = [n for n in (s.strip() for s in args.fit.split(",")) if n]
@@ -341,11 +341,19 @@ def _cmd_identify(args):
         data = data[data["t"] <= args.t_end]
     exp = Experiment(args.model, data, outputs=outputs, fixed=fixed, noise=noise)
     profile = args.profile.split(",") if args.profile else ()
-    if args.method == "mpec":
+    if args.method != "fesd" and (args.elements is not None or args.stages is not None):
+        raise OptionError("--elements and --stages are options of --method fesd")
+    if args.method in ("mpec", "fesd"):
         if args.starts != 1 or profile:
-            raise OptionError("--method mpec solves once from the start values: --starts and --profile are options "
-                              "of --method shooting; leave them out")
+            raise OptionError(f"--method {args.method} solves once from the start values: --starts and --profile are "
+                              "options of --method shooting; leave them out")
+    if args.method == "mpec":
         method = Mpec(jac=args.jac, **({"step": args.step} if args.step is not None else {}))
+    elif args.method == "fesd":
+        if args.step is not None:
+            raise OptionError("--step is the time step of --method mpec (--method fesd: --elements, --stages)")
+        method = Fesd(jac=args.jac, **{k: v for k, v in (("elements", args.elements), ("stages", args.stages))
+                                       if v is not None})
     else:
         if args.step is not None:
             raise OptionError("--step is the time step of --method mpec")
@@ -572,9 +580,14 @@ def build_parser():
     idf.add_argument("--outputs", default=None, help="comma-separated data columns to fit (default: all but t)")
     idf.add_argument("--noise", default=None, help="noise standard deviation: SIGMA or OUTPUT=SIGMA,... "
                                                    "(default: estimated from the residuals)")
-    idf.add_argument("--method", choices=["shooting", "mpec"], default="shooting",
-                     help="shooting (event-driven simulations, default) or mpec (the whole trajectory as one "
-                          "Pyomo MPEC, first-order time stepping)")
+    idf.add_argument("--method", choices=["shooting", "mpec", "fesd"], default="shooting",
+                     help="shooting (event-driven simulations, default), mpec (the whole trajectory as one "
+                          "Pyomo MPEC, first-order time stepping) or fesd (the switch-detecting Radau IIA "
+                          "trajectory model, verified by simulation)")
+    idf.add_argument("--elements", type=_count(1), default=None, metavar="N",
+                     help="finite elements per sample interval of --method fesd (default 4)")
+    idf.add_argument("--stages", type=_count(1), default=None, metavar="N",
+                     help="Radau IIA stages of --method fesd (default 3)")
     idf.add_argument("--step", type=float, default=None,
                      help="time step of --method mpec in seconds (default 0.02); the estimate is O(step) off")
     idf.add_argument("--t-end", type=float, default=None, help="fit the data up to this time only (seconds; "

@@ -44,7 +44,7 @@ SECTIONS = {
     "identify": (
         "See :doc:`/guide/identification` for a tour and :doc:`/theory/identification` for the mathematics.",
         [("Estimating", ["estimate", "Experiment", "Parameter", "IdentificationResult", "METHODS", "JACOBIANS"]),
-         ("Methods and their options", ["Shooting", "Mpec"]),
+         ("Methods and their options", ["Shooting", "Mpec", "Fesd"]),
          ("The MPEC route and parmest", ["fit_mpec", "MpecFit", "MpecExperiment"]),
          ("The least squares and its coordinates", ["ShootingProblem", "Parametrization", "FRICTION_BOUNDS"]),
          ("Data", ["read_data", "output_names", "friction_pairs", "synthetic_record"])]),

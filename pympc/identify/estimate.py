@@ -32,16 +32,18 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
         What to estimate (``"mu,mu_s"`` or ``[Parameter("mu", bounds=(0.05, 1)), ...]``).
         When the kinetic and the static coefficient of a slot are both fitted,
         the fit works in μ and Δ = μ_s − μ ≥ 0.
-    method : "shooting", "mpec", Shooting or Mpec
+    method : "shooting", "mpec", "fesd", Shooting, Mpec or Fesd
         A name (every option at its default) or an options object, as in
         :func:`scipy.optimize.minimize`: :class:`~pympc.identify.Shooting` (default:
         event-driven simulations fitted by ``scipy.optimize.least_squares``, multistart,
-        profiles) or :class:`~pympc.identify.Mpec` (the whole trajectory as one Pyomo
+        profiles), :class:`~pympc.identify.Mpec` (the whole trajectory as one Pyomo
         MPEC, first-order time stepping: the estimate is O(step) off the exact model's;
-        one start, no profiles; the Pyomo model is ``result.model``).  Each class lists
-        its options, their defaults and where the defaults come from.  Both methods end
-        with the same analysis: covariance and identifiability from the exact model's
-        Jacobian at the estimate.
+        one start, no profiles; the Pyomo model is ``result.model``) or
+        :class:`~pympc.identify.Fesd` (the switch-detecting Radau IIA trajectory model,
+        verified by simulation at the estimate; one start, no profiles; ``result.model``).
+        Each class lists its options, their defaults and where the defaults come from.
+        Every method ends with the same analysis: covariance and identifiability from the
+        exact model's Jacobian at the estimate.
     confidence : float
         Level of the Wald and profile intervals (default 0.95); another level afterwards:
         :meth:`IdentificationResult.confidence_intervals`.
@@ -74,10 +76,9 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
     if not experiments or not all(isinstance(e, Experiment) for e in experiments):
         raise OptionError("experiments must be a pympc.identify.Experiment or a list of them")
     profile = [profile] if isinstance(profile, str) else list(profile or ())
-    if method == "mpec" and profile:
-        raise OptionError("profile is a question for method='shooting': method='mpec' solves once from the initial "
-                          "values and its estimate is O(step) off the exact model's optimum, where a profile "
-                          "refits; use method=Shooting() to profile")
+    if method in ("mpec", "fesd") and profile:
+        raise OptionError(f"profile is a question for method='shooting': method='{method}' solves once from the "
+                          "initial values (a profile refits by shooting); use method=Shooting() to profile")
     confidence = as_number(confidence, "confidence")
     if not 0 < confidence < 1:
         raise OptionError(f"confidence must be in (0, 1), got {confidence}")
@@ -93,8 +94,15 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
 
     jac = dict(jac=opts.jac, fd_step=opts.fd_step, fd_scheme=opts.fd_scheme)
     problem = ShootingProblem(experiments, par, **jac)
-    mpec_info = None
-    if method == "mpec":
+    mpec_info = fesd_info = None
+    if method == "fesd":
+        from .fesd_fit import fit_experiments
+
+        points = [par.z0]
+        rows, results, fesd_fit = fit_experiments(experiments, par, opts)
+        model, fesd_info = fesd_fit.model, fesd_fit.as_dict()
+        ls_options, seed, include_initial = None, None, True
+    elif method == "mpec":
         from .mpec_route import fit_mpec
 
         points = [par.z0]
@@ -121,6 +129,10 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
     if mpec_info is not None:
         method_info["mpec"] = mpec_info
         del method_info["least_squares"]
+    if fesd_info is not None:
+        method_info["fesd"] = fesd_info
+        del method_info["least_squares"]
+    route_info = mpec_info if mpec_info is not None else fesd_info   # a route that solves once, not shooting
     p = par.size
     if not finite:
         table["at_best"] = False
@@ -135,7 +147,7 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
                              "not_identifiable": {n: "every start failed" for n in par.names}},
             stick={}, profiles={}, fits=[], method=method_info, confidence=confidence, gradient=np.nan,
             simulations_ok=False)
-        if mpec_info is not None:
+        if route_info is not None:
             out.model = model
         return out
     best = min(finite, key=lambda k: results[k].cost)
@@ -158,12 +170,12 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
         Jz = np.full((r.size, p), np.nan)
     J = Jz @ par.Tinv                      # ∂r/∂θ
     sse = float(r @ r)
-    if mpec_info is not None:   # a verified MPEC point is a local solution: it must not fit clearly worse than its start
+    if route_info is not None:  # a verified MPEC/FESD point is a local solution: not clearly worse than its start
         r0 = problem.residual(par.z0)
-        c0 = mpec_info["start_cost"] = 0.5 * float(r0 @ r0)
+        c0 = route_info["start_cost"] = 0.5 * float(r0 @ r0)
         # clearly worse: by 5 % of the start's cost, and (known noise) by more than a 99 % likelihood-ratio margin
         slack = 0.05 * c0 + (0.5 * float(chi2.ppf(0.99, p)) if known_noise else 0.0)
-        mpec_info["improved"] = bool(0.5 * sse <= c0 + slack)
+        route_info["improved"] = bool(0.5 * sse <= c0 + slack)
     if np.all(np.isfinite(J)):
         cov, s2, svals, flat = covariance(J, sse, r.size, theta, known_noise)
     else:
@@ -191,9 +203,9 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
                                      f"stick ratio |F|/|λ| of the solution); use method='shooting' for a point estimate"}
     free = np.array([not a for a in active])
     gradient, newton_step = stationarity(J, r, theta, free)
-    if mpec_info is not None and np.all(np.isfinite(J)):
-        # the exact model's Gauss–Newton step from the MPEC estimate: the estimate's discretization bias
-        mpec_info["exact_step"] = gauss_newton_step(J, r, free).tolist()
+    if route_info is not None and np.all(np.isfinite(J)):
+        # the exact model's Gauss–Newton step from the MPEC/FESD estimate: the estimate's discretization bias
+        route_info["exact_step"] = gauss_newton_step(J, r, free).tolist()
 
     if method == "shooting" and opts.auto_profile and np.all(np.isfinite(J)) and report["informative"] >= p:
         for k, name in enumerate(par.names):
@@ -219,7 +231,7 @@ def estimate(experiments, parameters, method="shooting", *, confidence=0.95, pro
         message=f"best start {best}: {verdict} ({res.message})", starts=table, identifiability=report, stick=stick, profiles={}, fits=fits,
         method=method_info, confidence=confidence, gradient=gradient, newton_step=newton_step,
         simulations_ok=sims_ok)
-    if mpec_info is not None:
+    if route_info is not None:
         out.model = model       # the solved Pyomo model (not saved with the result)
         return out
     out.attach_refits(Refits(experiments, par, opts))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SIGMAS", "HOMOTOPY", "FesdSolve", "DEFAULT_OPTIONS", "solve", "fix_active_set", "ipopt", "check",
+__all__ = ["SIGMAS", "HOMOTOPY", "FesdSolve", "enums", "termination_condition", "solution_status", "DEFAULT_OPTIONS", "solve", "fix_active_set", "ipopt", "check",
            "switch_times", "at_samples"]
 
 #: default relaxation σ (absolute: force × velocity).  From a simulation's warm start, which is complementary
@@ -26,16 +26,19 @@ HOMOTOPY = (1e-4, 1e-7, 1e-10)
 
 @dataclass
 class FesdSolve:
-    """How :func:`solve` went.
+    """How :func:`solve` went (a declared result, like ``pyomo.contrib.solver``'s ``Results``).
 
     Attributes
     ----------
     ok : bool
         Every homotopy stage converged and the final point verifies (:func:`check`).
-    termination : str
+    termination_condition : pyomo.contrib.solver.common.results.TerminationCondition
+        Why the last IPOPT stage stopped (:func:`termination_condition` of its status).
+    solution_status : pyomo.contrib.solver.common.results.SolutionStatus
+        ``optimal`` when ``ok``; ``feasible`` when the rows and pairs hold but a stage did not converge;
+        ``infeasible`` (a point that violates them) or ``noSolution`` (no stage ran).
+    message : str
         IPOPT's message of the last stage.
-    status : str
-        ``"converged"`` (every stage) or ``"failed"``.
     stages : list of dict
         Per σ: ``sigma``, ``status`` (IPOPT's code), ``message``, ``iterations``, ``seconds``.
     checks : dict
@@ -51,8 +54,9 @@ class FesdSolve:
     """
 
     ok: bool
-    termination: str
-    status: str
+    termination_condition: object
+    solution_status: object
+    message: str = ""
     stages: list = field(default_factory=list)
     checks: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -62,11 +66,43 @@ class FesdSolve:
     iterations: int = 0
     linear_solver: str = ""
 
+    @property
+    def status(self):
+        """The solution status's name (``"optimal"``, ``"feasible"``, ...; kept for messages)."""
+        return self.solution_status.name
 
-#: IPOPT options of :func:`solve` (warm started: the start is a simulation, complementary already)
+
+def enums():
+    """Pyomo's ``(TerminationCondition, SolutionStatus)`` (imported when asked: ``import pympc.identify`` stays
+    Pyomo-free)."""
+    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+    return TerminationCondition, SolutionStatus
+
+
+def termination_condition(status):
+    """Pyomo's ``TerminationCondition`` of an IPOPT return code (0, 1: converged; 2: locally infeasible;
+    -1: iteration limit; -4: time limit; anything else: error)."""
+    TC, _ = enums()
+    return {0: TC.convergenceCriteriaSatisfied, 1: TC.convergenceCriteriaSatisfied, 2: TC.locallyInfeasible,
+            -1: TC.iterationLimit, -4: TC.maxTimeLimit}.get(int(status), TC.error)
+
+
+def solution_status(ok, feasible, ran=True):
+    """Pyomo's ``SolutionStatus``: optimal (verified), feasible (rows hold), infeasible, or noSolution."""
+    _, SS = enums()
+    if not ran:
+        return SS.noSolution
+    return SS.optimal if ok else SS.feasible if feasible else SS.infeasible
+
+
+#: IPOPT options of :func:`solve` (warm started: the start is a simulation, complementary already).  The
+#: barrier update is IPOPT's default, monotone, named so that it also holds through ``pympc.ipopt``'s Pyomo
+#: solver, whose own default is adaptive: from a start at the optimum (parmest on the FESD model at
+#: ``fesd_fit.fit``'s estimate, 3 s oscillator record) the adaptive update dropped μ to 1e-11 and IPOPT stopped
+#: with an error in the step computation at some start points, monotone converged in 2 iterations at each.
 DEFAULT_OPTIONS = {"tol": 1e-10, "constr_viol_tol": 1e-10, "acceptable_tol": 1e-8, "warm_start_init_point": "yes",
                    "warm_start_bound_push": 1e-12, "warm_start_mult_bound_push": 1e-12, "mu_init": 1e-9,
-                   "bound_push": 1e-12, "max_iter": 500, "linear_solver": "mumps"}
+                   "mu_strategy": "monotone", "bound_push": 1e-12, "max_iter": 500, "linear_solver": "mumps"}
 
 
 def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options=None, tee=False):
@@ -87,8 +123,9 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     t0 = _time.perf_counter()
     nlp = CompiledNLP(m)
-    out = FesdSolve(False, "", "", compile_seconds=_time.perf_counter() - t0, variables=nlp.n, constraints=nlp.m,
-                    linear_solver=opts["linear_solver"])
+    TC, SS = enums()
+    out = FesdSolve(False, TC.unknown, SS.noSolution, compile_seconds=_time.perf_counter() - t0, variables=nlp.n,
+                    constraints=nlp.m, linear_solver=opts["linear_solver"])
     start = nlp.start()
     fd, log = tempfile.mkstemp(suffix=".ipopt.log")
     os.close(fd)
@@ -102,13 +139,15 @@ def solve(m, sigmas=SIGMAS, *, fallback=HOMOTOPY, polish=True, tol=1e-8, options
     nlp.load(u)
     if converged and polish:
         converged = _polish(m, opts, log_opts=(tee, out))
-    out.termination = out.stages[-1]["message"] if out.stages else "no stage"
-    out.status = "converged" if converged else "failed"
+    out.message = out.stages[-1]["message"] if out.stages else "no stage"
+    out.termination_condition = termination_condition(out.stages[-1]["status"]) if out.stages else TC.error
     out.iterations = sum(st["iterations"] or 0 for st in out.stages)
     out.seconds = _time.perf_counter() - t0
     out.checks = check(m)
-    out.ok = (converged and out.checks["rows"] <= tol and out.checks["cross"] <= float(m.sigma.value) + tol
-              and out.checks["pairs"] <= tol)
+    feasible = (out.checks["rows"] <= tol and out.checks["cross"] <= float(m.sigma.value) + tol
+                and out.checks["pairs"] <= tol)
+    out.ok = converged and feasible
+    out.solution_status = solution_status(out.ok, feasible, bool(out.stages))
     return out
 
 
@@ -118,7 +157,11 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     Per element, slot and pair the side with the smaller sum over the element's stages is set to zero
     at every stage and, where :func:`_coupling` pairs it, at the boundary before the element (the cross
     complementarity at σ = 0): a first member by fixing the Var at 0, a second member by a row of
-    ``m.polish_rows``.  The cross rows are deactivated.  A pair whose two sums are both at most
+    ``m.polish_rows`` (a second member that is a Var, the wall split's λ⁻, is fixed too).  A static slot's
+    reserve w± whose slip part is fixed at zero and that no row holds is fixed at zero (it is then in no
+    equality, and w± = 0 is feasible whenever any w± ≥ 0 is).  The inequality ``c ≥ 0`` of a second member
+    set to zero is deactivated (implied by the row; kept, it is active from the start and IPOPT's slack to it
+    degenerate).  The cross rows are deactivated.  A pair whose two sums are both at most
     ``degenerate`` or within a factor ``1/separation`` of each other (both ~√σ: zero all along, e.g. λ ≡ 0
     while the other slot sticks) gets only its first member fixed at zero, without the boundary: fixing
     both would repeat what the rows already say (IPOPT: too few degrees of freedom).
@@ -143,23 +186,51 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
         if not a.fixed:
             fixed.append(a)
             a.fix(0.0)
+    # a static slot's reserve w± whose slip part is fixed at zero, and whose pairs' other sides are not made
+    # rows, is in no equality and in no objective: its Newton step is undetermined (IPOPT's first step moved
+    # it by 1e3, measured on the 30 s oscillator), and w± = 0 is feasible whenever any w± >= 0 is (it only
+    # loosens the inequalities it is in): fix it there
+    for e, r, sn in (m.w_pos.keys() if hasattr(m, "w_pos") else ()):
+        for sign, slip, w in (("+", m.slip_pos[e, r, sn], m.w_pos[e, r, sn]),
+                              ("-", m.slip_neg[e, r, sn], m.w_neg[e, r, sn])):
+            rows = {(sn, key, e, r - 1) for key in (sign, sign + "excess")} & zero_c
+            if slip.fixed and slip.value == 0 and not w.fixed and not rows:
+                fixed.append(w)
+                w.fix(0.0)
     m.polish_rows = pyo.ConstraintList()
+    law = {id(con.body): con for con in m.law_rows.values()} if hasattr(m, "law_rows") else {}
+    implied = []
     for sn, key, e, r in sorted(zero_c, key=str):
-        m.polish_rows.add(pairs[e, sn, key][r][1] == 0)
+        c = pairs[e, sn, key][r][1]
+        row = law.get(id(c))
+        if row is not None and row.active:      # c >= 0, implied by c = 0 and active at the start: degenerate
+            row.deactivate()
+            implied.append(row)
+        if getattr(c, "is_variable_type", bool)():      # a Var (the wall split's λ⁻): fixed, not a row that pins
+            if not c.fixed:                             # it at its bound (IPOPT's slack to it would be ~0)
+                fixed.append(c)
+                c.fix(0.0)
+        else:
+            m.polish_rows.add(c == 0)
     m.cross.deactivate()
 
     def undo():
         m.del_component(m.polish_rows)
         m.cross.activate()
+        for row in implied:
+            row.activate()
         for a in fixed:
             a.unfix()
     return undo
 
 
-def ipopt(m, opts, out=None, label="", tee=False):
+def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
     """Solve the model as it stands (compiled afresh) by IPOPT; load the answer when IPOPT converged.
 
-    Returns ``(converged, stage)`` with ``stage`` the record appended to ``out.stages`` (when given).
+    Returns ``(converged, stage)`` with ``stage`` the record appended to ``out.stages`` (when given):
+    ``sigma`` (0), ``status`` (IPOPT's code), ``message``, ``iterations``, ``seconds`` (IPOPT),
+    ``compile_seconds``, ``variables``, ``constraints``, ``mult_g`` (the rows' multipliers, by name: not kept
+    in ``out``).  ``drop_redundant``: see :class:`~pympc.mpec.nlp.CompiledNLP`.
     """
     import os
     import tempfile
@@ -170,11 +241,12 @@ def ipopt(m, opts, out=None, label="", tee=False):
     os.close(fd)
     try:
         t1 = _time.perf_counter()
-        nlp = CompiledNLP(m, drop_redundant=True)
+        nlp = CompiledNLP(m, drop_redundant=drop_redundant)
+        t2 = _time.perf_counter()
         u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee)
         status = int(info["status"])
         stage = {"sigma": 0.0, "status": status, "message": label + info["status_msg"].decode(errors="replace"),
-                 "iterations": _iterations(log), "seconds": _time.perf_counter() - t1,
+                 "iterations": _iterations(log), "seconds": _time.perf_counter() - t2, "compile_seconds": t2 - t1,
                  "variables": nlp.n, "constraints": nlp.m}
         if status in (0, 1):
             nlp.load(u)

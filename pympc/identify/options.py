@@ -1,8 +1,8 @@
 """The estimation methods of :func:`~pympc.identify.estimate` and their options: a name or an object.
 
 As in :func:`scipy.optimize.minimize`, ``method`` is a name (``"shooting"``,
-``"mpec"``: every option at its default) or an options object
-(:class:`Shooting`, :class:`Mpec`) that holds exactly the options of that
+``"mpec"``, ``"fesd"``: every option at its default) or an options object
+(:class:`Shooting`, :class:`Mpec`, :class:`Fesd`) that holds exactly the options of that
 method, each validated once, when the object is made.  An option of the other
 method is then not a keyword at all: ``Shooting(step=0.01)`` is a
 ``TypeError``, and :func:`resolve` turns the old keyword spelling
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import OptionError
 
-__all__ = ["Shooting", "Mpec", "METHODS", "JACOBIANS", "resolve"]
+__all__ = ["Shooting", "Mpec", "Fesd", "METHODS", "JACOBIANS", "resolve"]
 
 JACOBIANS = {
     "fd": "finite differences of the simulator (forward by default; fd_scheme='central' for central)",
@@ -248,13 +248,66 @@ class Mpec(_ExactJacobian):
             set_(self, "time_limit", None if np.isinf(limit) else limit)
 
 
+@dataclass(frozen=True)
+class Fesd(_ExactJacobian):
+    """Options of ``estimate(..., method=Fesd(...))``: the switch-detecting whole-trajectory model (FESD).
+
+    Every record becomes the Radau IIA model of :func:`pympc.identify.fesd.trajectory_model` (finite
+    elements with switch detection: every event on an element boundary, so the estimate is the exact
+    model's to the collocation's order), built from a simulation at the start values whose modes fix the
+    active set; the records share the parameters in one NLP, solved by ``pympc.ipopt``
+    (:func:`pympc.identify.fesd_fit.fit_records`), and the estimate is verified by simulating every record at
+    it (same event sequence, outputs within ``verify_tol``), with up to ``walks`` rebuilds when an event
+    crossed a sample time.  The covariance and the identifiability come from the exact model's Jacobian at
+    the estimate (``jac``, as for :class:`Mpec`); ``result.method["fesd"]`` holds the fit's facts, the Pyomo
+    model is ``result.model``.  One start, no profiles.  The data's first sample must be at the initial time.
+    Every field is checked when the object is made (:class:`~pympc.errors.OptionError` naming it).
+
+    Parameters
+    ----------
+    elements : int >= 1
+        Finite elements per sample interval (default 4; an interval with more events than ``elements − 1``
+        is refused by name).
+    stages : int >= 1
+        Radau IIA stages (default 3: order 5).
+    walks : int >= 1
+        At most this many model builds (default 4).
+    verify_tol : float > 0
+        Largest accepted |model − simulation| of an output at the estimate (default 1e-5).
+    forward : bool
+        Fix the active set of a forward MPEC solve at the start values instead of the simulation's (default
+        False; the older, slower route).
+    jac, fd_step, fd_scheme
+        The exact model's Jacobian at the estimate (as in :class:`Shooting`; same defaults).
+    """
+
+    elements: int = 4
+    stages: int = 3
+    walks: int = 4
+    verify_tol: float = 1e-5
+    forward: bool = False
+
+    _name = "fesd"
+
+    def __post_init__(self):
+        self._check_jacobian("Fesd")
+        set_ = object.__setattr__
+        set_(self, "elements", _integer(self.elements, "Fesd: elements", 1))
+        set_(self, "stages", _integer(self.stages, "Fesd: stages", 1))
+        set_(self, "walks", _integer(self.walks, "Fesd: walks", 1))
+        set_(self, "verify_tol", _number(self.verify_tol, "Fesd: verify_tol", positive=True))
+        set_(self, "forward", _flag(self.forward, "Fesd: forward"))
+
+
 METHODS = {
     "shooting": "simulate event by event and fit with scipy.optimize.least_squares (default): Shooting(...)",
     "mpec": "the whole trajectory as one Pyomo MPEC (first-order time stepping), solved by pympc.ipopt: Mpec(...)",
+    "fesd": "the switch-detecting whole-trajectory model (Radau IIA, events on element boundaries), solved by "
+            "pympc.ipopt and verified by simulation: Fesd(...)",
 }
 """The methods of :func:`~pympc.identify.estimate`, by name."""
 
-_CLASSES = {"shooting": Shooting, "mpec": Mpec}
+_CLASSES = {"shooting": Shooting, "mpec": Mpec, "fesd": Fesd}
 
 
 def _fields(cls):
@@ -262,7 +315,8 @@ def _fields(cls):
 
 
 def resolve(method, legacy=None):
-    """The options object of ``method`` (a name, :class:`Shooting` or :class:`Mpec`) and the old keywords ``legacy``.
+    """The options object of ``method`` (a name, :class:`Shooting`, :class:`Mpec` or :class:`Fesd`) and the old
+    keywords ``legacy``.
 
     The old spelling ``estimate(..., method="mpec", step=0.01)`` still works for one
     release, with a ``DeprecationWarning`` giving the new one
@@ -271,16 +325,17 @@ def resolve(method, legacy=None):
     and where the option belongs.
     """
     legacy = dict(legacy or {})
-    if isinstance(method, type) and issubclass(method, (Shooting, Mpec)):
+    if isinstance(method, type) and issubclass(method, tuple(_CLASSES.values())):
         method = method._name           # the class itself: its defaults, as its name gives them
-    if isinstance(method, (Shooting, Mpec)):
+    if isinstance(method, tuple(_CLASSES.values())):
         given = method
         cls = type(method)
     elif isinstance(method, str) and method in _CLASSES:
         given, cls = None, _CLASSES[method]
     else:
         raise OptionError(f"method must be one of {sorted(METHODS)} or an options object "
-                          f"(pympc.identify.Shooting(...), pympc.identify.Mpec(...)), got {method!r}")
+                          f"(pympc.identify.Shooting(...), pympc.identify.Mpec(...), pympc.identify.Fesd(...)), "
+                          f"got {method!r}")
     name = cls._name
     known = {n for c in _CLASSES.values() for n in _fields(c)}
     unknown = sorted(k for k in legacy if k not in known)
@@ -289,14 +344,14 @@ def resolve(method, legacy=None):
                           f"pympc.identify.{cls.__name__}: {_fields(cls)}")
     foreign = sorted(k for k in legacy if k not in _fields(cls))
     if foreign:
-        owner = Shooting if name == "mpec" else Mpec
+        owner = next(c for c in _CLASSES.values() if foreign[0] in _fields(c) and c is not cls)
         spelled = ", ".join(f"{k}={legacy[k]!r}" for k in foreign)
-        if name == "mpec":
+        if name == "mpec" and owner is Shooting:
             raise OptionError(f"{foreign} are options of method='shooting' (pympc.identify.Shooting), not of method "
                               "'mpec': method='mpec' solves once from the initial values (use "
                               f"method=Shooting({spelled}) for a multistart)")
-        raise OptionError(f"{foreign} are options of method='mpec' (pympc.identify.{owner.__name__}), not of method "
-                          f"'shooting': write method={owner.__name__}({spelled})")
+        raise OptionError(f"{foreign} are options of method='{owner._name}' (pympc.identify.{owner.__name__}), not "
+                          f"of method '{name}': write method={owner.__name__}({spelled})")
     if given is not None:
         if legacy:
             spelled = ", ".join(f"{k}={v!r}" for k, v in legacy.items())

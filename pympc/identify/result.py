@@ -141,9 +141,9 @@ class IdentificationResult:
             return self.profiles[name]
         refits = self._refits
         if refits is None:
-            if (self.method or {}).get("method") == "mpec":
-                raise OptionError("profile: an MPEC estimate is not profiled (it is O(step) off the exact model's "
-                                  "optimum, where a profile refits); estimate with method='shooting' to profile")
+            if (self.method or {}).get("method") in ("mpec", "fesd"):
+                raise OptionError(f"profile: an {self.method['method'].upper()} estimate is not profiled (a profile "
+                                  "refits by shooting); estimate with method='shooting' to profile")
             raise OptionError("profile: this result has no experiments to refit (it was loaded from a file, or every "
                               "start failed); run estimate again and profile that result")
         k = self.names.index(name)
@@ -255,6 +255,13 @@ class IdentificationResult:
             out["gradient"] = (True, f"not applicable: the exact model's relative gradient at the MPEC estimate is "
                                      f"{self.gradient:.2e} (Gauss–Newton step {self.newton_step:.1e}), the MPEC's "
                                      "discretization error, O(h); the MPEC's own optimality is check mpec")
+        fe = self.method.get("fesd") if isinstance(self.method, dict) else None
+        if fe:
+            better = fe.get("improved", True)
+            out["fesd"] = (bool(fe["ok"] and better),
+                           ("" if better else f"the local solution fits clearly WORSE than the start (exact-model cost "
+                                              f"{self.cost:.4g} > {fe['start_cost']:.4g}); ") +
+                           f"{fe['solution_status']} ({fe['termination']}): {fe['message']}")
         bad = [n for n in self.names if self.status_of(n)[0] not in POINT]
         out["identifiable"] = (not bad, "every parameter has a point estimate and an interval" if not bad else
                                "; ".join(f"{n}: {self.status_of(n)[0]}" for n in bad))
@@ -291,7 +298,7 @@ class IdentificationResult:
         """Converged, first-order optimal (for the MPEC route: its answer verified, and its discretization bias
         within a standard error) and simulated to the end."""
         c = self.checks()
-        keys = ("mpec", "discretization") if "mpec" in c else ("gradient",)
+        keys = ("mpec", "discretization") if "mpec" in c else ("gradient", "fesd")
         return all(c[k][0] for k in ("converged", "simulations") + keys if k in c)
 
     # ------------------------------------------------------------------ tables
@@ -333,9 +340,13 @@ class IdentificationResult:
         """How the result was obtained, the estimates, the checks and the identifiability report."""
         m = self.method
         pct = int(round(100 * self.confidence))
-        mp = m.get("mpec")
+        mp, fe = m.get("mpec"), m.get("fesd")
+        nlp = (fe or {}).get("nlp") or [{}]
         how = (f"a Pyomo MPEC solved by pympc.ipopt (step {min(mp['step']):.4g} s, {sum(mp['steps'])} steps; "
                f"{m['jacobian']} Jacobian of the exact model at its estimate for the covariance)" if mp else
+               f"the FESD trajectory model solved by pympc.ipopt ({nlp[-1].get('variables')} variables, "
+               f"{fe['walks']} walk(s), {sum(x.get('iterations') or 0 for x in nlp)} IPOPT iterations; "
+               f"{m['jacobian']} Jacobian of the exact model at its estimate for the covariance)" if fe else
                f"({m['jacobian']} Jacobian), scipy.optimize.least_squares (trf, bounds), {m['starts']} start(s) "
                f"(seed {m['seed']})")
         lines = [f"identification by {m['method']} {how}, {m['experiments']} experiment(s), "

@@ -19,7 +19,8 @@ import pyomo.environ as pyo
 from pyomo.core.expr.calculus.derivatives import Modes, differentiate
 from pyomo.core.expr.calculus.diff_with_pyomo import DifferentiationException
 from pyomo.common.numeric_types import native_numeric_types
-from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression, ProductExpression
+from pyomo.core.expr.numeric_expr import (DivisionExpression, LinearExpression, MonomialTermExpression,
+                                          NegationExpression, ProductExpression, SumExpression)
 from pyomo.repn import generate_standard_repn
 
 from ..errors import ProblemError
@@ -55,6 +56,10 @@ class _Linear:
         self.nonlinear = None
         if _read_linear(self, expr, index, where):
             return
+        poly = _polynomial(expr)
+        if poly is not None and not poly[2]:        # linear after all: no need for Pyomo's repn
+            _fill_linear(self, poly, index, where)
+            return
         repn = _standard_repn(expr, quadratic)
         self.const = float(pyo.value(repn.constant))
         pairs = [(index(v, where), float(c)) for v, c in zip(repn.linear_vars, repn.linear_coefs) if c != 0]
@@ -82,6 +87,100 @@ def _standard_repn(expr, quadratic):
         return generate_standard_repn(expr, compute_values=True, quadratic=quadratic)
     except RecursionError:
         return _WholeRepn(expr)
+
+
+def _fill_linear(lin, poly, index, where):
+    """Set ``const``, ``idx``, ``coef`` of ``lin`` from the constant and linear part of a :func:`_polynomial`."""
+    const, terms, _ = poly
+    pairs = [(index(v, where), c) for v, c in terms.values() if c != 0]
+    lin.const = float(const)
+    lin.idx = np.array([k for k, _ in pairs], dtype=int)
+    lin.coef = np.array([c for _, c in pairs], dtype=float)
+
+
+_SUMS = (SumExpression, LinearExpression)
+
+
+def _polynomial(expr, depth=0):
+    """``(const, {id: (var, coef)}, {(id_a, id_b): (var_a, var_b, coef)})`` of an expression of degree <= 2.
+
+    Reads sums, products, negations, divisions by constants, variables (fixed ones and Params at their
+    current values, as Pyomo's repn folds them) directly, without Pyomo's ``generate_standard_repn``
+    (several times faster on the rows of a collocation model: ``q_r = q_0 + h Σ A v``, ``μ (λ⁺ + λ⁻) + F``).
+    None for anything else (a function, a division by a variable, degree > 2, a deep tree): the caller
+    then uses Pyomo's repn.
+    """
+    cls = expr.__class__
+    if cls in native_numeric_types:
+        return float(expr), {}, {}
+    if depth > 50:
+        return None
+    if expr.is_variable_type():
+        if expr.fixed:
+            return float(pyo.value(expr)), {}, {}
+        return 0.0, {id(expr): (expr, 1.0)}, {}
+    if not expr.is_potentially_variable():
+        return float(pyo.value(expr)), {}, {}
+    if expr.is_named_expression_type():
+        return _polynomial(expr.args[0], depth + 1)
+    if cls is MonomialTermExpression:
+        c, v = expr.args
+        c = float(c) if c.__class__ in native_numeric_types else float(pyo.value(c))
+        if v.fixed:
+            return c * float(pyo.value(v)), {}, {}
+        return 0.0, {id(v): (v, c)}, {}
+    if isinstance(expr, _SUMS):
+        const, lin, quad = 0.0, {}, {}
+        for arg in expr.args:
+            p = _polynomial(arg, depth + 1)
+            if p is None:
+                return None
+            const += p[0]
+            for k, (v, c) in p[1].items():
+                old = lin.get(k)
+                lin[k] = (v, c if old is None else old[1] + c)
+            for k, (a, b, c) in p[2].items():
+                old = quad.get(k)
+                quad[k] = (a, b, c if old is None else old[2] + c)
+        return const, lin, quad
+    if cls is NegationExpression:
+        p = _polynomial(expr.args[0], depth + 1)
+        return None if p is None else _scaled(p, -1.0)
+    if cls is DivisionExpression:
+        num, den = expr.args
+        if den.__class__ not in native_numeric_types and den.is_potentially_variable():
+            return None
+        p = _polynomial(num, depth + 1)
+        return None if p is None else _scaled(p, 1.0 / float(pyo.value(den)))
+    if cls is ProductExpression:
+        f = _polynomial(expr.args[0], depth + 1)
+        g = _polynomial(expr.args[1], depth + 1) if f is not None else None
+        if g is None:
+            return None
+        if not f[1] and not f[2]:
+            return _scaled(g, f[0])
+        if not g[1] and not g[2]:
+            return _scaled(f, g[0])
+        if f[2] or g[2]:
+            return None                                  # degree > 2
+        lin = {k: (v, c * g[0]) for k, (v, c) in f[1].items()} if g[0] != 0 else {}
+        for k, (v, c) in (g[1].items() if f[0] != 0 else ()):
+            old = lin.get(k)
+            lin[k] = (v, f[0] * c if old is None else old[1] + f[0] * c)
+        quad = {}
+        for ka, (a, ca) in f[1].items():
+            for kb, (b, cb) in g[1].items():
+                key = (ka, kb) if ka <= kb else (kb, ka)
+                old = quad.get(key)
+                quad[key] = (a, b, ca * cb if old is None else old[2] + ca * cb)
+        return f[0] * g[0], lin, quad
+    return None
+
+
+def _scaled(p, s):
+    const, lin, quad = p
+    return (const * s, {k: (v, c * s) for k, (v, c) in lin.items()},
+            {k: (a, b, c * s) for k, (a, b, c) in quad.items()})
 
 
 def _read_linear(lin, expr, index, where):
@@ -147,6 +246,15 @@ class _Part:
                     self.qa, self.qb = np.repeat(f.idx, g.idx.size), np.tile(g.idx, f.idx.size)
                     self.qc = np.outer(f.coef, g.coef).ravel()
                 return
+        poly = _polynomial(expr)                # a sum of products of degree <= 2: read directly
+        if poly is not None:
+            _fill_linear(self, poly, index, where)
+            self.lin_idx, self.lin_coef = self.idx, self.coef
+            quad = [(index(a, where), index(b, where), c) for a, b, c in poly[2].values() if c != 0]
+            if quad:
+                qa, qb, qc = zip(*quad)
+                self.qa, self.qb, self.qc = np.array(qa, int), np.array(qb, int), np.array(qc, float)
+            return
         lin = _linear(expr, index, where, memo, quadratic=True)   # quadratic or nonlinear: Pyomo's quadratic repn
         repn = lin.nonlinear
         self.const, self.lin_idx, self.lin_coef = lin.const, lin.idx, lin.coef
@@ -326,28 +434,30 @@ class CompiledNLP:
         expr, nl_vars = part.nl
         loc = part.nl_idx
         self._check_deadline()
-        expr = share_subexpressions(expr)
-        try:
-            grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
-        except DifferentiationException as exc:
-            raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
-                               "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
-                               "acos, atan, sqrt, abs") from None
-        hess = []  # (row var, col var) in global numbering, row >= col
-        hess_exprs = []
-        for i, gi in enumerate(grads):
-            self._check_deadline()
-            if gi.__class__ in native_numeric_types:
-                continue
-            second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
-            for j in range(len(nl_vars)):
-                a, b = loc[i], loc[j]
-                if a >= b and not (second[j].__class__ in native_numeric_types and second[j] == 0):
-                    hess.append((a, b))
-                    hess_exprs.append(second[j])
+        expr, grads, pairs = _derivatives(expr, nl_vars, where, self._check_deadline)
+        hess = [(max(loc[i], loc[j]), min(loc[i], loc[j])) for i, j, _ in pairs]  # global numbering, row >= col
+        hess_exprs = [h for _, _, h in pairs]
         self._check_deadline()
         f, g, h = compile_functions([[expr], grads, hess_exprs], self._col, where)
         return (lambda u: f(u)[0]), g, h, hess
+
+    def _group_nonlinear(self):
+        """The nonlinear rows: ``(singles, groups)``, rows whose nonlinear parts are copies of one template
+        (:func:`_template`: the same tree over their own variables, the same numbers) made one
+        :class:`_Group` each (differentiated once, evaluated vectorized); the others compiled one by one."""
+        by_key = {}
+        for i, part in enumerate(self.cons):
+            if part.nl is not None:
+                by_key.setdefault(_template(*part.nl), []).append(i)
+        singles, groups = [], []
+        for key, rows in by_key.items():
+            if key is None or len(rows) < _GROUP_MIN:
+                singles.extend(rows)
+                continue
+            self._check_deadline()
+            groups.append(_Group(self, rows, f"constraint {self._con_datas[rows[0]].name} and "
+                                             f"{len(rows) - 1} rows of its form"))
+        return sorted(singles), groups
 
     def _build(self):
         n = self.n
@@ -356,10 +466,13 @@ class CompiledNLP:
         cat = lambda key, dtype: np.concatenate([getattr(p, key) for p in self.cons] + [np.zeros(0, dtype)])  # noqa: E731
         self._lin = (rows("lin_idx"), cat("lin_idx", int).astype(int), cat("lin_coef", float))
         self._q = (rows("qc"), cat("qa", int).astype(int), cat("qb", int).astype(int), cat("qc", float))
+        singles, self._nl_groups = self._group_nonlinear()
         self._nl_cons = [(i, part.nl_idx, *self._compile(part, f"constraint {self._con_datas[i].name}"))
-                         for i, part in enumerate(self.cons) if part.nl is not None]
-        jr = np.concatenate([self._lin[0], self._q[0], self._q[0]] + [np.full(len(idx), i) for i, idx, *_ in self._nl_cons])
-        jc = np.concatenate([self._lin[1], self._q[1], self._q[2]] + [np.array(idx, int) for _, idx, *_ in self._nl_cons])
+                         for i, part in ((i, self.cons[i]) for i in singles)]
+        jr = np.concatenate([self._lin[0], self._q[0], self._q[0]] + [np.full(len(idx), i) for i, idx, *_ in self._nl_cons]
+                            + [gr.jac_rows for gr in self._nl_groups])
+        jc = np.concatenate([self._lin[1], self._q[1], self._q[2]] + [np.array(idx, int) for _, idx, *_ in self._nl_cons]
+                            + [gr.jac_cols for gr in self._nl_groups])
         self._jrow, self._jcol, self._jslot = _unique_pairs(jr.astype(int), jc.astype(int), n)
         self._jlin = np.zeros(len(self._jrow))
         np.add.at(self._jlin, self._jslot[: self._lin[0].size], self._lin[2])
@@ -381,6 +494,8 @@ class CompiledNLP:
         hr.append(np.maximum(oa, obb)); hc.append(np.minimum(oa, obb))
         for _, _, _, _, _, hess in self._nl_cons:
             hr.append(np.array([p[0] for p in hess], int)); hc.append(np.array([p[1] for p in hess], int))
+        for gr in self._nl_groups:
+            hr.append(gr.hess_rows); hc.append(gr.hess_cols)
         if self._onl is not None:
             hess = self._onl[4]
             hr.append(np.array([p[0] for p in hess], int)); hc.append(np.array([p[1] for p in hess], int))
@@ -432,6 +547,8 @@ class CompiledNLP:
             g += np.bincount(qr, qc * u[qa] * u[qb], minlength=self.m)
         for i, _idx, f, _g, _h, _hs in self._nl_cons:
             g[i] += f(u)
+        for gr in self._nl_groups:
+            g[gr.rows] += gr.value(u)
         return g
 
     def jacobianstructure(self):
@@ -441,8 +558,9 @@ class CompiledNLP:
         """Values of the sparse Jacobian, in the order of :meth:`jacobianstructure`."""
         slots, cols, coefs = self._jq
         vals = self._jlin + np.bincount(slots, coefs * u[cols], minlength=self._jlin.size).astype(float)
-        if self._nl_cons:
-            vals += np.bincount(self._jnl_slot, np.concatenate([np.array(g(u), float) for _, _, _, g, _, _ in self._nl_cons]),
+        if self._nl_cons or self._nl_groups:
+            vals += np.bincount(self._jnl_slot, np.concatenate([np.array(g(u), float) for _, _, _, g, _, _ in self._nl_cons]
+                                                               + [gr.jacobian(u) for gr in self._nl_groups]),
                                 minlength=vals.size)
         return vals
 
@@ -457,6 +575,7 @@ class CompiledNLP:
         if self._oqh.size:
             vals += (obj_factor * self.sense) * self._Ho
         parts = [lagrange[i] * np.array(h(u), float) for i, _idx, _f, _g, h, _hs in self._nl_cons]
+        parts += [gr.hessian(u, lagrange) for gr in self._nl_groups]
         if self._onl is not None:
             parts.append(obj_factor * self.sense * np.array(self._onl[3](u), float))
         if parts:
@@ -537,3 +656,104 @@ def _unique_pairs(rows, cols, n):
     key = rows.astype(np.int64) * (n + 1) + cols
     uniq, slot = np.unique(key, return_inverse=True)
     return (uniq // (n + 1)).astype(int), (uniq % (n + 1)).astype(int), slot
+
+
+#: nonlinear rows of one template evaluated as one vectorized group from this many on
+_GROUP_MIN = 8
+
+
+def _derivatives(expr, nl_vars, where, check):
+    """``(expr, grads, pairs)``: ``expr`` with its repeated subexpressions made one node each
+    (:func:`~pympc.mpec._codegen.share_subexpressions`: Pyomo differentiates a shared node once), its gradient
+    by ``nl_vars`` and its second derivatives ``(i, j, d²/dx_i dx_j)`` for j <= i that are not zero (Pyomo's
+    reverse symbolic differentiation); ``check()`` is called between rows (the build's deadline)."""
+    expr = share_subexpressions(expr)
+    try:
+        grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+    except DifferentiationException as exc:
+        raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
+                           "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
+                           "acos, atan, sqrt, abs") from None
+    pairs = []
+    for i, gi in enumerate(grads):
+        check()
+        if gi.__class__ in native_numeric_types:
+            continue
+        second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
+        pairs += [(i, j, second[j]) for j in range(i + 1)
+                  if not (second[j].__class__ in native_numeric_types and second[j] == 0)]
+    return expr, grads, pairs
+
+
+def _template(expr, nl_vars):
+    """A hashable key of a nonlinear part: its tree in preorder (node class, function name, arity), each free
+    variable by its position in ``nl_vars``, numbers (and fixed variables, Params) by value; None when the
+    tree holds a node that does not evaluate elementwise on arrays (max, min) or is too large to be worth it.
+    Equal keys: the same function of the rows' own variables (an explicit stack, no recursion)."""
+    pos = {id(v): k for k, v in enumerate(nl_vars)}
+    out = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if node.__class__ in native_numeric_types:
+            out.append(float(node))
+            continue
+        if node.is_variable_type():
+            out.append(("v", pos[id(node)]) if not node.fixed else float(pyo.value(node)))
+            continue
+        if not node.is_potentially_variable():
+            out.append(float(pyo.value(node)))
+            continue
+        if node.is_named_expression_type():
+            stack.append(node.args[0])
+            continue
+        cls = node.__class__
+        if cls.__name__ in ("MaxExpression", "MinExpression") or len(out) > 5000:
+            return None
+        name = node.getname() if hasattr(node, "getname") else None
+        args = node.args
+        out.append((cls, name, len(args)))
+        stack.extend(reversed(args))
+    return tuple(out)
+
+
+class _Group:
+    """Rows whose nonlinear parts share one template: the first one is differentiated and compiled with its
+    variables as the rows of ``X = u[idx]`` (``idx``: variables × rows), so that one call of each generated
+    function evaluates every row (numpy arrays through the same straight-line code)."""
+
+    def __init__(self, nlp, rows, where):
+        first = nlp.cons[rows[0]]
+        expr, nl_vars = first.nl
+        self.rows = np.array(rows, int)
+        self.idx = np.array([nlp.cons[i].nl_idx for i in rows], int).T          # (variables, rows)
+        nv, R = self.idx.shape
+        local = {id(v): k for k, v in enumerate(nl_vars)}
+        expr, grads, pairs = _derivatives(expr, nl_vars, where, nlp._check_deadline)
+        hess = [h for _, _, h in pairs]
+        pairs = [(i, j) for i, j, _ in pairs]
+        self._f, self._g, self._h = compile_functions([[expr], grads, hess], local, where)
+        self.shape = R
+        self.jac_rows = np.tile(self.rows, nv)
+        self.jac_cols = self.idx.ravel()
+        a = np.array([self.idx[i] for i, _ in pairs], int).reshape(len(pairs), R)
+        b = np.array([self.idx[j] for _, j in pairs], int).reshape(len(pairs), R)
+        self.hess_rows, self.hess_cols = np.maximum(a, b).ravel(), np.minimum(a, b).ravel()
+        self._npairs = len(pairs)
+
+    def _stack(self, vals):
+        R = self.shape
+        if not vals:
+            return np.zeros(0)
+        return np.concatenate([np.broadcast_to(np.asarray(v, float), (R,)) for v in vals])
+
+    def value(self, u):
+        return np.broadcast_to(np.asarray(self._f(u[self.idx])[0], float), (self.shape,))
+
+    def jacobian(self, u):
+        return self._stack(self._g(u[self.idx]))
+
+    def hessian(self, u, lagrange):
+        if not self._npairs:
+            return np.zeros(0)
+        return (self._stack(self._h(u[self.idx])).reshape(self._npairs, self.shape) * lagrange[self.rows]).ravel()

@@ -1,0 +1,125 @@
+"""The FESD fit (pympc.identify.fesd_fit) as a route of estimate(): options, joint records, declared results.
+
+Oracles: the shooting estimate on the same data (simulated with known parameters), the simulation at the
+FESD estimate (the fit's own verification), Pyomo's enums.
+"""
+
+import numpy as np
+import pytest
+
+from pympc.errors import OptionError
+from pympc.identify import Experiment, Fesd, Shooting, estimate, synthetic_record
+
+OSC = "models/friction_oscillator.toml"
+
+
+@pytest.fixture(scope="module")
+def record():
+    t = np.linspace(0.0, 3.0, 13)
+    df, noise = synthetic_record(OSC, t, ["mass.x"], 0.01, 3)
+    return Experiment(OSC, df, outputs=["mass.x"], noise=noise)
+
+
+def test_fesd_options_are_checked_by_name():
+    assert Fesd().elements == 4 and Fesd().stages == 3
+    with pytest.raises(OptionError, match="Fesd: elements"):
+        Fesd(elements=0)
+    with pytest.raises(OptionError, match="Fesd: verify_tol"):
+        Fesd(verify_tol=-1.0)
+    with pytest.raises(OptionError, match="method='shooting'"):
+        Fesd(starts=3)
+    from pympc.identify.options import resolve
+    assert isinstance(resolve("fesd"), Fesd) and isinstance(resolve(Fesd), Fesd)
+
+
+def test_estimate_fesd_agrees_with_shooting_and_declares_its_result(record):
+    """estimate(..., method=Fesd()) returns an IdentificationResult at the shooting estimate (within 0.1 standard
+    errors), with the standard errors of the exact model's Jacobian at its estimate (the shooting ones to 1 %),
+    verified by simulation; its facts carry Pyomo's termination condition and solution status by name."""
+    shoot = estimate(record, "mu,mu_s", method=Shooting(starts=1))
+    res = estimate(record, "mu,mu_s", method=Fesd(elements=4, stages=3))
+    assert res.ok and res.converged, res.summary()
+    assert type(res) is type(shoot)
+    assert np.all(np.abs(res.optimum - shoot.optimum) <= 0.1 * shoot.stderr), (res.optimum, shoot.optimum)
+    assert np.allclose(res.stderr, shoot.stderr, rtol=1e-2), (res.stderr, shoot.stderr)
+    fe = res.method["fesd"]
+    assert fe["termination"] == "convergenceCriteriaSatisfied" and fe["solution_status"] == "optimal"
+    assert fe["output_gap"] <= 1e-5
+    assert max(abs(x) for x in fe["exact_step"]) <= 0.01 * float(np.min(shoot.stderr))
+    assert "fesd" in res.checks() and res.checks()["fesd"][0]
+    with pytest.raises(OptionError, match="profile"):
+        estimate(record, "mu,mu_s", method="fesd", profile="mu")
+
+
+def test_fit_result_is_declared_with_pyomo_enums(record):
+    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+
+    from pympc.identify.fesd_fit import fit
+    from pympc.mechanics import load_model
+    r = fit(load_model(OSC).bind({"mu": 0.29, "mu_s": 0.41}), record.t, record.y, ["mass.x"], ["mu", "mu_s"],
+            noise=list(record.sigma))
+    assert r.ok and r.termination_condition is TerminationCondition.convergenceCriteriaSatisfied
+    assert r.solution_status is SolutionStatus.optimal
+    assert all(isinstance(s.termination_condition, TerminationCondition) for s in r.solves)
+    # an iteration limit of 1 cannot converge: declared as such, not verified
+    bad = fit(load_model(OSC).bind({"mu": 0.29, "mu_s": 0.41}), record.t, record.y, ["mass.x"], ["mu", "mu_s"],
+              noise=list(record.sigma), options={"max_iter": 1})
+    assert not bad.ok and bad.termination_condition is TerminationCondition.iterationLimit
+    assert bad.solution_status is not SolutionStatus.optimal
+
+
+def test_forward_route_gives_the_same_estimate(record):
+    """forward=True (the forward MPEC solve first, its active set fixed) and the simulation's active set agree."""
+    from pympc.identify.fesd_fit import fit
+    from pympc.mechanics import load_model
+    args = (load_model(OSC).bind({"mu": 0.29, "mu_s": 0.41}), record.t, record.y, ["mass.x"], ["mu", "mu_s"])
+    a = fit(*args, noise=list(record.sigma))
+    b = fit(*args, noise=list(record.sigma), forward=True)
+    assert a.ok and b.ok, (a.message, b.message)
+    assert all(abs(a.theta[n] - b.theta[n]) <= 1e-6 for n in a.theta), (a.theta, b.theta)
+
+
+def test_two_experiments_jointly_agree_with_joint_shooting():
+    """Two records of the oscillator at different drive amplitudes (known μ = 0.3, μ_s = 0.4), fitted jointly:
+    one NLP with the parameters shared, each record verified by simulation; the joint FESD estimate is the
+    joint shooting estimate within 0.1 standard errors."""
+    t = np.linspace(0.0, 3.0, 13)
+    exps = []
+    for k, F0 in enumerate((10.0, 12.0)):
+        df, noise = synthetic_record(OSC, t, ["mass.x"], 0.01, 10 + k, F0=F0)
+        exps.append(Experiment(OSC, df, outputs=["mass.x"], noise=noise, fixed={"F0": F0}, name=f"F0={F0:g}"))
+    shoot = estimate(exps, "mu,mu_s", method=Shooting(starts=1))
+    res = estimate(exps, "mu,mu_s", method=Fesd())
+    assert res.ok, res.summary()
+    assert np.all(np.abs(res.optimum - shoot.optimum) <= 0.1 * shoot.stderr), (res.optimum, shoot.optimum,
+                                                                                shoot.stderr)
+    fe = res.method["fesd"]
+    assert fe["output_gap"] <= 1e-5 and abs(res.cost - shoot.cost) <= 1e-3 * shoot.cost
+    # one NLP over both records: more variables than either record's model alone
+    single = estimate(exps[0], "mu,mu_s", method=Fesd())
+    assert fe["nlp"][-1]["variables"] > 1.5 * single.method["fesd"]["nlp"][-1]["variables"]
+
+
+def test_fesd_refuses_a_record_without_the_initial_time():
+    t = np.linspace(0.5, 3.0, 11)
+    df, noise = synthetic_record(OSC, np.linspace(0.0, 3.0, 13), ["mass.x"], 0.01, 3)
+    exp = Experiment(OSC, df[df["t"] >= 0.5], outputs=["mass.x"], noise=noise, t_span=(0.0, 3.0))
+    assert t.size == 11
+    with pytest.raises(OptionError, match="sample at the initial time"):
+        estimate(exp, "mu,mu_s", method="fesd")
+
+
+def test_cli_identify_method_fesd(tmp_path, capsys, record):
+    import pandas as pd
+
+    from pympc.cli import main
+    path = tmp_path / "rec.csv"
+    pd.DataFrame({"t": record.t, "mass.x": record.y[:, 0]}).to_csv(path, index=False)
+    rc = main(["identify", OSC, str(path), "--fit", "mu,mu_s", "--noise", str(float(record.sigma[0])),
+               "--method", "fesd", "--elements", "4", "--stages", "3", "--no-plots", "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "identification by fesd" in out and "check fesd           ok" in out
+    assert main(["identify", OSC, str(path), "--fit", "mu", "--elements", "3", "--no-plots", "--out",
+                 str(tmp_path)]) == 2
+    assert "--elements and --stages are options of --method fesd" in capsys.readouterr().err
