@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MODELS, ROOT
+from conftest import MODELS, ROOT, run_python
 from scipy.optimize._numdiff import approx_derivative
 
 import pympc
@@ -413,14 +413,9 @@ def test_profiles_and_intervals_are_questions_to_the_result(ramp, tmp_path):
 
 
 def test_import_of_identify_stays_pyomo_free():
-    import os
-    import subprocess
-    import sys
-
     code = ("import sys, pympc.identify as i; i.Shooting(); i.Mpec(step=0.01); "
             "print(sorted(k for k in sys.modules if k.startswith('pyomo')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = run_python("-c", code)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:]
 
 

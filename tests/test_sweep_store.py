@@ -14,7 +14,7 @@ import warnings
 import pandas as pd
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import run_python, start_python
 from test_sweep import CROSS, OSC, _toml, cross_spec, same
 
 import pympc.cli
@@ -24,13 +24,11 @@ from pympc.sweep.engine import ANSWERS
 from pympc.sweep.store import DAMAGED, LOCK, MANIFEST, ResultStore
 
 GRID = {"mu1": [0.5, 2.0], "mu2": [0.1, 3.0]}
-ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
 def cli(*args, timeout=600):
     """``pympc`` in a subprocess (its own session, so that a kill reaches its cluster too)."""
-    return subprocess.run([sys.executable, "-m", "pympc.cli", *map(str, args)], env=ENV, capture_output=True,
-                          text=True, timeout=timeout, start_new_session=True)
+    return run_python("-m", "pympc.cli", *args, timeout=timeout, start_new_session=True)
 
 
 def write_spec(path, grid, t_end=0.2, **options):
@@ -105,8 +103,8 @@ def test_writer_killed_mid_sweep_leaves_a_store_the_next_writer_repairs(tmp_path
     spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 3.0], "batch_size": 1},
                            "grid": {"F0": {"start": 4.0, "stop": 12.0, "num": n}}}))
     store = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, "-m", "pympc.cli", "sweep", spec, "--store", store, "--workers", "1"],
-                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = start_python("-m", "pympc.cli", "sweep", spec, "--store", store, "--workers", "1",
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         while len(list(store.glob("part-*.parquet"))) < 2 and proc.poll() is None:
             time.sleep(0.05)
@@ -136,9 +134,9 @@ def test_writer_killed_mid_sweep_leaves_a_store_the_next_writer_repairs(tmp_path
 def test_a_second_writer_is_refused_with_the_holders_host_and_pid(client, tmp_path, capsys):
     spec_file = write_spec(tmp_path / "cross.toml", GRID)
     store = tmp_path / "s"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pympc.sweep.store import ResultStore\n"
-                               f"with ResultStore({str(store)!r}).writer():\n print('locked', flush=True)\n"
-                               " time.sleep(600)"], env=ENV, stdout=subprocess.PIPE, text=True)
+    holder = start_python("-c", "import sys, time; from pympc.sweep.store import ResultStore\n"
+                          f"with ResultStore({str(store)!r}).writer():\n print('locked', flush=True)\n"
+                          " time.sleep(600)", stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(OptionError, match=f"another sweep is writing.*{socket.gethostname()}.*pid {holder.pid}"):
@@ -180,9 +178,9 @@ def test_lock_without_flock(tmp_path, monkeypatch):
 def test_two_sweeps_started_together_store_every_run_once(tmp_path):
     spec_file = write_spec(tmp_path / "cross.toml", {"mu1": [0.5, 1.0, 2.0, 4.0], "mu2": [0.1, 1.0, 3.0]})
     store = tmp_path / "s"
-    cmd = [sys.executable, "-m", "pympc.cli", "sweep", str(spec_file), "--store", str(store), "--workers", "1"]
-    procs = [subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True) for _ in range(2)]
+    cmd = ["-m", "pympc.cli", "sweep", str(spec_file), "--store", str(store), "--workers", "1"]
+    procs = [start_python(*cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+             for _ in range(2)]
     try:
         outs = [p.communicate(timeout=900) for p in procs]
     finally:
