@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MODELS, ROOT, run_python
+from conftest import MODELS, ROOT, python_env, run_python
 from scipy.optimize._numdiff import approx_derivative
 
 import pympc
@@ -467,7 +467,7 @@ def test_identification_notebook_executes():
     path = ROOT / "notebooks" / "identification.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+                            resources={"metadata": {"path": str(path.parent)}}).execute(env=python_env())
     text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
                    for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "check converged      ok" in text and "one-sided" in text and "not sorted" in text

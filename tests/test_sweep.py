@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MODELS, ROOT, run_python, start_python
+from conftest import MODELS, ROOT, python_env, run_python, start_python
 
 import pympc
 import pympc.cli
@@ -313,6 +313,6 @@ def test_sweep_notebook_executes():
     path = ROOT / "notebooks" / "sweep.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+                            resources={"metadata": {"path": str(path.parent)}}).execute(env=python_env())
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "NONE" in text and "FINITE" in text and "stick_phases" in text
