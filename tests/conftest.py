@@ -1,6 +1,10 @@
 """Shared fixtures and reference problems: every test reads its data from here."""
 
 import functools
+import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +55,44 @@ def rng():
 
 ROOT = Path(__file__).parents[1]
 MODELS = ROOT / "models"
+
+# ------------------------------------------------------------------ subprocesses: the pympc this session imports
+PYMPC_HOME = Path(importlib.util.find_spec("pympc").origin).resolve().parents[1]
+"""The directory holding the ``pympc`` this session imports: the installed one under CI (``pip install ".[test]"``
+then ``pytest``), the source tree in development (``PYTHONPATH=$PWD``).  A subprocess importing the other copy
+would test other code, and compile that copy's numba kernels (a minute and more) instead of loading them."""
+
+
+def python_env(*paths, **variables):
+    """``os.environ`` for a subprocess: :data:`PYMPC_HOME` first on PYTHONPATH, then ``paths``, then the caller's
+    PYTHONPATH; ``variables`` set (None: removed)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PYMPC_HOME), *map(str, paths), env.get("PYTHONPATH")) if p)
+    for name, value in variables.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = str(value)
+    return env
+
+
+def _python_kwargs(kwargs):
+    # cwd: Python puts the working directory first on sys.path for ``-c`` and ``-m`` (a repository root there would
+    # shadow PYTHONPATH with its own pympc): by default the directory of this session's pympc
+    return {"env": python_env(), "cwd": PYMPC_HOME, **kwargs}
+
+
+def run_python(*args, **kwargs):
+    """``subprocess.run([sys.executable, *args])`` importing this session's pympc (see :data:`PYMPC_HOME`); output
+    captured as text unless told otherwise; ``env`` from :func:`python_env`, ``cwd`` a directory without another
+    pympc."""
+    return subprocess.run([sys.executable, *map(str, args)], **_python_kwargs({"capture_output": True, "text": True,
+                                                                               **kwargs}))
+
+
+def start_python(*args, **kwargs):
+    """``subprocess.Popen([sys.executable, *args])`` importing this session's pympc (as :func:`run_python`)."""
+    return subprocess.Popen([sys.executable, *map(str, args)], **_python_kwargs(kwargs))
 
 
 def accelerations(form, q, qd, t=0.0, mu=None, mode=None):

@@ -2,13 +2,11 @@
 
 import io
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MODELS, ROOT
+from conftest import MODELS, ROOT, run_python
 
 import pympc
 from pympc.cli import _Progress, build_parser, main
@@ -17,7 +15,7 @@ DATA = ROOT / "tests" / "data"
 
 
 def test_version_from_the_command_line():
-    out = subprocess.run([sys.executable, "-m", "pympc.cli", "--version"], capture_output=True, text=True, cwd=ROOT)
+    out = run_python("-m", "pympc.cli", "--version")
     assert out.returncode == 0 and out.stdout.strip() == f"pympc {pympc.__version__}"
 
 
@@ -104,9 +102,8 @@ def test_progress_bar_draws_only_on_a_terminal(tty):
 
 
 def test_redirected_simulation_log_has_no_carriage_returns(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "pympc.cli", "simulate", str(MODELS / "friction_oscillator.toml"),
-                          "--t-end", "2", "--no-plots", "--out", str(tmp_path)], capture_output=True, text=True,
-                         cwd=ROOT)
+    out = run_python("-m", "pympc.cli", "simulate", MODELS / "friction_oscillator.toml", "--t-end", "2", "--no-plots",
+                     "--out", tmp_path)
     assert out.returncode == 0, out.stderr
     assert "\r" not in out.stderr and "\r" not in out.stdout
 

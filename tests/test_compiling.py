@@ -1,12 +1,11 @@
 """The on-disk cache of the numba kernels (pympc/_compiling.py): keyed by every kernel source, never stale across
 files, and a damaged or foreign cache is compiled again, never an error or a wrong result."""
 
-import os
 import pathlib
 import shutil
-import subprocess
-import sys
 import textwrap
+
+from conftest import python_env, run_python
 
 from pympc import _compiling
 
@@ -30,8 +29,7 @@ TINY = textwrap.dedent("""\
 
 
 def _run(module_dir, cache_dir):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(module_dir)]), NUMBA_CACHE_DIR=str(cache_dir))
-    out = subprocess.run([sys.executable, "-c", "import tiny_kernel"], env=env, capture_output=True, text=True)
+    out = run_python("-c", "import tiny_kernel", env=python_env(module_dir, NUMBA_CACHE_DIR=cache_dir))
     assert out.returncode == 0, out.stderr
     return float(out.stdout)
 
@@ -85,12 +83,8 @@ def test_a_kernel_whose_source_changed_is_not_read_from_the_cache(tmp_path):
 def _hits(module_dir, cache_dir):
     """(result, cache hits) of the tiny kernel in a fresh process, kernels cached in ``cache_dir`` (None: numba's
     default, the module's own __pycache__)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(module_dir)]))
-    env.pop("NUMBA_CACHE_DIR", None)
-    if cache_dir is not None:
-        env["NUMBA_CACHE_DIR"] = str(cache_dir)
     code = "import tiny_kernel; print(sum(tiny_kernel.kernel.stats.cache_hits.values()))"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    out = run_python("-c", code, env=python_env(module_dir, NUMBA_CACHE_DIR=cache_dir))
     assert out.returncode == 0, out.stderr
     value, hits = out.stdout.split()
     return float(value), int(hits)
@@ -107,3 +101,14 @@ def test_the_package_cache_is_read_where_the_kernels_are_cached_elsewhere(tmp_pa
     for p in (tmp_path / "__pycache__").glob("tiny_kernel.kernel-*.nb*"):
         p.write_bytes(b"damaged")
     assert _hits(tmp_path, tmp_path / "again") == (7.0, 0)
+
+
+def test_subprocesses_of_the_tests_import_this_sessions_pympc():
+    """The suite's subprocesses (conftest.run_python) run the pympc under test, and so load its compiled kernels: a
+    subprocess that imported a source tree's copy instead (the working directory first on sys.path) would test
+    other code and compile that copy's kernels for a minute."""
+    import pympc
+
+    out = run_python("-c", "import pympc; print(pympc.__file__)")
+    assert out.returncode == 0, out.stderr
+    assert pathlib.Path(out.stdout.strip()).resolve() == pathlib.Path(pympc.__file__).resolve()

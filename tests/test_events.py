@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import MODELS
+from conftest import MODELS, run_python
 from scipy.optimize import brentq
 
 import pympc
@@ -253,13 +253,11 @@ def test_plots_have_units_own_panels_for_big_curves_and_legends_outside(slots, t
 def test_plotting_leaves_the_callers_backend_alone():
     """(Pyomo's import machinery switches matplotlib to Agg by itself, so this runs without the test module.)"""
     import inspect
-    import subprocess
-    import sys
     code = ("import matplotlib\nmatplotlib.use('svg')\nimport numpy as np\nimport pympc\n"
             "from pympc.dynamics import SimulationStatus\n" + inspect.getsource(_synthetic) +
             "from pympc.dynamics.plots import trajectory_figures\ntrajectory_figures(_synthetic(3))\n"
             "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    r = run_python("-c", code)
     assert r.returncode == 0, r.stderr
 
 

@@ -5,12 +5,11 @@ the order of Radau IIA collocation (2s − 1) measured by halving the elements, 
 switches fall inside an element would not reach (it would be first order).
 """
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_python
 
 import pympc
 from pympc.errors import ModelError, OptionError
@@ -104,8 +103,7 @@ def test_rolling_refused():
 def test_import_is_lazy():
     code = ("import sys, pympc.identify, pympc.identify.fesd; "
             "print(any(k.startswith('pyomo') for k in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parent.parent)
+    out = run_python("-c", code)
     assert out.stdout.strip() == "False", out.stderr
 
 

@@ -1,11 +1,9 @@
 """HiGHS through highspy's public class: quiet when asked, its banner and log back when verbose."""
 
-import subprocess
-import sys
-
 import highspy
 import pytest
 import numpy as np
+from conftest import run_python
 
 from pympc.complementarity._highs import QuietHighs
 
@@ -19,7 +17,7 @@ assert milp(p).success
 print("quiet done", flush=True)
 assert milp(p, verbose=True).success
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = run_python("-c", code, timeout=300)
     assert out.returncode == 0, out.stderr
     quiet, verbose = out.stdout.split("quiet done\n")
     assert quiet == ""
@@ -67,7 +65,7 @@ PATHS = {
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_every_highs_path_is_silent_on_stdout(path):
     code = "import pympc\n" + PATHS[path] + "\nimport sys\nsys.stderr.write('ok=%s' % ok)\n"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    out = run_python("-c", code, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stderr.endswith("ok=True"), out.stderr
     assert out.stdout == "", out.stdout

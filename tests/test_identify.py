@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MODELS, ROOT
+from conftest import MODELS, ROOT, python_env, run_python
 from scipy.optimize._numdiff import approx_derivative
 
 import pympc
@@ -413,14 +413,9 @@ def test_profiles_and_intervals_are_questions_to_the_result(ramp, tmp_path):
 
 
 def test_import_of_identify_stays_pyomo_free():
-    import os
-    import subprocess
-    import sys
-
     code = ("import sys, pympc.identify as i; i.Shooting(); i.Mpec(step=0.01); "
             "print(sorted(k for k in sys.modules if k.startswith('pyomo')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = run_python("-c", code)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:]
 
 
@@ -472,7 +467,7 @@ def test_identification_notebook_executes():
     path = ROOT / "notebooks" / "identification.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+                            resources={"metadata": {"path": str(path.parent)}}).execute(env=python_env())
     text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
                    for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "check converged      ok" in text and "one-sided" in text and "not sorted" in text

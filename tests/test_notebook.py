@@ -2,7 +2,7 @@
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import ROOT, python_env
 
 nbclient = pytest.importorskip("nbclient")
 
@@ -13,7 +13,7 @@ def executed_outputs(name):
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    client.execute(env=python_env())          # the kernel imports the pympc under test
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 

@@ -1,11 +1,9 @@
 """pympc as a Pyomo solver: both factories, Pyomo's keywords, results, loading, tee, time limits, mpec_nlp."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from conftest import run_python
 from pyomo.contrib.solver.common.factory import SolverFactory as NewFactory
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 from pyomo.contrib.solver.common.util import NoOptimalSolutionError, NoSolutionError
@@ -150,7 +148,7 @@ for _ in range(5):
 t.join()
 print("done", flush=True)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = run_python("-c", code, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines.count("done") == 1 and sum(line.startswith("thread ") for line in lines) == 200
@@ -231,7 +229,7 @@ print("ok")
 """
     pyomo_first = "import pyomo.environ\nimport pympc\np = pympc.LCP([[2.0]], [-4.0])\n"
     for code in (lazy + use, pyomo_first + use):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        out = run_python("-c", code, timeout=300)
         assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
@@ -253,7 +251,7 @@ def test_solvers_are_in_pyomos_own_listings_with_their_options():
     # issue 30 (6): once pympc is imported, `pyomo help --solvers` lists the three solvers as available, both
     # factories iterate over their names with a doc, and each CONFIG declares pympc's options
     code = ("import pympc\nfrom pyomo.scripting.driver_help import help_solvers\nhelp_solvers()\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = run_python("-c", code, timeout=300)
     assert out.returncode == 0, out.stderr
     for name in SOLVERS:
         assert f"+{name} " in out.stdout, out.stdout[-3000:]   # '+': available

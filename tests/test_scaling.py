@@ -8,7 +8,7 @@ mapped through the scaling.
 
 import numpy as np
 import pytest
-from conftest import random_p_matrix
+from conftest import random_p_matrix, run_python
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -191,12 +191,9 @@ def test_magnitudes_outside_the_window_are_a_problem_error_naming_the_argument(m
 
 
 def test_the_issue_lcp_is_refused_at_construction_without_lapack_output():
-    import subprocess
-    import sys
-
     code = ("import pympc\ntry:\n    pympc.solve(pympc.LCP([[1e300, 0], [0, 1e-300]], [-1, -1]))\n"
             "except pympc.ProblemError as e:\n    print('refused:', str(e)[:20])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    out = run_python("-c", code, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "refused: M has an entry of ma\n" and "DLASCL" not in out.stderr
 

@@ -3,13 +3,12 @@
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MODELS, ROOT
+from conftest import MODELS, ROOT, python_env, run_python, start_python
 
 import pympc
 import pympc.cli
@@ -255,10 +254,8 @@ def test_ctrl_c_stops_the_command_and_resume_finishes(tmp_path):
     spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 3.0], "batch_size": 1},
                            "grid": {"F0": {"start": 4.0, "stop": 12.0, "num": n}}}))
     store = tmp_path / "store"
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "pympc.cli", "sweep", str(spec), "--store", str(store), "--workers", "1"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    cmd = ["-m", "pympc.cli", "sweep", str(spec), "--store", str(store), "--workers", "1"]
+    proc = start_python(*cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         while not list(store.glob("part-*.parquet")) and proc.poll() is None:
             time.sleep(0.1)
@@ -271,8 +268,8 @@ def test_ctrl_c_stops_the_command_and_resume_finishes(tmp_path):
     assert "interrupted" in err and "--resume" in err
     stored = len(ResultStore(store).finished())
     assert 1 <= stored < n
-    done = subprocess.run(cmd + ["--resume", "--plot", "stick.slot"], env=env, capture_output=True, text=True,
-                          timeout=600)
+    # (the rest in a few batches: a part file per run is only needed while waiting for the first one)
+    done = run_python(*cmd, "--resume", "--batch-size", "60", "--plot", "stick.slot", timeout=600)
     assert done.returncode == 0, done.stderr
     assert f"{n - stored} run now, {stored} already stored" in done.stdout
     assert (store / "stick.slot.png").stat().st_size > 0
@@ -316,6 +313,6 @@ def test_sweep_notebook_executes():
     path = ROOT / "notebooks" / "sweep.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+                            resources={"metadata": {"path": str(path.parent)}}).execute(env=python_env())
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "NONE" in text and "FINITE" in text and "stick_phases" in text

@@ -10,7 +10,7 @@ import time
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import python_env, start_python
 from test_sweep import OSC, _toml
 
 from pympc.sweep import load_results
@@ -23,10 +23,10 @@ DASK = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.whic
 @pytest.fixture
 def cluster(tmp_path):
     """A scheduler and two single-threaded workers (no nanny: the pid is the worker) on 127.0.0.1, ports chosen
-    by the system; the workers import this tree's pympc (PYTHONPATH).  Always torn down."""
+    by the system; the workers import this session's pympc (PYTHONPATH).  Always torn down."""
     if DASK is None:
         pytest.skip("the dask command is not installed")
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = python_env()
     info = tmp_path / "scheduler.json"
     procs = []
 
@@ -67,9 +67,8 @@ def test_sweep_on_a_scheduler_survives_a_killed_worker(cluster, tmp_path):
     spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 3.0], "batch_size": 1},
                            "grid": {"F0": {"start": 4.0, "stop": 12.0, "num": n}}}))
     store = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, "-m", "pympc.cli", "sweep", str(spec), "--store", str(store),
-                             "--scheduler", address], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = start_python("-m", "pympc.cli", "sweep", spec, "--store", store, "--scheduler", address, env=env,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         while len(list(store.glob("part-*.parquet"))) < 3 and proc.poll() is None:
             time.sleep(0.05)

@@ -14,7 +14,7 @@ import warnings
 import pandas as pd
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import run_python, start_python
 from test_sweep import CROSS, OSC, _toml, cross_spec, same
 
 import pympc.cli
@@ -24,13 +24,11 @@ from pympc.sweep.engine import ANSWERS
 from pympc.sweep.store import DAMAGED, LOCK, MANIFEST, ResultStore
 
 GRID = {"mu1": [0.5, 2.0], "mu2": [0.1, 3.0]}
-ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
 def cli(*args, timeout=600):
     """``pympc`` in a subprocess (its own session, so that a kill reaches its cluster too)."""
-    return subprocess.run([sys.executable, "-m", "pympc.cli", *map(str, args)], env=ENV, capture_output=True,
-                          text=True, timeout=timeout, start_new_session=True)
+    return run_python("-m", "pympc.cli", *args, timeout=timeout, start_new_session=True)
 
 
 def write_spec(path, grid, t_end=0.2, **options):
@@ -105,8 +103,8 @@ def test_writer_killed_mid_sweep_leaves_a_store_the_next_writer_repairs(tmp_path
     spec.write_text(_toml({"sweep": {"model": str(OSC), "t_span": [0.0, 3.0], "batch_size": 1},
                            "grid": {"F0": {"start": 4.0, "stop": 12.0, "num": n}}}))
     store = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, "-m", "pympc.cli", "sweep", spec, "--store", store, "--workers", "1"],
-                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = start_python("-m", "pympc.cli", "sweep", spec, "--store", store, "--workers", "1",
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         while len(list(store.glob("part-*.parquet"))) < 2 and proc.poll() is None:
             time.sleep(0.05)
@@ -136,9 +134,9 @@ def test_writer_killed_mid_sweep_leaves_a_store_the_next_writer_repairs(tmp_path
 def test_a_second_writer_is_refused_with_the_holders_host_and_pid(client, tmp_path, capsys):
     spec_file = write_spec(tmp_path / "cross.toml", GRID)
     store = tmp_path / "s"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pympc.sweep.store import ResultStore\n"
-                               f"with ResultStore({str(store)!r}).writer():\n print('locked', flush=True)\n"
-                               " time.sleep(600)"], env=ENV, stdout=subprocess.PIPE, text=True)
+    holder = start_python("-c", "import sys, time; from pympc.sweep.store import ResultStore\n"
+                          f"with ResultStore({str(store)!r}).writer():\n print('locked', flush=True)\n"
+                          " time.sleep(600)", stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(OptionError, match=f"another sweep is writing.*{socket.gethostname()}.*pid {holder.pid}"):
@@ -180,9 +178,9 @@ def test_lock_without_flock(tmp_path, monkeypatch):
 def test_two_sweeps_started_together_store_every_run_once(tmp_path):
     spec_file = write_spec(tmp_path / "cross.toml", {"mu1": [0.5, 1.0, 2.0, 4.0], "mu2": [0.1, 1.0, 3.0]})
     store = tmp_path / "s"
-    cmd = [sys.executable, "-m", "pympc.cli", "sweep", str(spec_file), "--store", str(store), "--workers", "1"]
-    procs = [subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True) for _ in range(2)]
+    cmd = ["-m", "pympc.cli", "sweep", str(spec_file), "--store", str(store), "--workers", "1"]
+    procs = [start_python(*cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+             for _ in range(2)]
     try:
         outs = [p.communicate(timeout=900) for p in procs]
     finally:
@@ -279,19 +277,20 @@ def spin_when_mu1_high(tr):
 
 def test_run_past_its_time_limit_is_stored_as_timeout_and_the_sweep_goes_on(client, tmp_path):
     spec = cross_spec({"mu1": [0.5, 2.0, 8.0], "mu2": [0.1, 1.0]}, observables=[spin_when_mu1_high])
-    report = run_sweep(spec, tmp_path / "s", client=client, batch_size=6, timeout=10.0)
+    # (a run here takes milliseconds, a first run on a fresh worker ~1-3 s: 5 s are ample; each spinning run costs it)
+    report = run_sweep(spec, tmp_path / "s", client=client, batch_size=6, timeout=5.0)
     df = load_results(tmp_path / "s")
     assert report.complete and len(df) == 6
     spun = df[df.status == "TIMEOUT"]
     assert list(spun.mu1) == [8.0, 8.0] and report.counts["TIMEOUT"] == 2
-    assert spun.message.str.contains("timeout = 10 s").all() and spun.spin_when_mu1_high.isna().all()
+    assert spun.message.str.contains("timeout = 5 s").all() and spun.spin_when_mu1_high.isna().all()
     assert (df.loc[df.status != "TIMEOUT", "spin_when_mu1_high"].dropna() == 1.0).all()
     assert (df[df.mu1 < 4].status != "TIMEOUT").all() and list(spun.run) == [4, 5]   # the batch went on after run 4
     assert report.failed == (~df.status.isin(ANSWERS)).sum() and "TIMEOUT" in report.summary()
     # retry_failed reruns the timed-out runs (here they spin again)
-    again = run_sweep(spec, tmp_path / "s", client=client, retry_failed=True, timeout=5.0)
+    again = run_sweep(spec, tmp_path / "s", client=client, retry_failed=True, timeout=1.0)
     assert again.ran == len(spun) and again.counts == report.counts
-    assert load_results(tmp_path / "s").message.str.contains("timeout = 5 s").sum() == len(spun)
+    assert load_results(tmp_path / "s").message.str.contains("timeout = 1 s").sum() == len(spun)
 
 
 def test_run_timeout_on_the_command_line_stops_endless_simulations(tmp_path):
