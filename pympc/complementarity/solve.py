@@ -92,6 +92,9 @@ METHODS = _Methods({"lemke": lemke, "enumerate": _enumerate, "milp": milp, **SOL
 
 #: how Lemke's method can end undecided: ``solve`` decides these exactly (its ``fallback``)
 _UNDECIDED_BY_LEMKE = (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)
+_SOLVED = Status.SOLVED
+#: the registry's dict itself (``solve`` looks a name up on every call)
+_ENTRIES = METHODS._entries
 
 
 def _after_lemke(problem, r, time_limit):
@@ -153,7 +156,7 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     array([2.])
     """
     if isinstance(method, str):
-        fn = METHODS._entries.get(method)      # the function itself, once looked up (a name is imported first)
+        fn = _ENTRIES.get(method)      # the function itself, once looked up (a name is imported first)
         if type(fn) is str:
             fn = METHODS[method]
     elif callable(method):
@@ -174,7 +177,7 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
         r = fn(problem, **options)
     else:
         r = fn(problem)
-    if (r.status is not Status.SOLVED and method == "lemke" and fallback and options.get("certify") is not False
+    if (r.status is not _SOLVED and method == "lemke" and fallback and options.get("certify") is not False
             and r.status in _UNDECIDED_BY_LEMKE):
         return _after_lemke(problem, r, fallback_time_limit)
     return r
