@@ -17,6 +17,16 @@ KERNEL_PIVOT_LIMIT = 2
 KERNEL_NUMERICAL = 3
 KERNEL_SINGULAR = 4
 
+#: Lemke's default options (:data:`pympc.complementarity.lemke.LEMKE_OPTIONS`), constants of the kernels that
+#: take no options: pivot limit ``MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n``, pivot and verification tolerances
+MAX_PIVOTS_BASE = 1000
+MAX_PIVOTS_PER_PAIR = 100
+PIV_TOL = 1e-10
+VERIFY_TOL = 1e-9
+#: tie tolerance of the ratio tests, and sweeps of Ruiz's equilibration (it stops earlier once settled)
+TIE_TOL = 1e-12
+RUIZ_SWEEPS = 20
+
 
 @njit(cache=True, nogil=True)
 def _pivot(T, r, s, prow, nzcol):
@@ -144,12 +154,14 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     n = T.shape[0]
     nv = 2 * n + 1
     rhs = n + 1
-    # two allocations carved into the work arrays (an allocation costs more than these small loops)
-    L = max_pivots + 1
-    ints = np.empty(2 * L + 2 * nv + 5 * n + 3, np.int64)
-    enter_log, leave_log = ints[:L], ints[L:2 * L]
-    colpos, rowpos = ints[2 * L:2 * L + nv], ints[2 * L + nv:2 * L + 2 * nv]
-    k = 2 * L + 2 * nv
+    # few allocations carved into the work arrays (an allocation costs more than these small loops);
+    # the pivot log [entering | leaving] has room for L pivots, doubled when full (up to max_pivots + 1): room
+    # for the limit at once was a large allocation (tens of kB, malloc's slow path) on every call
+    L = min(max_pivots + 1, 4 * n + 16)
+    log = np.empty(2 * L, np.int64)
+    ints = np.empty(2 * nv + 5 * n + 3, np.int64)
+    colpos, rowpos = ints[:nv], ints[nv:2 * nv]
+    k = 2 * nv
     nb, basis, cand = ints[k:k + n + 1], ints[k + n + 1:k + 2 * n + 1], ints[k + 2 * n + 1:k + 3 * n + 1]
     nzcol, live = ints[k + 3 * n + 1:k + 4 * n + 3], ints[k + 4 * n + 3:]
     live[:] = 0
@@ -162,7 +174,7 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     if qmin >= 0.0:
         for i in range(n):
             w[i] = T[i, rhs]
-        return KERNEL_SOLVED, 0, z, w, enter_log[:0], leave_log[:0]
+        return KERNEL_SOLVED, 0, z, w, log[:0], log[L:L]
 
     # condensed tableau [-M | -d | q]: column j < n holds z_j, column n holds z0
     colpos[:] = -1
@@ -188,7 +200,8 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         if T[i, rhs] / d[i] <= best + tie_tol * (1.0 + abs(best)):
             cand[ncand] = i
             ncand += 1
-    r = _lex_rows(T, n, cand, ncand, n, tie_tol, colpos, rowpos, True, d, live)
+    # (a call passing arrays costs atomic reference counts: one candidate, the usual case, needs none)
+    r = cand[0] if ncand == 1 else _lex_rows(T, n, cand, ncand, n, tie_tol, colpos, rowpos, True, d, live)
     entering = 2 * n
     pivots = 0
     code = KERNEL_PIVOT_LIMIT
@@ -202,9 +215,16 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         rowpos[leaving] = -1
         colpos[leaving] = s
         nb[s] = leaving
-        if pivots < enter_log.shape[0]:
-            enter_log[pivots] = entering
-            leave_log[pivots] = leaving
+        if pivots == L and L <= max_pivots:
+            grown = np.empty(4 * L if 2 * L <= max_pivots + 1 else 2 * (max_pivots + 1), np.int64)
+            L2 = grown.shape[0] // 2
+            grown[:L] = log[:L]
+            grown[L2:L2 + L] = log[L:]
+            log = grown
+            L = L2
+        if pivots < L:
+            log[pivots] = entering
+            log[L + pivots] = leaving
         pivots += 1
         if leaving == 2 * n:
             code = KERNEL_SOLVED
@@ -239,7 +259,7 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         if z0row >= 0:
             r = z0row
         else:
-            r = _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d, live)
+            r = cand[0] if ncand == 1 else _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d, live)
     for i in range(n):
         v = T[i, rhs]
         if not np.isfinite(v):
@@ -252,7 +272,7 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         elif b < 2 * n:
             z[b - n] = v
     m = min(pivots, max_pivots + 1)
-    return code, pivots, z, w, enter_log[:m], leave_log[:m]
+    return code, pivots, z, w, log[:m], log[L:L + m]
 
 
 @njit(cache=True, nogil=True)
@@ -321,9 +341,10 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
 
 
 @njit(cache=True, nogil=True)
-def _balanced(norms):
-    """Are the nonzero entries of ``norms`` between 1/8 and 8?"""
-    for v in norms:
+def _balanced(norms, count):
+    """Are the nonzero entries of ``norms[:count]`` between 1/8 and 8?"""
+    for i in range(count):
+        v = norms[i]
         if v > 0.0 and not 0.125 <= v <= 8.0:
             return False
     return True
@@ -332,6 +353,30 @@ def _balanced(norms):
 #: the bits of a double but its sign: ``bits & _MAGNITUDE`` of finite doubles compare as their magnitudes do
 #: (and integer maxima vectorize where floating-point ones, with their NaN rules, do not)
 _MAGNITUDE = 0x7FFFFFFFFFFFFFFF
+
+
+@njit(cache=True, nogil=True)
+def _ruiz_scales(norms, scales):
+    """One step of Ruiz's method on one side (see :func:`_ruiz_step`); True if no scale changed."""
+    bits = norms.view(np.int64)
+    sbits = scales.view(np.int64)
+    done = True
+    for i in range(norms.shape[0]):
+        if norms[i] > 0.0:
+            e = (bits[i] >> 52) & 0x7FF
+            frac = bits[i] & 0xFFFFFFFFFFFFF
+            k = -((e - 1022) >> 1)
+            se = ((sbits[i] >> 52) & 0x7FF) + k
+            if e != 0 and 45036 < frac < 4503599627325460 and 0 < se < 2047:
+                if k != 0:
+                    sbits[i] += k << 52
+                    done = False
+            else:
+                f = 2.0 ** np.round(-0.5 * np.log2(norms[i]))
+                if f != 1.0:
+                    scales[i] *= f
+                    done = False
+    return done
 
 
 @njit(cache=True, nogil=True)
@@ -345,34 +390,22 @@ def _ruiz_step(sweep, rn, cn, r, s, rhs):
     that brings its nonzero norm nearest 1; settled when no scale changes.  The power is read from the bits
     of the norm where that is exact (a normal norm whose mantissa is not within 1e-11 of a power of two:
     there ``log2`` lies strictly between two integers) and added to the exponent of the scale; elsewhere it
-    is computed by ``log2`` and ``round`` (the same answer, bit for bit).
+    is computed by ``log2`` and ``round`` (the same answer, bit for bit).  (No slices or array tuples here:
+    each array made in a compiled function costs atomic reference counts, which this step, once a sweep,
+    once cost more than the sweep's arithmetic at n = 20.)
     """
     m = cn.shape[0]
-    if sweep == 0 and _balanced(rn) and _balanced(cn[:m - 1] if rhs else cn):
-        if rhs and cn[m - 1] > 0.0 and m > 1 and cn[:m - 1].max() > 0.0:
-            s[m - 1] = 2.0 ** np.round(np.log2(cn[:m - 1].max() / cn[m - 1]))
+    if sweep == 0 and _balanced(rn, rn.shape[0]) and _balanced(cn, m - 1 if rhs else m):
+        if rhs and cn[m - 1] > 0.0 and m > 1:
+            big = 0.0
+            for j in range(m - 1):
+                big = max(big, cn[j])
+            if big > 0.0:
+                s[m - 1] = 2.0 ** np.round(np.log2(big / cn[m - 1]))
         return True
-    done = True
-    for side in range(2):
-        norms, scales = (rn, r) if side == 0 else (cn, s)
-        bits = norms.view(np.int64)
-        sbits = scales.view(np.int64)
-        for i in range(norms.shape[0]):
-            if norms[i] > 0.0:
-                e = (bits[i] >> 52) & 0x7FF
-                frac = bits[i] & 0xFFFFFFFFFFFFF
-                k = -((e - 1022) >> 1)
-                se = ((sbits[i] >> 52) & 0x7FF) + k
-                if e != 0 and 45036 < frac < 4503599627325460 and 0 < se < 2047:
-                    if k != 0:
-                        sbits[i] += k << 52
-                        done = False
-                else:
-                    f = 2.0 ** np.round(-0.5 * np.log2(norms[i]))
-                    if f != 1.0:
-                        scales[i] *= f
-                        done = False
-    return done
+    done_rows = _ruiz_scales(rn, r)
+    done_cols = _ruiz_scales(cn, s)
+    return done_rows and done_cols
 
 
 @njit(cache=True, nogil=True)
@@ -429,7 +462,8 @@ def _equilibrated_tableau(M, q, sweeps, T):
     written = False            # does T hold -diag(r) M diag(s) of the current scales?
     mmax = 0
     for sweep in range(sweeps):
-        cn[:] = 0.0
+        for j in range(n + 1):
+            cn[j] = 0.0
         mmax = 0
         written = sweep > 0    # sweep 0 (unit scales) measures M itself and writes nothing
         for i in range(n):
@@ -731,6 +765,39 @@ def solve_lcp(M, q, d, max_pivots, piv_rel, tie_tol, sweeps, tol):
         out[4 * n + 3 + k] = el[k]
         out[4 * n + 3 + m + k] = ll[k]
     clean = clean and max(eq, max(neg, comp)) <= tol
+    return code, pivots, clean, out
+
+
+@njit(cache=True, nogil=True)
+def solve_lcp_default(M, q):
+    """:func:`solve_lcp` with Lemke's default options (two arguments: each costs the call from Python time)."""
+    return solve_lcp(M, q, np.empty(0), MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * q.shape[0], PIV_TOL, TIE_TOL,
+                     RUIZ_SWEEPS, VERIFY_TOL)
+
+
+@njit(cache=True, nogil=True)
+def solve_lcp_form_default(A, B, c):
+    """Lemke with the default options on HLCP(A, B, c) with a diagonal A, through its LCP form
+    ``LCP(-B/a, c/a)`` (row by row; ``x = w``, ``y = z``), in one call.
+
+    Returns like :func:`solve_lcp`, with ``clean`` also requiring that the point passes the tolerance in the
+    HLCP itself (:func:`relative_residual`); ``KERNEL_SINGULAR`` (nothing solved) if a diagonal entry of A is 0.
+    """
+    n = c.shape[0]
+    for i in range(n):
+        if A[i, i] == 0.0:
+            return KERNEL_SINGULAR, 0, False, np.empty(0)
+    M = np.empty((n, n))
+    q = np.empty(n)
+    for i in range(n):
+        a = A[i, i]
+        q[i] = c[i] / a
+        for j in range(n):
+            M[i, j] = -B[i, j] / a
+    code, pivots, clean, out = solve_lcp_default(M, q)
+    if clean:
+        eq, neg, comp = relative_residual(A, B, c, out[n:2 * n], out[:n])
+        clean = max(eq, max(neg, comp)) <= VERIFY_TOL
     return code, pivots, clean, out
 
 

@@ -9,8 +9,10 @@ from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..errors import OptionError, ProblemError
 from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
+                      MAX_PIVOTS_BASE, MAX_PIVOTS_PER_PAIR, PIV_TOL, RUIZ_SWEEPS, TIE_TOL, VERIFY_TOL,
                       equilibrate_hlcp, gesv_rhs, lcp_relative_residual, mapped_point, relative_residual,
-                      solve_diagonal_hlcp_kernel, solve_hlcp_kernel, solve_lcp)
+                      solve_diagonal_hlcp_kernel, solve_hlcp_kernel, solve_lcp, solve_lcp_default,
+                      solve_lcp_form_default)
 from .problems import HLCP, LCP, Residual, as_vector
 from .results import Result, Status
 
@@ -19,9 +21,9 @@ __all__ = ["lemke", "LEMKE_OPTIONS"]
 #: Options accepted by :func:`lemke` (and ``pympc.solve(..., method="lemke")``).
 LEMKE_OPTIONS = {
     "covering_vector": "positive vector d of the artificial column (default: all ones)",
-    "max_pivots": "pivot limit (default 1000 + 100 n)",
-    "piv_tol": "smallest pivot accepted, relative to the largest entry of the equilibrated data (default 1e-10)",
-    "tol": "verification tolerance on the componentwise relative residual (default 1e-9)",
+    "max_pivots": f"pivot limit (default {MAX_PIVOTS_BASE} + {MAX_PIVOTS_PER_PAIR} n)",
+    "piv_tol": f"smallest pivot accepted, relative to the largest entry of the equilibrated data (default {PIV_TOL:g})",
+    "tol": f"verification tolerance on the componentwise relative residual (default {VERIFY_TOL:g})",
     "certify": "on a ray, decide exactly by enumeration whether a solution exists (default: n <= 8)",
     "verbose": "print the pivot log (default False)",
 }
@@ -36,7 +38,7 @@ def _variable_name(k, n):
 
 
 #: Sweeps of Ruiz's equilibration (it stops earlier once the powers of two settle).
-_SWEEPS = 20
+_SWEEPS = RUIZ_SWEEPS
 
 
 @lru_cache(maxsize=128)
@@ -55,7 +57,7 @@ def _is_real(v):
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
-def _settings(n, covering_vector=None, max_pivots=None, piv_tol=1e-10, tol=1e-9, verbose=False, certify=None):
+def _settings(n, covering_vector=None, max_pivots=None, piv_tol=PIV_TOL, tol=VERIFY_TOL, verbose=False, certify=None):
     """Validate the options of :func:`lemke`; every bad value is an :class:`OptionError` naming it."""
     if covering_vector is None:
         d = None
@@ -67,7 +69,7 @@ def _settings(n, covering_vector=None, max_pivots=None, piv_tol=1e-10, tol=1e-9,
         if not (d > 0).all():
             raise OptionError("covering_vector must be strictly positive (every entry > 0).")
     if max_pivots is None:
-        max_pivots = 1000 + 100 * n
+        max_pivots = MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n
     elif not _is_int(max_pivots) or max_pivots < 1:
         raise OptionError(f"max_pivots must be a positive integer, got {max_pivots!r} ({type(max_pivots).__name__}).")
     for name, value, low in (("piv_tol", piv_tol, 0.0), ("tol", tol, 0.0)):
@@ -112,12 +114,12 @@ def _solve_hlcp(A, B, c, a_diagonal, d, max_pivots, piv_tol):
     n = c.size
     dd = _ones(n) if d is None else d
     if a_diagonal:  # A diagonal (the LCP form HLCP(I, -M, q), or a scaling of it): M = -B/a, q = c/a
-        out = solve_diagonal_hlcp_kernel(A, B, c, dd, max_pivots, piv_tol, 1e-12)
+        out = solve_diagonal_hlcp_kernel(A, B, c, dd, max_pivots, piv_tol, TIE_TOL)
         if out[0] != KERNEL_SINGULAR:
             return np.ones(n, bool), out
     lu, _piv, sol, info = _dgesv(A, np.asfortranarray(np.column_stack([-B, c])))
     if info == 0:
-        out = solve_hlcp_kernel(A, B, c, np.ones(n, np.bool_), sol, lu, dd, max_pivots, piv_tol, 1e-12)
+        out = solve_hlcp_kernel(A, B, c, np.ones(n, np.bool_), sol, lu, dd, max_pivots, piv_tol, TIE_TOL)
         if out[0] != KERNEL_SINGULAR:
             return np.ones(n, bool), out
     h = HLCP(A, B, c)
@@ -126,7 +128,7 @@ def _solve_hlcp(A, B, c, a_diagonal, d, max_pivots, piv_tol):
         return None
     red = h.to_lcp(basis)
     S = np.column_stack([red.lcp.M, red.lcp.q])
-    return basis, solve_hlcp_kernel(A, B, c, basis, S, np.eye(n), dd, max_pivots, piv_tol, 1e-12)
+    return basis, solve_hlcp_kernel(A, B, c, basis, S, np.eye(n), dd, max_pivots, piv_tol, TIE_TOL)
 
 
 #: the default covering vector for :func:`solve_lcp` (empty: all ones after equilibration)
@@ -238,15 +240,25 @@ def _certify(problem, status, message, info):
     return status, message + f"; yet enumeration finds solutions ({sols.kind.name.lower()}): Lemke's method cannot reach them from this start"
 
 
-def _lemke_lcp_default(problem):
-    """``lemke(problem)`` for an :class:`LCP` with every option at its default (what ``pympc.solve`` calls)."""
-    n = problem.q.shape[0]
-    max_pivots = 1000 + 100 * n
-    code, pivots, clean, out = solve_lcp(problem.M, problem.q, _NO_D, max_pivots, 1e-10, 1e-12, _SWEEPS, 1e-9)
-    if clean:
-        return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
-                            (_lcp_info, out, n))
-    return _lemke_lcp_result(problem, None, max_pivots, 1e-10, 1e-9, False, n <= 8, (code, pivots, clean, out))
+def _lemke_default(problem):
+    """``lemke(problem)`` with every option at its default (what ``pympc.solve`` calls): one compiled call
+    for an :class:`LCP`, or an HLCP with a diagonal A (its LCP form), whose verified point is the result at
+    once; anything else, or a point that is not clean, goes the general way."""
+    if type(problem) is LCP:
+        code, pivots, clean, out = answer = solve_lcp_default(problem.M, problem.q)
+        n = problem.q.shape[0]
+        if clean:
+            return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
+                                (_lcp_info, out, n))
+        return _lemke_lcp_result(problem, None, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL, VERIFY_TOL,
+                                 False, n <= 8, answer)
+    if type(problem) is HLCP and problem._a_diagonal:
+        code, pivots, clean, out = solve_lcp_form_default(problem.A, problem.B, problem.c)
+        if clean:
+            n = problem.c.shape[0]
+            return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
+                                (_lcp_form_info, out, n))
+    return _lemke_general(problem, {})
 
 
 def _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify, answer=None):
@@ -255,7 +267,7 @@ def _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify, an
     (its ``info`` made when first read)."""
     M, q = problem.M, problem.q
     if answer is None:
-        answer = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, 1e-12, _SWEEPS, tol)
+        answer = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, TIE_TOL, _SWEEPS, tol)
     code, pivots, clean, out = answer
     n = q.shape[0]
     if clean and not verbose:   # the usual case: a verified point, nothing more to decide or to print
@@ -301,8 +313,13 @@ def lemke(problem, **options):
     >>> r.success, float(r.z.sum())
     (True, 1.0)
     """
-    if type(problem) is LCP and not options:   # the usual call: the defaults, without the keyword machinery
-        return _lemke_lcp_default(problem)
+    if not options:   # the usual call: the defaults, without the keyword machinery
+        return _lemke_default(problem)
+    return _lemke_general(problem, options)
+
+
+def _lemke_general(problem, options):
+    """:func:`lemke` with ``options`` (a dict, maybe empty), every case."""
     if not isinstance(problem, (LCP, HLCP)):
         raise ProblemError(f"problem must be a pympc.LCP or pympc.HLCP, got {type(problem).__name__}; "
                            "wrap the data first: pympc.LCP(M, q) or pympc.HLCP(A, B, c).")
@@ -313,14 +330,15 @@ def lemke(problem, **options):
             raise OptionError(f"unknown option(s) {sorted(unknown)} for method 'lemke'; valid: {sorted(LEMKE_OPTIONS)}")
         d, max_pivots, piv_tol, tol, verbose, certify = _settings(n, **options)
     else:  # the defaults, without the keyword machinery (this call is often in a loop)
-        d, max_pivots, piv_tol, tol, verbose, certify = None, 1000 + 100 * n, 1e-10, 1e-9, False, n <= 8
+        d, max_pivots, piv_tol, tol, verbose, certify = (None, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL,
+                                                         VERIFY_TOL, False, n <= 8)
     if isinstance(problem, LCP):
         return _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify)
     a = np.diagonal(problem.A) if problem._a_diagonal else None
     if problem._a_diagonal and a.all():
         # the LCP form, row by row: x = w, y = z of LCP(-B/a, c/a) (relative residuals are the same)
         M, q = -problem.B / a[:, None], problem.c / a
-        answer = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, 1e-12, _SWEEPS, tol)
+        answer = solve_lcp(M, q, _NO_D if d is None else d, max_pivots, piv_tol, TIE_TOL, _SWEEPS, tol)
         if answer[2] and not verbose:   # a clean point: checked in this problem, it is the result at once
             out = answer[3]
             x, y = out[n:2 * n], out[:n]
@@ -342,7 +360,7 @@ def lemke(problem, **options):
         # in few calls (the arithmetic of the general path below, which takes whatever this one does not decide)
         lu, _piv, sol, info = _dgesv(As, gesv_rhs(Bs, cs))
         if info == 0:
-            out = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), sol, lu, _ones(n), max_pivots, piv_tol, 1e-12)
+            out = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), sol, lu, _ones(n), max_pivots, piv_tol, TIE_TOL)
             if out[0] != KERNEL_SINGULAR:
                 form = np.ones(n, bool), out
                 fast = mapped_point(out[2], out[3], dx, dy, problem.A, problem.B, problem.c)

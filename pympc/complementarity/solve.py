@@ -19,7 +19,7 @@ import numpy as np
 from .._plugins import SOLVE_METHODS
 from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
-from .lemke import lemke, _lemke_lcp_default
+from .lemke import lemke
 from .milp import milp
 from .problems import HLCP, LCP
 from .results import Result, Status
@@ -92,6 +92,9 @@ METHODS = _Methods({"lemke": lemke, "enumerate": _enumerate, "milp": milp, **SOL
 
 #: how Lemke's method can end undecided: ``solve`` decides these exactly (its ``fallback``)
 _UNDECIDED_BY_LEMKE = (Status.RAY_TERMINATION, Status.NO_BASIS, Status.NUMERICAL_FAILURE)
+_SOLVED = Status.SOLVED
+#: the registry's dict itself (``solve`` looks a name up on every call)
+_ENTRIES = METHODS._entries
 
 
 def _after_lemke(problem, r, time_limit):
@@ -152,30 +155,29 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     >>> pympc.solve(pympc.LCP([[2.0]], [-4.0]), method="milp").z
     array([2.])
     """
-    if (type(problem) is LCP and method == "lemke" and not options and METHODS._entries["lemke"] is lemke
-            and type(fallback_time_limit) is float and fallback_time_limit > 0.0):
-        r = _lemke_lcp_default(problem)   # the usual call, straight: a verified point is returned as it is
-        if r.status is Status.SOLVED or not fallback or r.status not in _UNDECIDED_BY_LEMKE:
-            return r
-        return _after_lemke(problem, r, fallback_time_limit)
-    if callable(method):
+    if isinstance(method, str):
+        fn = _ENTRIES.get(method)      # the function itself, once looked up (a name is imported first)
+        if type(fn) is str:
+            fn = METHODS[method]
+    elif callable(method):
         fn, method = method, getattr(method, "__name__", "callable")
     else:
-        try:
-            fn = METHODS._entries[method]     # the function itself, once looked up (a name is imported first)
-            if isinstance(fn, str):
-                fn = METHODS[method]
-        except (KeyError, TypeError):
-            raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} or a function "
-                                 "f(problem, **options) returning a Result") from None
-    if not isinstance(problem, (LCP, HLCP)):
+        fn = None
+    if fn is None:
+        raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} or a function "
+                             "f(problem, **options) returning a Result")
+    if type(problem) is not LCP and type(problem) is not HLCP and not isinstance(problem, (LCP, HLCP)):
         raise ProblemError(f"solve: expected a complementarity problem, got {type(problem).__name__}; wrap the data "
                            "in pympc.LCP(M, q) or pympc.HLCP(A, B, c)")
-    if "time_limit" in options:
-        options["time_limit"] = check_time_limit(options["time_limit"])
-    fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
-    r = fn(problem, **options)
-    if (r.status != Status.SOLVED and method == "lemke" and fallback and options.get("certify") is not False
+    if not (type(fallback_time_limit) is float and fallback_time_limit > 0.0):   # (the default passes at once)
+        fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
+    if options:
+        if "time_limit" in options:
+            options["time_limit"] = check_time_limit(options["time_limit"])
+        r = fn(problem, **options)
+    else:
+        r = fn(problem)
+    if (r.status is not _SOLVED and method == "lemke" and fallback and options.get("certify") is not False
             and r.status in _UNDECIDED_BY_LEMKE):
         return _after_lemke(problem, r, fallback_time_limit)
     return r
