@@ -177,10 +177,10 @@ def test_one_pair_edge_cases_at_every_scale(s):
 
 @pytest.mark.parametrize("make, name", [
     (lambda e: LCP([[e, 0.0], [0.0, 1.0]], [-1.0, -1.0]), "M"),
-    (lambda e: LCP(np.eye(2), [-e, -e]), "q"),          # (a tiny entry next to -1 would be round-off: accepted)
+    (lambda e: LCP(np.eye(2), [-1.0, -e]), "q"),
     (lambda e: HLCP([[e, 0.0], [0.0, 1.0]], -np.eye(2), [1.0, 1.0]), "A"),
     (lambda e: HLCP(np.eye(2), [[-1.0, 0.0], [0.0, -e]], [1.0, 1.0]), "B"),
-    (lambda e: HLCP(np.eye(2), -np.eye(2), [e, e]), "c"),
+    (lambda e: HLCP(np.eye(2), -np.eye(2), [e, 1.0]), "c"),
 ])
 @pytest.mark.parametrize("e", [1e300, 1e-300, -1e200, 1e151, 1e-151])
 def test_magnitudes_outside_the_window_are_a_problem_error_naming_the_argument(make, name, e):

@@ -76,40 +76,19 @@ def as_vector(name, value, size=None):
 #: DLASCL lines and enumeration call a solvable problem unsolvable.
 MAGNITUDES = (1e-150, 1e150)
 
-#: An entry below the window is round-off, and accepted as the zero it stands for, when it is below this
-#: fraction (the unit round-off of doubles) of the largest magnitude of its row (the row of the coefficient
-#: matrix: ``M``, or ``[A | B]``) and of its column (for ``q`` or ``c``: of the vector).  A solve leaves such
-#: an entry below rounding of every scaled row and column; it is kept as it is (the data are not changed).
-ROUND_OFF = 2.0 ** -52
 
-
-def check_magnitudes(name, arr, rows=None):
-    """Raise :class:`ProblemError` when a nonzero entry of ``arr`` lies outside :data:`MAGNITUDES`, unless it is
-    a small entry that is round-off (:data:`ROUND_OFF`) next to the largest of its row and of its column.
-
-    ``rows``: the coefficient matrices whose rows are the rows of ``arr``'s entries (default: ``arr`` itself;
-    for a right-hand side, ``(M,)`` or ``(A, B)``; for ``A`` and ``B``, ``(A, B)``).  Entries above the window
-    are always refused.
-    """
-    low, high = MAGNITUDES
+def check_magnitudes(name, arr):
+    """Raise :class:`ProblemError` when a nonzero entry of ``arr`` lies outside :data:`MAGNITUDES`."""
     mags = np.abs(arr)
-    bad = (mags > 0) & ((mags < low) | (mags > high))
-    if not bad.any():           # the usual case: nothing more to look at
-        return arr
-    row_max = np.max([np.abs(m).max(axis=1) for m in (rows if rows is not None else (arr,))], axis=0)
-    col_max = mags.max(axis=0)
-    row_max = row_max[:, None] if arr.ndim > 1 else row_max
-    round_off = (mags < low) & (mags <= ROUND_OFF * row_max) & (mags <= ROUND_OFF * col_max)
-    bad &= ~round_off
+    bad = (mags > 0) & ((mags < MAGNITUDES[0]) | (mags > MAGNITUDES[1]))
     if bad.any():
         where = np.argwhere(bad)[0] if arr.ndim > 1 else np.flatnonzero(bad)[:1]
         idx = ", ".join(str(int(k)) for k in where)
         raise ProblemError(
             f"{name} has an entry of magnitude {mags[tuple(where)]:.3g} at [{idx}]; pympc solves problems whose nonzero "
-            f"entries lie between {low:g} and {high:g} in size (beyond, products and ratios of "
-            "two entries overflow or underflow doubles; a smaller entry is accepted as round-off only when it is "
-            f"below {ROUND_OFF:.3g} of the largest entry of its row and of its column). Rescale the problem's "
-            "units (a row, or a variable, by a power of ten) or set negligible entries to zero.")
+            f"entries lie between {MAGNITUDES[0]:g} and {MAGNITUDES[1]:g} in size (beyond, products and ratios of "
+            "two entries overflow or underflow doubles). Rescale the problem's units (a row, or a variable, by a "
+            "power of ten) or set negligible entries to zero.")
     return arr
 
 
@@ -228,7 +207,7 @@ class HLCP(_Problem):
         self.B = as_matrix("B", B, (n, n))
         self.c = as_vector("c", c, n)
         for key in ("A", "B", "c"):
-            check_magnitudes(key, getattr(self, key), (self.A, self.B))
+            check_magnitudes(key, getattr(self, key))
         self.name = name
         self._seal()
 
@@ -452,7 +431,7 @@ class LCP(_Problem):
             raise ProblemError(f"M must be square, got shape {self.M.shape}.")
         self.q = as_vector("q", q, n)
         check_magnitudes("M", self.M)
-        check_magnitudes("q", self.q, (self.M,))
+        check_magnitudes("q", self.q)
         self.name = name
         self.comment = comment
         self.M.flags.writeable = False
