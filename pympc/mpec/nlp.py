@@ -321,6 +321,11 @@ class CompiledNLP:
     """
 
     def __init__(self, model, deadline=None, drop_redundant=False):
+        from pyomo.common.gc_manager import PauseGC
+        with PauseGC():     # the cyclic GC would rescan the model's many objects again and again
+            self._read(model, deadline, drop_redundant)
+
+    def _read(self, model, deadline, drop_redundant):
         self._deadline = deadline
         self.variables = []
         self._col = {}
