@@ -184,6 +184,14 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
         Expressions ``output[k, name]`` (the outputs at sample k) and ``residual[k, name]`` (with data);
         ``objective`` (½ Σ residual²); Param ``sigma``; ``fesd`` (a dict: layout, warm start, pairs).
     """
+    from pyomo.common.gc_manager import PauseGC
+    with PauseGC():     # the cyclic GC, triggered by the many Pyomo objects, scans them all again and again
+        return _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_start, noise, h_min,
+                                 controls, equilibrate)
+
+
+def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_start, noise, h_min, controls,
+                      equilibrate):
     import pyomo.environ as pyo
     from ..dynamics import simulate
     from ..mechanics.equations import Equations

@@ -172,6 +172,12 @@ def fit_records(records, parameters, *, elements=4, stages=3, walks=4, verify_to
     record's system's values (every record's system should hold the same values of them).  ``bounds``
     (``{name: (low, high)}``, optional) replaces the model's declared bounds of the fitted parameters.
     """
+    from pyomo.common.gc_manager import PauseGC
+    with PauseGC():     # the walks hold their models anyway; the cyclic GC would rescan their objects often
+        return _fit_records(records, parameters, elements, stages, walks, verify_tol, options, forward, bounds)
+
+
+def _fit_records(records, parameters, elements, stages, walks, verify_tol, options, forward, bounds):
     import pyomo.environ as pyo
 
     from ..dynamics import simulate

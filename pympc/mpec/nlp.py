@@ -56,7 +56,7 @@ class _Linear:
         self.nonlinear = None
         if _read_linear(self, expr, index, where):
             return
-        poly = _polynomial(expr)
+        poly = None if quadratic else _polynomial(expr)   # quadratic: only asked after _polynomial failed (_Part)
         if poly is not None and not poly[2]:        # linear after all: no need for Pyomo's repn
             _fill_linear(self, poly, index, where)
             return
@@ -153,6 +153,8 @@ def _polynomial(expr, depth=0):
         p = _polynomial(num, depth + 1)
         return None if p is None else _scaled(p, 1.0 / float(pyo.value(den)))
     if cls is ProductExpression:
+        if any(a.__class__ in native_numeric_types and a == 0 for a in expr.args):
+            return 0.0, {}, {}                           # 0 · anything (as Pyomo's repn drops it)
         f = _polynomial(expr.args[0], depth + 1)
         g = _polynomial(expr.args[1], depth + 1) if f is not None else None
         if g is None:
@@ -321,6 +323,11 @@ class CompiledNLP:
     """
 
     def __init__(self, model, deadline=None, drop_redundant=False):
+        from pyomo.common.gc_manager import PauseGC
+        with PauseGC():     # the cyclic GC would rescan the model's many objects again and again
+            self._read(model, deadline, drop_redundant)
+
+    def _read(self, model, deadline, drop_redundant):
         self._deadline = deadline
         self.variables = []
         self._col = {}
