@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import struct
 import sys
 import threading
@@ -148,7 +149,7 @@ class Helper:
         self.pid = _fork(child)
         os.close(to_r)
         os.close(back_w)
-        self._submitted = False
+        self._submitted = self._collected = False
 
     def submit(self, fn, jobs):
         """Run ``fn(*job)`` for every job of ``jobs`` (a list of argument tuples; ``fn`` and the arguments are
@@ -163,6 +164,7 @@ class Helper:
     def result(self):
         """The results of the submitted jobs, in order (waits for them); raises a job's exception."""
         outcomes = _receive(self._back)
+        self._collected = True
         status = self.close()
         if outcomes is None:
             raise RuntimeError(f"the helper process (pid {self.pid}) ended without a result (exit status {status})")
@@ -177,7 +179,8 @@ class Helper:
         return results
 
     def close(self):
-        """End the helper's work (a helper without work ends at once) and wait for it; its exit status."""
+        """Wait for the helper and return its exit status; a helper whose result was not asked for (the caller
+        failed before) is ended first, so that the caller's error is not held up by it."""
         for name in ("_to", "_back"):
             fd = getattr(self, name)
             if fd is not None:
@@ -185,5 +188,10 @@ class Helper:
                 setattr(self, name, None)
         if self.pid is None:
             return self._status
+        if not self._collected:
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         self._status, self.pid = _wait(self.pid), None
         return self._status

@@ -142,9 +142,28 @@ def test_helper_errors_are_raised_in_the_caller():
         helper.result()
 
 
-def test_a_helper_given_no_work_ends():
+def test_a_helper_given_no_work_is_ended_at_once():
+    import time
     helper = _helper()
     pid = helper.pid
-    assert helper.close() == 0
+    t = time.perf_counter()
+    helper.close()
+    assert time.perf_counter() - t < 60            # (not a speed test: close must not wait for work that never came)
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_failing_run_ends_its_helper(tmp_path, monkeypatch):
+    """An error after the helper was started (here: the simulation fails) ends the helper."""
+    made = []
+    start = _forked.start
+    monkeypatch.setattr(_forked, "start", lambda prepare=None: made.append(start(prepare)) or made[-1])
+
+    def fails(*args, **kwargs):
+        raise pympc.errors.SimulationError("simulated failure")
+    monkeypatch.setattr(pympc, "simulate", fails)
+    assert main(["simulate", str(MODELS / "cross_slide.toml"), "--t-end", "1", "--out", str(tmp_path)]) == 2
+    assert made
+    for helper in made:
+        if helper is not None:
+            assert helper.pid is None                      # waited for
