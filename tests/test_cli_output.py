@@ -54,8 +54,9 @@ def test_to_csv_reads_back_and_keeps_float_format(tmp_path):
 
 
 def test_simulate_without_plots_imports_neither_pandas_nor_matplotlib(tmp_path):
+    argv = ["simulate", str(MODELS / "cross_slide.toml"), "--no-plots", "--out", str(tmp_path)]
     code = ("import sys\nfrom pympc.cli import main\n"
-            f"assert main(['simulate', {str(MODELS / 'cross_slide.toml')!r}, '--no-plots', '--out', {str(tmp_path)!r}]) == 0\n"
+            f"assert main({argv!r}) == 0\n"
             "print(sorted(m for m in ('pandas', 'matplotlib', 'pyomo') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
