@@ -676,21 +676,50 @@ def _announce_compilation(stream=None, every=10.0):
 
 def main(argv=None):
     """Entry point of the ``pympc`` command."""
+    return _main(argv)[0]
+
+
+def _main(argv):
+    """Run the command of ``argv``: (exit code, the command's function)."""
     args = build_parser().parse_args(argv)
     if args.func in _COMPILING:
         _announce_compilation()
     try:
-        return args.func(args)
+        return args.func(args), args.func
     except PympcError as exc:
         print(f"pympc: error: {exc}", file=sys.stderr)
-        return 2
+        return 2, args.func
     except OSError as exc:  # e.g. an output directory that cannot be written
         if isinstance(exc, BrokenPipeError):
             sys.stderr.close()
-            return 0
+            return 0, args.func
         print(f"pympc: error: {exc.strerror or exc}: {exc.filename or ''}", file=sys.stderr)
-        return 2
+        return 2, args.func
+
+
+_QUICK_EXIT = (_cmd_simulate,)
+"""Commands after which the process ends without the interpreter's teardown: they leave no thread, process or
+open file behind, and after a simulation the teardown frees the loaded kernels one by one (0.2 s of CPU for the
+cross slide, a sixth of its ``--no-plots`` run)."""
+
+
+def run():
+    """The ``pympc`` command as a process (the console script, ``python -m pympc.cli``): :func:`main`, then the
+    exit; after the commands of :data:`_QUICK_EXIT` the exit handlers run and the output is flushed, and the
+    process ends at once (``os._exit``).  Call :func:`main` to run a command inside a Python session."""
+    code, command = _main(None)
+    if command in _QUICK_EXIT:
+        import atexit
+        import os
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):    # closed, or a reader that went away
+                pass
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -168,3 +168,20 @@ def test_a_failing_run_ends_its_helper(tmp_path, monkeypatch):
     for helper in made:
         if helper is not None:
             assert helper.pid is None                      # waited for
+
+
+def test_the_command_process_ends_after_its_exit_handlers_with_its_output_whole(tmp_path):
+    """``run`` (the console script) ends a simulate process without the interpreter's teardown: what it printed is all
+    there, exit handlers ran, and the exit code is the command's."""
+    code = ("import atexit, sys\natexit.register(lambda: print('exit handler ran'))\n"
+            "from pympc.cli import run\nsys.argv[1:] = sys.argv[2:]\nrun()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    ok = subprocess.run([sys.executable, "-c", code, "-", "simulate", str(MODELS / "cross_slide.toml"), "--no-plots",
+                         "--out", str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert ok.returncode == 0, ok.stderr
+    lines = ok.stdout.splitlines()
+    assert lines[0].startswith("model     cross_slide") and lines[-2].startswith("wrote     ")
+    assert lines[-1] == "exit handler ran" and lines[-2].endswith("trajectory.csv")
+    bad = subprocess.run([sys.executable, "-c", code, "-", "simulate", str(tmp_path / "missing.toml")],
+                         capture_output=True, text=True, cwd=ROOT, env=env)
+    assert bad.returncode == 2 and "missing.toml" in bad.stderr and bad.stdout == "exit handler ran\n"
