@@ -66,17 +66,19 @@ def test_simulate_without_plots_imports_neither_pandas_nor_matplotlib(tmp_path):
 
 
 def test_the_figures_from_helper_processes_are_the_in_process_figures(tmp_path, monkeypatch, capsys):
-    """Byte for byte the PNGs plot_trajectory writes in this process; listed in the same order, after the helper
-    wrote them."""
+    """Byte for byte the PNGs plot_trajectory writes in this process; listed in the same order, after the helpers
+    wrote them.  The helpers' run is a fresh process (the command as a person runs it: one thread)."""
     args = ["simulate", str(MODELS / "cross_slide.toml"), "--t-end", "1"]
-    started, start = [], _forked.start
-    monkeypatch.setattr(_forked, "start", lambda prepare=None: started.append(start(prepare)) or started[-1])
-    assert main(args + ["--out", str(tmp_path / "helper")]) == 0
-    if started != [None]:
-        assert len(started) == 1 and started[0].pid is None       # a helper drew them, and was waited for
-    elif sys.platform.startswith("linux") and threading.active_count() == 1 and _forked._usable_cores() > 1:
-        pytest.fail("no helper process where one should draw the figures")
-    helped = capsys.readouterr().out.splitlines()[-1]
+    code = ("import sys\nfrom pympc import _forked\nstart = _forked.start\nmade = []\n"
+            "_forked.start = lambda prepare=None: made.append(start(prepare)) or made[-1]\n"
+            "from pympc.cli import main\ncode = main(sys.argv[1:])\n"
+            "print('helpers:', [h is not None and h.pid is None for h in made])\nsys.exit(code)\n")
+    r = subprocess.run([sys.executable, "-c", code, *args, "--out", str(tmp_path / "helper")], capture_output=True,
+                       text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    *_, helped, made = r.stdout.splitlines()
+    if sys.platform.startswith("linux") and _forked._usable_cores() > 1:
+        assert made == "helpers: [True]"                 # a helper drew them, and was waited for
     monkeypatch.setattr(_forked, "start", lambda prepare=None: None)        # no helper: drawn here
     assert main(args + ["--out", str(tmp_path / "here")]) == 0
     alone = capsys.readouterr().out.splitlines()[-1]
@@ -108,11 +110,22 @@ def _double(x):
 
 
 def _helper():
-    helper = _forked.start()
-    if helper is None:
-        assert not sys.platform.startswith("linux") or threading.active_count() > 1 or _forked._usable_cores() < 2
-        pytest.skip("no fork here (another thread runs, or not Linux, or one core)")
-    return helper
+    """A Helper made directly (start() would refuse in a test process that runs other threads; these jobs take
+    no lock a thread could hold)."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    return _forked.Helper()
+
+
+def test_start_forks_only_where_it_is_safe(monkeypatch):
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert _forked.start() is None
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(_forked, "_usable_cores", lambda: 1)
+    assert _forked.start() is None
+    monkeypatch.setattr(_forked, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert _forked.start() is None
 
 
 def test_helper_runs_each_job_in_its_own_process_and_returns_results_in_order():
@@ -157,17 +170,13 @@ def test_a_helper_given_no_work_is_ended_at_once():
 def test_a_failing_run_ends_its_helper(tmp_path, monkeypatch):
     """An error after the helper was started (here: the simulation fails) ends the helper."""
     made = []
-    start = _forked.start
-    monkeypatch.setattr(_forked, "start", lambda prepare=None: made.append(start(prepare)) or made[-1])
+    monkeypatch.setattr(_forked, "start", lambda prepare=None: made.append(_helper()) or made[-1])
 
     def fails(*args, **kwargs):
         raise pympc.errors.SimulationError("simulated failure")
     monkeypatch.setattr(pympc, "simulate", fails)
     assert main(["simulate", str(MODELS / "cross_slide.toml"), "--t-end", "1", "--out", str(tmp_path)]) == 2
-    assert made
-    for helper in made:
-        if helper is not None:
-            assert helper.pid is None                      # waited for
+    assert len(made) == 1 and made[0].pid is None            # ended and waited for
 
 
 def test_the_command_process_ends_after_its_exit_handlers_with_its_output_whole(tmp_path):
