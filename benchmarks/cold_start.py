@@ -15,8 +15,8 @@ Rows: ``import pympc``; ``pympc simulate`` of ``models/friction_oscillator.toml`
 ``models/cross_slide.toml`` (plots included); a model file written here that the package has never seen
 (a block on an incline with a spring, a damper and two slots), after the cross slide ran in the same
 cache (as a user's second model); the warm main job (the cross slide with plots, the second run on one
-cache).  One process per row; CPU is the child's user + system time.  Matplotlib's font cache is built
-once beforehand (not pympc's cost).
+cache), and without its plots.  One process per row; CPU is the child's user + system time (its helper processes
+included).  Matplotlib's font cache is built once beforehand (not pympc's cost).
 
     python benchmarks/cold_start.py [--installed DIR] [--only no-cache|installed]
 """
@@ -79,6 +79,7 @@ def rows(work):
         ("simulate cross_slide.toml", [], sim("cross_slide.toml")),
         ("a new model file (after the main job)", [sim("cross_slide.toml")], sim(model)),
         ("warm main job (cross slide, plots)", [sim("cross_slide.toml")], sim("cross_slide.toml")),
+        ("warm main job, --no-plots", [sim("cross_slide.toml")], sim("cross_slide.toml") + ["--no-plots"]),
     ]
 
 

@@ -195,12 +195,54 @@ def plot_trajectory(tr, out_dir, prefix="", title=None):
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    return _write_figures(tr, out, prefix, title)
+
+
+def _write_figures(tr, out_dir, prefix="", title=None, names=None):
+    """Draw and write the figures ``names`` (default: all that ``tr`` has) of :func:`plot_trajectory`
+    into the existing directory ``out_dir``, one at a time; the paths written, in the order of ``names``."""
+    heading = parameter_title(tr, title)
     files = []
-    for name, fig in trajectory_figures(tr, title).items():
-        path = out / f"{prefix}{name}.png"
-        fig.savefig(path, dpi=100)
+    for name in _figure_names(tr) if names is None else names:
+        path = Path(out_dir) / f"{prefix}{name}.png"
+        _BUILDERS[name](tr, heading).savefig(path, dpi=100)
         files.append(path)
     return files
+
+
+_COST = {"coordinates": 3, "velocities": 3, "forces": 4, "slots": 4, "modes": 2, "energy": 4}
+"""Rough relative drawing times of the figures (for :func:`_split_figures`)."""
+
+
+def _split_figures(tr, parts):
+    """:func:`_figure_names` of ``tr`` in ``parts`` groups of about equal drawing time (largest first, each to the
+    least loaded group); empty groups left out."""
+    groups = [[] for _ in range(max(1, parts))]
+    load = [0] * len(groups)
+    for name in sorted(_figure_names(tr), key=lambda n: -_COST[n]):
+        k = load.index(min(load))
+        groups[k].append(name)
+        load[k] += _COST[name]
+    return [g for g in groups if g]
+
+
+def _figure_input(tr):
+    """What the figures read of ``tr`` as plain data (arrays, names, events as time and kind), small and picklable:
+    the input of :func:`_write_figures` in another process."""
+    from types import SimpleNamespace
+    fields = {k: getattr(tr, k) for k in ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls",
+                                          "motions", "kinetic", "potential", "dissipated", "work", "slot_position",
+                                          "energy_balance", "parameters", "coordinate_names", "slot_names")}
+    fields["events"] = [SimpleNamespace(time=float(e.time), kind=SimpleNamespace(name=e.kind.name)) for e in tr.events]
+    return SimpleNamespace(**fields)
+
+
+def _import_matplotlib():
+    """Import what drawing the figures needs (matplotlib's Figure, the Agg canvas and its fonts)."""
+    from matplotlib import font_manager
+    from matplotlib.backends import backend_agg  # noqa: F401
+    from matplotlib import figure  # noqa: F401
+    font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
 
 
 _MOTION = {-1: ("tab:blue", "slip backward"), 0: ("0.6", "stick"), 1: ("tab:orange", "slip forward")}
@@ -235,74 +277,101 @@ def _timeline(ax, tr):
         ax.bar(0, 0, color=_WALL[v][0], label=_WALL[v][1])
 
 
-def trajectory_figures(tr, title=None):
+def _figure_names(tr):
+    """The names of the figures of :func:`plot_trajectory` for ``tr``, in the order they are written: coordinates,
+    velocities, then (with slots) forces, slots and modes, then energy."""
+    return (["coordinates", "velocities"] + (["forces", "slots", "modes"] if len(tr.slot_names) else [])
+            + ["energy"])
+
+
+def trajectory_figures(tr, title=None, names=None):
     """The figures of :func:`plot_trajectory` as ``{name: matplotlib.figure.Figure}`` (Agg canvas, not shown).
 
-    Every figure's title names ``title`` (if given) and the run's parameter values."""
-    figures = {}
+    Every figure's title names ``title`` (if given) and the run's parameter values.  ``names`` (a list of those
+    names; default: all that ``tr`` has) picks some of them."""
     heading = parameter_title(tr, title)
+    return {name: _BUILDERS[name](tr, heading) for name in (_figure_names(tr) if names is None else names)}
 
-    def save(fig, name, axes):
-        axes[-1].set_xlabel("t [s]")
-        fig.suptitle(heading, fontsize=8, x=0.01, ha="left")
-        figures[name] = fig
 
+def _finish(fig, axes, heading):
+    axes[-1].set_xlabel("t [s]")
+    fig.suptitle(heading, fontsize=8, x=0.01, ha="left")
+    return fig
+
+
+def _state_figure(tr, heading, data, rate, quantity):
+    """Coordinates (``rate`` False) or velocities: panels split by unit and range."""
     names = list(tr.coordinate_names)
-    for name, data, rate, title_ in (("coordinates", tr.q, False, "coordinates"),
-                                     ("velocities", tr.qd, True, "velocities")):
-        panels = _quantity_panels(tr, data, names, lambda n: _coordinate_unit(n, rate)) or [([], "m")]
-        fig, axes = _figure(len(panels))
-        for ax, (cols, unit) in zip(axes, panels):
-            _events(ax, tr)
-            _curves(ax, tr.t, data, names, cols, f"{title_} [{unit}]")
-        save(fig, name, axes)
+    panels = _quantity_panels(tr, data, names, lambda n: _coordinate_unit(n, rate)) or [([], "m")]
+    fig, axes = _figure(len(panels))
+    for ax, (cols, unit) in zip(axes, panels):
+        _events(ax, tr)
+        _curves(ax, tr.t, data, names, cols, f"{quantity} [{unit}]")
+    return _finish(fig, axes, heading)
 
+
+def _slot_position(tr):
+    return tr.slot_position if tr.slot_position is not None else np.full((len(tr.t), len(tr.slot_names)), np.nan)
+
+
+def _slot_figure(tr, heading, quantities):
+    """Forces or slots with at most HEATMAP_SLOTS slots: ``quantities`` ((data, axis label, symbol), ...)."""
+    panels = [(data, lab, sym, g) for data, lab, sym in quantities for g in _split(np.nan_to_num(data))]
+    fig, axes = _figure(len(panels))
+    for ax, (data, lab, sym, g) in zip(axes, panels):
+        _events(ax, tr)
+        ax.axhline(0, color="k", lw=0.5)
+        _curves(ax, tr.t, data, [f"{n} {sym}" for n in tr.slot_names], g, lab)
+    return _finish(fig, axes, heading)
+
+
+def _forces(tr, heading):
+    if len(tr.slot_names) <= HEATMAP_SLOTS:
+        return _slot_figure(tr, heading, ((tr.normal_force, "normal force λ [N]", "λ"),
+                                          (tr.friction_force, "friction force F [N]", "F")))
+    fig, axes = _figure(2)
+    for ax, data, lab, cmap in ((axes[0], tr.normal_force, "normal force λ [N]", "RdBu_r"),
+                                (axes[1], tr.friction_force, "friction force F [N]", "PuOr_r")):
+        # the colour scale follows most slots; one far larger slot saturates (arrow on the colour bar)
+        lim = max(1e-300, float(np.percentile(np.abs(data), 98)) if data.size else 1.0)
+        big = data.size and np.abs(data).max() > lim
+        _heatmap(fig, ax, tr, data, lab + (" (beyond the arrows: saturated)" if big else ""), cmap,
+                 -lim, lim, extend="both" if big else "neither")
+    return _finish(fig, axes, heading)
+
+
+def _slots(tr, heading):
+    pos = _slot_position(tr)
+    if len(tr.slot_names) <= HEATMAP_SLOTS:
+        return _slot_figure(tr, heading, ((pos, "along-slot coordinate s [m]", "s"),
+                                          (tr.slip_velocity, "slip velocity v [m/s]", "v")))
+    fig, axes = _figure(2)
+    for ax, data, lab in ((axes[0], pos, "along-slot coordinate s [m]"),
+                          (axes[1], tr.slip_velocity, "slip velocity v [m/s]")):
+        lim = max(1e-300, float(np.nanmax(np.abs(data))) if np.isfinite(data).any() else 1.0)
+        _heatmap(fig, ax, tr, data, lab, "RdBu_r", -lim, lim)
+    return _finish(fig, axes, heading)
+
+
+def _modes(tr, heading):
+    from matplotlib.colors import ListedColormap
     s = len(tr.slot_names)
-    pos = tr.slot_position if tr.slot_position is not None else np.full((len(tr.t), s), np.nan)
-    if 0 < s <= HEATMAP_SLOTS:
-        for name, quantities in (("forces", ((tr.normal_force, "normal force λ [N]", "λ"),
-                                             (tr.friction_force, "friction force F [N]", "F"))),
-                                 ("slots", ((pos, "along-slot coordinate s [m]", "s"),
-                                            (tr.slip_velocity, "slip velocity v [m/s]", "v")))):
-            panels = [(data, lab, sym, g) for data, lab, sym in quantities for g in _split(np.nan_to_num(data))]
-            fig, axes = _figure(len(panels))
-            for ax, (data, lab, sym, g) in zip(axes, panels):
-                _events(ax, tr)
-                ax.axhline(0, color="k", lw=0.5)
-                _curves(ax, tr.t, data, [f"{n} {sym}" for n in tr.slot_names], g, lab)
-            save(fig, name, axes)
+    fig, axes = _figure(2 if s > HEATMAP_SLOTS else 1, height=max(2.4, min(6.0, 0.6 * s)) if s <= HEATMAP_SLOTS
+                        else 2.8)
     if s > HEATMAP_SLOTS:
-        fig, axes = _figure(2)
-        for ax, data, lab, cmap in ((axes[0], tr.normal_force, "normal force λ [N]", "RdBu_r"),
-                                    (axes[1], tr.friction_force, "friction force F [N]", "PuOr_r")):
-            # the colour scale follows most slots; one far larger slot saturates (arrow on the colour bar)
-            lim = max(1e-300, float(np.percentile(np.abs(data), 98)) if data.size else 1.0)
-            big = data.size and np.abs(data).max() > lim
-            _heatmap(fig, ax, tr, data, lab + (" (beyond the arrows: saturated)" if big else ""), cmap,
-                     -lim, lim, extend="both" if big else "neither")
-        save(fig, "forces", axes)
-        fig, axes = _figure(2)
-        for ax, data, lab in ((axes[0], pos, "along-slot coordinate s [m]"),
-                              (axes[1], tr.slip_velocity, "slip velocity v [m/s]")):
-            lim = max(1e-300, float(np.nanmax(np.abs(data))) if np.isfinite(data).any() else 1.0)
-            _heatmap(fig, ax, tr, data, lab, "RdBu_r", -lim, lim)
-        save(fig, "slots", axes)
-    if s:
-        from matplotlib.colors import ListedColormap
-        fig, axes = _figure(2 if s > HEATMAP_SLOTS else 1, height=max(2.4, min(6.0, 0.6 * s)) if s <= HEATMAP_SLOTS
-                            else 2.8)
-        if s > HEATMAP_SLOTS:
-            _heatmap(fig, axes[0], tr, tr.motions, "motion", ListedColormap([_MOTION[v][0] for v in (-1, 0, 1)]),
-                     -1.5, 1.5, [-1, 0, 1], [_MOTION[v][1] for v in (-1, 0, 1)])
-            _heatmap(fig, axes[1], tr, tr.walls, "wall σ (λ ≥ 0: σ = +1)",
-                     ListedColormap([_WALL[-1][0], _WALL[1][0]]), -2, 2,
-                     [-1, 1], ["σ = −1", "σ = +1"])
-        else:
-            _timeline(axes[0], tr)
-            _events(axes[0], tr)
-            _legend(axes[0])
-        save(fig, "modes", axes)
+        _heatmap(fig, axes[0], tr, tr.motions, "motion", ListedColormap([_MOTION[v][0] for v in (-1, 0, 1)]),
+                 -1.5, 1.5, [-1, 0, 1], [_MOTION[v][1] for v in (-1, 0, 1)])
+        _heatmap(fig, axes[1], tr, tr.walls, "wall σ (λ ≥ 0: σ = +1)",
+                 ListedColormap([_WALL[-1][0], _WALL[1][0]]), -2, 2,
+                 [-1, 1], ["σ = −1", "σ = +1"])
+    else:
+        _timeline(axes[0], tr)
+        _events(axes[0], tr)
+        _legend(axes[0])
+    return _finish(fig, axes, heading)
 
+
+def _energy(tr, heading):
     enames = ["kinetic", "potential", "dissipated by friction", "work put in"]
     energies = np.column_stack([tr.kinetic, tr.potential, tr.dissipated, tr.work])
     groups = _split(energies)
@@ -316,5 +385,9 @@ def trajectory_figures(tr, title=None):
     ax.plot(tr.t, bal - bal[0], color="k", lw=1.0, label="kinetic + potential + dissipated − work,\nchange from t₀")
     ax.set_ylabel("balance error [J]")
     _legend(ax)
-    save(fig, "energy", axes)
-    return figures
+    return _finish(fig, axes, heading)
+
+
+_BUILDERS = {"coordinates": lambda tr, heading: _state_figure(tr, heading, tr.q, False, "coordinates"),
+             "velocities": lambda tr, heading: _state_figure(tr, heading, tr.qd, True, "velocities"),
+             "forces": _forces, "slots": _slots, "modes": _modes, "energy": _energy}
