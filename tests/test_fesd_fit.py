@@ -123,3 +123,22 @@ def test_cli_identify_method_fesd(tmp_path, capsys, record):
     assert main(["identify", OSC, str(path), "--fit", "mu", "--elements", "3", "--no-plots", "--out",
                  str(tmp_path)]) == 2
     assert "--elements and --stages are options of --method fesd" in capsys.readouterr().err
+
+
+def test_data_with_static_equal_to_kinetic_give_the_shooting_estimate_on_the_bound():
+    """Data simulated with μ_s = μ = 0.3 (seed 0: the shooting estimate sits on its bound μ_s = μ): the FESD fit,
+    which holds μ_s >= μ as the friction law and shooting do, gives μ within 0.1 standard errors of shooting's and
+    μ_s on or above μ, no further from it than 0.1 standard errors of μ."""
+    from pympc.identify.fesd_fit import fit
+    from pympc.mechanics import load_model
+    system = load_model(OSC).bind({"mu": 0.3, "mu_s": 0.3})
+    t = np.linspace(0.0, 6.0, 25)
+    df, noise = synthetic_record(system, t, ["mass.x"], 0.01, 0)
+    shoot = estimate(Experiment(OSC, df, outputs=["mass.x"], noise=noise), "mu,mu_s", method=Shooting(starts=1))
+    mu, mu_s = shoot.optimum
+    assert abs(mu_s - mu) <= 1e-9                       # the case: shooting's estimate on its bound
+    res = fit(system.bind({"mu": 0.31, "mu_s": 0.32}), t, df[["mass.x"]].to_numpy(), ["mass.x"], ["mu", "mu_s"],
+              noise=[noise["mass.x"]])
+    assert res.ok, res.message
+    assert abs(res.theta["mu"] - mu) <= 0.1 * shoot.stderr[0]
+    assert 0.0 <= res.theta["mu_s"] - res.theta["mu"] <= 0.1 * shoot.stderr[0]

@@ -116,3 +116,4 @@ def test_coarse_step_is_not_verified():
     df, _ = synthetic_record(MODELS / "slider_crank.toml", t, ["slider.x"], 0.0, 0)
     res = fit(system.bind({"mu": 0.21}), t, df[["slider.x"]].to_numpy(), ["slider.x"], ["mu"], noise=[1e-3])
     assert not res.ok and "verified" in res.message
+    assert "give more elements per interval" in res.message, res.message

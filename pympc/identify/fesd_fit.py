@@ -191,11 +191,14 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
     ts = [np.asarray(r.t, float) for r in records]
     for s, t in zip(systems, ts):
         _check_static(s, names, t)
+    from .experiment import friction_pairs
+    ordered = [(k, st) for _, k, st in friction_pairs(systems[0]) if k in names and st in names]  # μ_s >= μ
     TC, SS = enums()
     t0 = _time.perf_counter()
     theta0 = {n: float(systems[0].parameters[n]) for n in names}
     current = dict(theta0)
     out = FesdFit(False, TC.unknown, SS.noSolution)
+    rejected = None                 # the output gap of an answer with the simulation's events but not its outputs
     timing = dict.fromkeys(("build", "compile", "ipopt", "verify", "forward"), 0.0)
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     best = None
@@ -217,7 +220,7 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                 out.message = f"walk {walk}: {failed}"
                 break
         start = dict(current)
-        res, converged = _fit_nlp(models, names, opts, timing)
+        res, converged = _fit_nlp(models, names, opts, timing, ordered)
         out.solves.append(res)
         out.termination_condition = res.termination_condition
         m0 = models[0]
@@ -236,6 +239,8 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
             break
         same = all(c["same"] for c in checks)
         collapsed = any(c["collapsed"] for c in checks)
+        if same and not all(c["ok"] for c in checks):
+            rejected = max(c["output_gap"] for c in checks)
         if same and all(c["ok"] for c in checks) and (best is None or out.objective < best["objective"]):
             best = {"theta": dict(out.theta), "objective": out.objective, "walk": walk, "models": models,
                     "output_gap": max(c["output_gap"] for c in checks),
@@ -257,6 +262,11 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                        f"{out.output_gap:.2g}, events within {out.event_gap:.2g} s" +
                        ("; an element is at its lower bound: the minimum with an event kept on its side of a "
                         "sample time" if out.constrained else ""))
+    elif rejected is not None:
+        out.message = (f"no verified estimate after {out.walks} walks: at the estimate the model has the simulation's "
+                       f"events but its outputs differ from the simulation's by {rejected:.2g} (> verify_tol = "
+                       f"{verify_tol:g}); the elements do not resolve the motion: give more elements per interval "
+                       "or a finer sample grid")
     elif not out.message:
         out.message = f"no verified estimate after {out.walks} walks"
     out.solution_status = solution_status(out.ok, bool(out.solves) and out.solves[-1].ok, bool(out.solves))
@@ -279,8 +289,10 @@ def _forward(models, names, options, out):
     return None
 
 
-def _fit_nlp(models, names, opts, timing):
-    """Fix every model's active set, free θ (one θ: the records' are tied to the first's), solve by IPOPT."""
+def _fit_nlp(models, names, opts, timing, ordered=()):
+    """Fix every model's active set, free θ (one θ: the records' are tied to the first's), solve by IPOPT;
+    ``ordered``: (kinetic, static) pairs of fitted names held to static >= kinetic (the law's own condition,
+    as shooting holds it)."""
     import pyomo.environ as pyo
 
     from .fesd_solve import FesdSolve, ipopt
@@ -299,12 +311,17 @@ def _fit_nlp(models, names, opts, timing):
             for n in names:
                 top.tie.add(m.theta[n] == models[0].theta[n])
         top.objective = pyo.Objective(expr=sum(m.objective.expr for m in models))
+    if ordered:
+        top.static_at_least_kinetic = pyo.Constraint(range(len(ordered)), rule=lambda _, i: models[0].theta[
+            ordered[i][1]] >= models[0].theta[ordered[i][0]])
     TC, SS = enums()
     res = FesdSolve(False, TC.unknown, SS.noSolution, linear_solver=opts["linear_solver"])
     clock = _time.process_time()
     try:
         converged, stage = ipopt(top, opts, res, "fit: ", drop_redundant=False)
     finally:
+        if ordered:
+            top.del_component(top.static_at_least_kinetic)
         if len(models) > 1:
             for k, m in enumerate(models):
                 top.del_component(m)
