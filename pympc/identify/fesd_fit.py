@@ -14,7 +14,10 @@ verified by simulating every record at the estimate: the simulation's event sequ
 model was built on (same kinds, same sample intervals) and its outputs must agree with the model's.
 When an element collapses to its lower bound (an event pushing across a sample time) or the sequence
 differs, the models are rebuilt from simulations a step further along the same direction in θ (a
-*walk*) and solved again, up to ``walks`` times.
+*walk*) and solved again, up to ``walks`` times.  When an answer has the simulation's event sequence but its
+outputs miss ``verify_tol`` (the elements too coarse for the motion), the elements per interval are doubled
+and the fit solved again from that answer's θ, up to ``refine`` times (a refinement is a model build on top
+of the walks).
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from .fesd import DEFAULT_OPTIONS, _layout, _system, fix_active_set, solve, swit
 from .fesd_solve import enums, solution_status, termination_condition
 
 __all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP"]
+
+#: default of ``refine``: doublings of the elements per interval when the outputs miss ``verify_tol``
+REFINE = 2
 
 #: a walk rebuilds the model at θ + WALK_STEP·(θ − θ_start): past the sample time an event was held at
 WALK_STEP = 0.25
@@ -83,6 +89,10 @@ class FesdFit:
     constrained : bool
         An element of the answer is at its lower bound: an event pushes against a sample time (the
         answer is the best verified one over the walks).
+    elements : int
+        Finite elements per sample interval of the answer's models (``elements`` × 2^refinements).
+    refinements : int
+        How often the elements were doubled because an answer's outputs missed ``verify_tol``.
     timing : dict
         CPU seconds (``time.process_time``) over the walks: ``build`` (the models), ``compile`` (the NLP), ``ipopt``, ``verify``
         (the simulations at the estimates), ``forward`` (the forward solves, with ``forward``).
@@ -102,6 +112,8 @@ class FesdFit:
     model: object = None
     models: list = field(default_factory=list)
     constrained: bool = False
+    elements: int = 0
+    refinements: int = 0
     timing: dict = field(default_factory=dict)
 
     def as_dict(self):
@@ -110,7 +122,7 @@ class FesdFit:
                 "solution_status": getattr(self.solution_status, "name", None), "theta": dict(self.theta),
                 "objective": self.objective, "walks": self.walks, "output_gap": self.output_gap,
                 "event_gap": self.event_gap, "message": self.message, "constrained": self.constrained,
-                "seconds": self.seconds, "timing": dict(self.timing),
+                "elements": self.elements, "refinements": self.refinements, "seconds": self.seconds, "timing": dict(self.timing),
                 "nlp": [{"variables": s.variables, "constraints": s.constraints, "iterations": s.iterations,
                          "linear_solver": s.linear_solver, "seconds": s.seconds} for s in self.solves]}
 
@@ -132,7 +144,7 @@ def _simulated_signature(tr, t, elements):
 
 
 def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, walks=4, verify_tol=1e-5,
-        options=None, forward=False):
+        options=None, forward=False, refine=REFINE):
     """Least-squares estimate of ``parameters`` with the FESD model, verified by simulation.
 
     Parameters
@@ -149,6 +161,10 @@ def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, 
         At most this many models (each built from a simulation at the previous estimate).
     verify_tol : float
         Largest accepted |model − simulation| of the outputs at the estimate.
+    refine : int
+        At most this many doublings of ``elements`` when an answer has the simulation's events but its outputs
+        miss ``verify_tol`` (each a model build from the simulation at that answer, on top of ``walks``;
+        0: such an answer is reported as not verified).
     options : dict, optional
         IPOPT options (over :data:`~pympc.identify.fesd_solve.DEFAULT_OPTIONS`).
     forward : bool
@@ -160,11 +176,11 @@ def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, 
     FesdFit
     """
     return fit_records([Record(system, t, y, outputs, noise)], parameters, elements=elements, stages=stages,
-                       walks=walks, verify_tol=verify_tol, options=options, forward=forward)
+                       walks=walks, verify_tol=verify_tol, options=options, forward=forward, refine=refine)
 
 
 def fit_records(records, parameters, *, elements=4, stages=3, walks=4, verify_tol=1e-5, options=None,
-                forward=False, bounds=None):
+                forward=False, bounds=None, refine=REFINE):
     """:func:`fit` of several records (:class:`Record`) sharing ``parameters``: one NLP, each record verified.
 
     The models of the records are sub-blocks of one Pyomo model whose parameters are tied by equality rows
@@ -173,11 +189,15 @@ def fit_records(records, parameters, *, elements=4, stages=3, walks=4, verify_to
     (``{name: (low, high)}``, optional) replaces the model's declared bounds of the fitted parameters.
     """
     from pyomo.common.gc_manager import PauseGC
+    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or refine < 0:
+        raise OptionError(f"refine must be an integer >= 0 (doublings of the elements per interval), got {refine!r}")
+    refine = int(refine)
     with PauseGC():     # the walks hold their models anyway; the cyclic GC would rescan their objects often
-        return _fit_records(records, parameters, elements, stages, walks, verify_tol, options, forward, bounds)
+        return _fit_records(records, parameters, elements, stages, walks, verify_tol, options, forward, bounds,
+                            refine)
 
 
-def _fit_records(records, parameters, elements, stages, walks, verify_tol, options, forward, bounds):
+def _fit_records(records, parameters, elements, stages, walks, verify_tol, options, forward, bounds, refine):
     import pyomo.environ as pyo
 
     from ..dynamics import simulate
@@ -202,7 +222,9 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
     timing = dict.fromkeys(("build", "compile", "ipopt", "verify", "forward"), 0.0)
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     best = None
-    for walk in range(1, int(walks) + 1):
+    budget, walk = int(walks), 0          # a refinement adds a build to the budget
+    while walk < budget:
+        walk += 1
         clock = _time.process_time()
         models = [trajectory_model(s.bind(current), t, r.y, r.outputs, names, elements=elements, stages=stages,
                                    noise=r.noise) for s, t, r in zip(systems, ts, records)]
@@ -241,8 +263,17 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
         collapsed = any(c["collapsed"] for c in checks)
         if same and not all(c["ok"] for c in checks):
             rejected = max(c["output_gap"] for c in checks)
+            if not collapsed and out.refinements < refine:     # the elements too coarse: double them, from θ
+                out.refinements += 1
+                budget += 1
+                out.message = (f"walk {walk}: outputs {rejected:.2g} off the simulation with {elements} elements "
+                               f"per interval; rebuilt with {2 * elements} at {out.theta}")
+                elements *= 2
+                current = dict(out.theta)
+                continue
         if same and all(c["ok"] for c in checks) and (best is None or out.objective < best["objective"]):
             best = {"theta": dict(out.theta), "objective": out.objective, "walk": walk, "models": models,
+                    "elements": elements,
                     "output_gap": max(c["output_gap"] for c in checks),
                     "event_gap": max(c["event_gap"] for c in checks), "constrained": collapsed,
                     "termination_condition": res.termination_condition}
@@ -253,20 +284,25 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
             current = step
             continue
         break
+    out.elements = elements
     if best is not None:
-        for k in ("theta", "objective", "output_gap", "event_gap", "constrained", "termination_condition"):
+        for k in ("theta", "objective", "output_gap", "event_gap", "constrained", "termination_condition",
+                  "elements"):
             setattr(out, k, best[k])
         out.models, out.model = best["models"], best["models"][0]
         out.ok = True
         out.message = (f"verified by simulation at the estimate (walk {best['walk']} of {out.walks}): outputs within "
-                       f"{out.output_gap:.2g}, events within {out.event_gap:.2g} s" +
+                       f"{out.output_gap:.2g}, events within {out.event_gap:.2g} s, {out.elements} elements per "
+                       f"interval" + (f" (doubled {out.refinements}× as the outputs missed verify_tol)"
+                                      if out.refinements else "") +
                        ("; an element is at its lower bound: the minimum with an event kept on its side of a "
                         "sample time" if out.constrained else ""))
     elif rejected is not None:
         out.message = (f"no verified estimate after {out.walks} walks: at the estimate the model has the simulation's "
                        f"events but its outputs differ from the simulation's by {rejected:.2g} (> verify_tol = "
-                       f"{verify_tol:g}); the elements do not resolve the motion: give more elements per interval "
-                       "or a finer sample grid")
+                       f"{verify_tol:g}) with {out.elements} elements per interval (after {out.refinements} of refine = "
+                       f"{refine} doublings); the elements do not resolve the motion: give more elements per "
+                       "interval, a larger refine or a finer sample grid")
     elif not out.message:
         out.message = f"no verified estimate after {out.walks} walks"
     out.solution_status = solution_status(out.ok, bool(out.solves) and out.solves[-1].ok, bool(out.solves))
@@ -380,7 +416,7 @@ def fit_experiments(experiments, par, options):
     bounds = {n: (float(lo), float(hi)) for n, lo, hi in zip(par.names, par.theta_lo, par.theta_hi)}
     clock = _time.perf_counter()
     res = fit_records(records, par.names, elements=options.elements, stages=options.stages, walks=options.walks,
-                      verify_tol=options.verify_tol, forward=options.forward, bounds=bounds)
+                      verify_tol=options.verify_tol, forward=options.forward, bounds=bounds, refine=options.refine)
     theta = np.array([res.theta.get(n, np.nan) for n in par.names], dtype=float)
     z = par.Tinv @ theta
     cost = res.objective if res.ok else np.inf

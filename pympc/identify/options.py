@@ -277,6 +277,10 @@ class Fesd(_ExactJacobian):
     forward : bool
         Fix the active set of a forward MPEC solve at the start values instead of the simulation's (default
         False; the older, slower route).
+    refine : int >= 0
+        At most this many doublings of ``elements`` when an answer has the simulation's event sequence but its
+        outputs miss ``verify_tol`` (the elements too coarse), each solved again from that answer (default 2;
+        0: such an answer is reported as not verified).
     jac, fd_step, fd_scheme
         The exact model's Jacobian at the estimate (as in :class:`Shooting`; same defaults).
     """
@@ -286,6 +290,7 @@ class Fesd(_ExactJacobian):
     walks: int = 4
     verify_tol: float = 1e-5
     forward: bool = False
+    refine: int = 2
 
     _name = "fesd"
 
@@ -297,6 +302,7 @@ class Fesd(_ExactJacobian):
         set_(self, "walks", _integer(self.walks, "Fesd: walks", 1))
         set_(self, "verify_tol", _number(self.verify_tol, "Fesd: verify_tol", positive=True))
         set_(self, "forward", _flag(self.forward, "Fesd: forward"))
+        set_(self, "refine", _integer(self.refine, "Fesd: refine", 0))
 
 
 METHODS = {
