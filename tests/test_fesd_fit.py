@@ -28,6 +28,13 @@ def test_fesd_options_are_checked_by_name():
         Fesd(verify_tol=-1.0)
     with pytest.raises(OptionError, match="method='shooting'"):
         Fesd(starts=3)
+    assert Fesd().refine == 2 and Fesd(refine=0).refine == 0
+    for bad in (-1, 1.5, "2", True):
+        with pytest.raises(OptionError, match="Fesd: refine"):
+            Fesd(refine=bad)
+    from pympc.identify.fesd_fit import fit
+    with pytest.raises(OptionError, match="refine must be an integer >= 0"):
+        fit(OSC, np.linspace(0.0, 1.0, 3), np.zeros((3, 1)), ["mass.x"], ["mu"], refine=-1)
     from pympc.identify.options import resolve
     assert isinstance(resolve("fesd"), Fesd) and isinstance(resolve(Fesd), Fesd)
 
