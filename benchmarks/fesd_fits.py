@@ -14,8 +14,10 @@ interval, 3 Radau IIA stages) from 5 % above the true values.  Printed, one row 
   rtol 1e-12; the claim: ≤ 1e-6 s), and the number of events;
 - ``CPU``: ``time.process_time`` of one FESD fit and of one shooting fit (2 cores shared with other
   work: ratios are more stable than the absolute times);
-- ``vars × rows``: size of the NLP of the forward solve (free variables, rows), as IPOPT sees it;
-- ``iters``: IPOPT iterations over all the fit's solves (forward, polish, fit; every walk), and walks.
+- ``vars × rows``: size of the last NLP (the answer's: free variables, rows), as IPOPT sees it;
+- ``iters``: IPOPT iterations over all the fit's solves (forward, polish, fit; every walk), and walks
+  (model builds, refinements included); ``el``: the elements per interval of the answer (the default
+  ``refine=2`` doubles them when the outputs miss ``verify_tol``).
 """
 
 import argparse
@@ -37,7 +39,8 @@ LONG = {
     "friction_oscillator": ("friction_oscillator.toml", 6.0, 25, ["mass.x"], ["mu", "mu_s"], {}),
     "cross_slide": ("cross_slide.toml", 1.0, 21, ["crosshead.x", "particle.y"], ["mu1", "mu2"], {"P": -10.0}),
     "slider_crank": ("slider_crank.toml", 0.4, 9, ["slider.x"], ["mu"], {}),
-    # across the second reversal and a wall switch 1.7 ms later (λ swings ±55 N in 10 ms after it)
+    # across the second reversal and a wall switch 1.7 ms later (λ swings ±55 N in 10 ms after it): 4 elements
+    # per interval miss verify_tol (refine=0: not verified), the default refinement doubles them to 8
     "slider_crank 0.5 s": ("slider_crank.toml", 0.5, 11, ["slider.x"], ["mu"], {}),
     "slider_crank 0.5 s, 8 el": ("slider_crank.toml", 0.5, 11, ["slider.x"], ["mu"], {}, 8),
     "inclined_slot_spring": ("inclined_slot_spring.toml", 6.0, 49, ["block.x", "block.x_dot"], ["mu", "mu_s"], {}),
@@ -67,9 +70,9 @@ def run(name, model, span, samples, outputs, names, fixed, elements=4):
               elements=elements)
     c2 = time.process_time()
     row = {"model": name, "record": f"{span:g} s, {samples} samples, {','.join(outputs)}", "fit": ",".join(names),
-           "ok": res.ok, "shoot_cpu": c1 - c0, "fesd_cpu": c2 - c1, "walks": res.walks,
+           "ok": res.ok, "shoot_cpu": c1 - c0, "fesd_cpu": c2 - c1, "walks": res.walks, "el": res.elements,
            "iters": sum(st["iterations"] or 0 for s in res.solves for st in s.stages),
-           "size": f"{res.solves[0].variables} × {res.solves[0].constraints}" if res.solves else "-"}
+           "size": f"{res.solves[-1].variables} × {res.solves[-1].constraints}" if res.solves else "-"}
     se = np.asarray(shoot.stderr, float)
     if res.ok:
         est = np.array([res.theta[n] for n in shoot.names])
@@ -94,13 +97,13 @@ def main(argv=None):
     cases = QUICK if args.quick else LONG
     rows = [run(k, *v) for k, v in cases.items() if not args.only or k in args.only]
     head = (f"{'model':25s} {'record':44s} {'fit':9s} {'ok':3s} {'err/SE':>7s} {'FESD-shoot/SE':>14s} "
-            f"{'event err [s]':>14s} {'FESD CPU':>9s} {'shoot CPU':>9s} {'vars x rows':>12s} {'iters':>6s} walks")
+            f"{'event err [s]':>14s} {'FESD CPU':>9s} {'shoot CPU':>9s} {'vars x rows':>12s} {'iters':>6s} walks el")
     print(head)
     print("-" * len(head))
     for r in rows:
         print(f"{r['model']:25s} {r['record']:44s} {r['fit']:9s} {'yes' if r['ok'] else 'NO':3s} "
               f"{r['err_se']:7.2f} {r['gap_se']:14.1e} {r['event_err']:10.1e} ({r['events']}) "
-              f"{r['fesd_cpu']:8.1f}s {r['shoot_cpu']:8.2f}s {r['size']:>12s} {r['iters']:6d} {r['walks']:5d}")
+              f"{r['fesd_cpu']:8.1f}s {r['shoot_cpu']:8.2f}s {r['size']:>12s} {r['iters']:6d} {r['walks']:5d} {r['el']:2d}")
         if not r["ok"]:
             print(f"    {r['message']}")
 
