@@ -357,8 +357,9 @@ def _cmd_identify(args):
         data = data[data["t"] <= args.t_end]
     exp = Experiment(args.model, data, outputs=outputs, fixed=fixed, noise=noise)
     profile = args.profile.split(",") if args.profile else ()
-    if args.method != "fesd" and (args.elements is not None or args.stages is not None):
-        raise OptionError("--elements and --stages are options of --method fesd")
+    if args.method != "fesd" and (args.elements is not None or args.stages is not None or args.refine is not None):
+        raise OptionError("--elements and --stages are options of --method fesd"
+                          + (" (--refine too)" if args.refine is not None else ""))
     if args.method in ("mpec", "fesd"):
         if args.starts != 1 or profile:
             raise OptionError(f"--method {args.method} solves once from the start values: --starts and --profile are "
@@ -368,8 +369,8 @@ def _cmd_identify(args):
     elif args.method == "fesd":
         if args.step is not None:
             raise OptionError("--step is the time step of --method mpec (--method fesd: --elements, --stages)")
-        method = Fesd(jac=args.jac, **{k: v for k, v in (("elements", args.elements), ("stages", args.stages))
-                                       if v is not None})
+        method = Fesd(jac=args.jac, **{k: v for k, v in (("elements", args.elements), ("stages", args.stages),
+                                                         ("refine", args.refine)) if v is not None})
     else:
         if args.step is not None:
             raise OptionError("--step is the time step of --method mpec")
@@ -604,6 +605,9 @@ def build_parser():
                      help="finite elements per sample interval of --method fesd (default 4)")
     idf.add_argument("--stages", type=_count(1), default=None, metavar="N",
                      help="Radau IIA stages of --method fesd (default 3)")
+    idf.add_argument("--refine", type=_count(0), default=None, metavar="N",
+                     help="--method fesd: at most N doublings of the elements when an estimate has the simulated "
+                          "events but its outputs miss the check (default 2; 0: report it as not verified)")
     idf.add_argument("--step", type=float, default=None,
                      help="time step of --method mpec in seconds (default 0.02); the estimate is O(step) off")
     idf.add_argument("--t-end", type=float, default=None, help="fit the data up to this time only (seconds; "

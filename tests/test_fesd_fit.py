@@ -123,13 +123,17 @@ def test_cli_identify_method_fesd(tmp_path, capsys, record):
     path = tmp_path / "rec.csv"
     pd.DataFrame({"t": record.t, "mass.x": record.y[:, 0]}).to_csv(path, index=False)
     rc = main(["identify", OSC, str(path), "--fit", "mu,mu_s", "--noise", str(float(record.sigma[0])),
-               "--method", "fesd", "--elements", "4", "--stages", "3", "--no-plots", "--out", str(tmp_path / "o")])
+               "--method", "fesd", "--elements", "4", "--stages", "3", "--refine", "1", "--no-plots", "--out",
+               str(tmp_path / "o")])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "identification by fesd" in out and "check fesd           ok" in out
     assert main(["identify", OSC, str(path), "--fit", "mu", "--elements", "3", "--no-plots", "--out",
                  str(tmp_path)]) == 2
     assert "--elements and --stages are options of --method fesd" in capsys.readouterr().err
+    assert main(["identify", OSC, str(path), "--fit", "mu", "--refine", "1", "--no-plots", "--out",
+                 str(tmp_path)]) == 2
+    assert "(--refine too)" in capsys.readouterr().err
 
 
 def test_data_with_static_equal_to_kinetic_give_the_shooting_estimate_on_the_bound():
