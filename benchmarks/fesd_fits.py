@@ -103,7 +103,8 @@ def main(argv=None):
     for r in rows:
         print(f"{r['model']:25s} {r['record']:44s} {r['fit']:9s} {'yes' if r['ok'] else 'NO':3s} "
               f"{r['err_se']:7.2f} {r['gap_se']:14.1e} {r['event_err']:10.1e} ({r['events']}) "
-              f"{r['fesd_cpu']:8.1f}s {r['shoot_cpu']:8.2f}s {r['size']:>12s} {r['iters']:6d} {r['walks']:5d} {r['el']:2d}")
+              f"{r['fesd_cpu']:8.1f}s {r['shoot_cpu']:8.2f}s {r['size']:>12s} {r['iters']:6d} {r['walks']:5d} "
+              f"{r['el']:2d}")
         if not r["ok"]:
             print(f"    {r['message']}")
 

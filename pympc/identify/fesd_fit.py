@@ -122,7 +122,8 @@ class FesdFit:
                 "solution_status": getattr(self.solution_status, "name", None), "theta": dict(self.theta),
                 "objective": self.objective, "walks": self.walks, "output_gap": self.output_gap,
                 "event_gap": self.event_gap, "message": self.message, "constrained": self.constrained,
-                "elements": self.elements, "refinements": self.refinements, "seconds": self.seconds, "timing": dict(self.timing),
+                "elements": self.elements, "refinements": self.refinements, "seconds": self.seconds,
+                "timing": dict(self.timing),
                 "nlp": [{"variables": s.variables, "constraints": s.constraints, "iterations": s.iterations,
                          "linear_solver": s.linear_solver, "seconds": s.seconds} for s in self.solves]}
 
@@ -300,8 +301,8 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
     elif rejected is not None:
         out.message = (f"no verified estimate after {out.walks} walks: at the estimate the model has the simulation's "
                        f"events but its outputs differ from the simulation's by {rejected:.2g} (> verify_tol = "
-                       f"{verify_tol:g}) with {out.elements} elements per interval (after {out.refinements} of refine = "
-                       f"{refine} doublings); the elements do not resolve the motion: give more elements per "
+                       f"{verify_tol:g}) with {out.elements} elements per interval (after {out.refinements} of "
+                       f"refine = {refine} doublings); the elements do not resolve the motion: give more elements per "
                        "interval, a larger refine or a finer sample grid")
     elif not out.message:
         out.message = f"no verified estimate after {out.walks} walks"
