@@ -67,6 +67,7 @@ def _jobs(tmp):
         for n in (2, 5):
             G = rng.standard_normal((n, n))
             solve(LCP(G @ G.T + np.eye(n), rng.standard_normal(n)))
+            solve(LCP(G @ G.T + np.eye(n), rng.standard_normal(n)), max_pivots=1000)   # the option path (pympc solve)
             solve(HLCP(np.eye(n) + 0.1 * G, -np.eye(n), rng.standard_normal(n)))
             solve(HLCP(np.eye(n), -(G @ G.T + np.eye(n)), rng.standard_normal(n)))       # the diagonal fast path
 
