@@ -320,6 +320,20 @@ def solve_hlcp_kernel(A, B, c, basis, S, lu, d, max_pivots, piv_rel, tie_tol):
 
 
 @njit(cache=True, nogil=True)
+def _lcp_form(A, B, c):
+    """``LCP(-B/a, c/a)``, row by row: the LCP form of HLCP(A, B, c) with a diagonal A of nonzero entries ``a``."""
+    n = c.shape[0]
+    M = np.empty((n, n))
+    q = np.empty(n)
+    for i in range(n):
+        a = A[i, i]
+        q[i] = c[i] / a
+        for j in range(n):
+            M[i, j] = -B[i, j] / a
+    return M, q
+
+
+@njit(cache=True, nogil=True)
 def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
     """Lemke on HLCP(A, B, c) with a diagonal A: ``M = -B/a``, ``q = c/a`` row by row (O(n²)).
 
@@ -329,13 +343,7 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
     n = c.shape[0]
     if _singular_diagonal(A):
         return _singular_result(n)
-    M = np.empty((n, n))
-    q = np.empty(n)
-    for i in range(n):
-        a = A[i, i]
-        q[i] = c[i] / a
-        for j in range(n):
-            M[i, j] = -B[i, j] / a
+    M, q = _lcp_form(A, B, c)
     code, pivots, z, w, el, ll = lemke_kernel(M, q, d, max_pivots, piv_rel, tie_tol)
     return code, pivots, w, z, el, ll
 
@@ -787,13 +795,7 @@ def solve_lcp_form_default(A, B, c):
     for i in range(n):
         if A[i, i] == 0.0:
             return KERNEL_SINGULAR, 0, False, np.empty(0)
-    M = np.empty((n, n))
-    q = np.empty(n)
-    for i in range(n):
-        a = A[i, i]
-        q[i] = c[i] / a
-        for j in range(n):
-            M[i, j] = -B[i, j] / a
+    M, q = _lcp_form(A, B, c)
     code, pivots, clean, out = solve_lcp_default(M, q)
     if clean:
         eq, neg, comp = relative_residual(A, B, c, out[n:2 * n], out[:n])
