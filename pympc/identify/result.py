@@ -233,13 +233,11 @@ class IdentificationResult:
         out["multistart"] = self._multistart()
         mp = self.method.get("mpec") if isinstance(self.method, dict) else None
         if mp:
-            better = mp.get("improved", True)
+            better, worse = self._against_start(mp)
             out["mpec"] = (bool(mp["verified"] and better),
-                           ("" if better else f"the local solution fits clearly WORSE than the start (exact-model cost "
-                                              f"{self.cost:.4g} > {mp['start_cost']:.4g}); ") +
-                           f"{mp['solution_status']} ({mp['termination']}); time-stepping rows "
-                                                 f"violated by {mp['dynamics_residual']:.2e}, complementarity residual "
-                                                 f"{mp['complementarity_residual']:.2e}; step {min(mp['step']):.4g} s")
+                           worse + f"{mp['solution_status']} ({mp['termination']}); time-stepping rows violated by "
+                           f"{mp['dynamics_residual']:.2e}, complementarity residual "
+                           f"{mp['complementarity_residual']:.2e}; step {min(mp['step']):.4g} s")
             d = mp.get("exact_step")
             if d is not None:
                 # the bias of the step against the statistical uncertainty (only where there is a point estimate)
@@ -257,15 +255,21 @@ class IdentificationResult:
                                      "discretization error, O(h); the MPEC's own optimality is check mpec")
         fe = self.method.get("fesd") if isinstance(self.method, dict) else None
         if fe:
-            better = fe.get("improved", True)
+            better, worse = self._against_start(fe)
             out["fesd"] = (bool(fe["ok"] and better),
-                           ("" if better else f"the local solution fits clearly WORSE than the start (exact-model cost "
-                                              f"{self.cost:.4g} > {fe['start_cost']:.4g}); ") +
-                           f"{fe['solution_status']} ({fe['termination']}): {fe['message']}")
+                           worse + f"{fe['solution_status']} ({fe['termination']}): {fe['message']}")
         bad = [n for n in self.names if self.status_of(n)[0] not in POINT]
         out["identifiable"] = (not bad, "every parameter has a point estimate and an interval" if not bad else
                                "; ".join(f"{n}: {self.status_of(n)[0]}" for n in bad))
         return out
+
+    def _against_start(self, facts):
+        """(whether a whole-trajectory route's answer fits no worse than its start, the sentence saying it does
+        not, or ""), from that route's ``facts`` (``improved``, ``start_cost``)."""
+        if facts.get("improved", True):
+            return True, ""
+        return False, (f"the local solution fits clearly WORSE than the start (exact-model cost {self.cost:.4g} > "
+                       f"{facts['start_cost']:.4g}); ")
 
     def _multistart(self):
         """(passed, detail): the best cost was reached by at least two starts (a single start: not applicable)."""
