@@ -166,11 +166,10 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     if fn is None:
         raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} or a function "
                              "f(problem, **options) returning a Result")
-    if type(problem) is not LCP and type(problem) is not HLCP and not isinstance(problem, (LCP, HLCP)):
+    if not isinstance(problem, (LCP, HLCP)):
         raise ProblemError(f"solve: expected a complementarity problem, got {type(problem).__name__}; wrap the data "
                            "in pympc.LCP(M, q) or pympc.HLCP(A, B, c)")
-    if not (type(fallback_time_limit) is float and fallback_time_limit > 0.0):   # (the default passes at once)
-        fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
+    fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
     if options:
         if "time_limit" in options:
             options["time_limit"] = check_time_limit(options["time_limit"])
