@@ -375,6 +375,40 @@ def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
     assert pympc.enumerate_solutions(h).kind.name == "CONTINUUM"
 
 
+def test_seven_and_eight_pair_solution_sets_are_the_walks_bit_for_bit(rng):
+    """From WALK_POINTS_FROM pairs the batched call picks the leaves and the walk's own leaf examines them: the
+    same kind and the same points, exactly (random problems, integer ones with singular supports, several or no
+    solutions, and LCPs with a negative definite M: many solutions)."""
+    from pympc.complementarity.enumeration import BATCHED_PAIRS, WALK_POINTS_FROM, _enumerate
+    assert WALK_POINTS_FROM <= BATCHED_PAIRS
+    several, kinds = 0, set()
+    for trial in range(63):
+        n = int(rng.integers(WALK_POINTS_FROM, BATCHED_PAIRS + 1))
+        if trial >= 60:         # a segment of solutions (pairs 0, 1) beside pairs with one solution each
+            A, B = np.eye(n), -np.eye(n)
+            B[:2, :2] = -np.array([[1.0, -1.0], [-1.0, 1.0]])
+            c = np.ones(n)
+            c[1] = -1.0
+            A[2:] += rng.standard_normal((n - 2, n)) * 0.1
+        elif trial % 3 == 0:
+            A, B, c = rng.standard_normal((n, n)) + 2 * np.eye(n), rng.standard_normal((n, n)), rng.standard_normal(n)
+        elif trial % 3 == 1:
+            A, B = np.eye(n), -(rng.standard_normal((n, n)) * 0.1 - np.eye(n))       # w = M z + q, M ≈ −I
+            c = rng.uniform(0.5, 1.5, n) * np.where(rng.random(n) < 0.5, 1.0, -1.0)
+        else:
+            A, B = rng.integers(-2, 3, (n, n)).astype(float), rng.integers(-2, 3, (n, n)).astype(float)
+            c = rng.integers(-1, 2, n).astype(float)
+        h = pympc.HLCP(A, B, c)
+        fast = pympc.enumerate_solutions(h)
+        ref = _enumerate(h, lambda x, y: (x, y), 1e-9, batched=False)
+        assert fast.kind == ref.kind and len(fast.points) == len(ref.points)
+        for (x, y), (rx, ry) in zip(fast.points, ref.points):
+            assert np.array_equal(x, rx) and np.array_equal(y, ry)
+        several += len(fast.points) > 1
+        kinds.add(fast.kind.name)
+    assert several > 3 and kinds == {"NONE", "UNIQUE", "FINITE", "CONTINUUM"}
+
+
 @pytest.mark.parametrize("model", ["friction_oscillator", "chain5", "cross_slide", "slider_crank"])
 def test_the_five_argument_evaluation_equals_the_packed_one(model, rng):
     """CompiledModes.compute_state (everything in two arrays; the Python parts' models fall back) = compute."""

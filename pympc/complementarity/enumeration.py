@@ -32,9 +32,17 @@ from .support import lp_point, lu_rcond, support_solution
 
 __all__ = ["SetKind", "SolutionSet", "enumerate_solutions"]
 
-BATCHED_PAIRS = 6
-"""Problems of at most this many pairs have their leaves solved in one batched call when every support
-matrix is well conditioned (:func:`_batched_leaves`)."""
+BATCHED_PAIRS = 8
+"""Problems of at most this many pairs have their leaves solved in one batched call (:func:`_batched_leaves`,
+when every support matrix is well conditioned, below :data:`WALK_POINTS_FROM`; :func:`_leaves_to_visit` from
+there)."""
+
+WALK_POINTS_FROM = 7
+"""From this many pairs (up to :data:`BATCHED_PAIRS`) the batched call only says which leaves may hold a point
+and the walk's own leaf examines each of them (:func:`~pympc.complementarity.support.support_solution`, and the
+LPs of a singular leaf): the walk's solution set, bit for bit, without its pruning LPs (HiGHS through scipy,
+milliseconds for a 7-pair problem).  Below it the batched points themselves are taken (equal to the walk's to
+round-off), as they always were."""
 
 # the supports of n pairs in the walk's order (pair 0 decided first, x_i — column of A — before y_i)
 _SUPPORTS = [((np.arange(2 ** n)[:, None] >> (n - 1 - np.arange(n))[None, :]) & 1) == 0
@@ -221,9 +229,14 @@ def _enumerate(hlcp, back, tol, batched):
         walk(prefix + [True])
         walk(prefix + [False])
 
-    found = _batched_leaves(hlcp, tol) if batched and n <= BATCHED_PAIRS else None
+    Aeq = np.hstack([hlcp.A, hlcp.B])
+    if batched and WALK_POINTS_FROM <= n <= BATCHED_PAIRS:
+        found = []          # the walk's leaves in its order, those the batched call proves empty skipped
+        for k in _leaves_to_visit(hlcp, tol):
+            leaf(_SUPPORTS[n][k])
+    else:
+        found = _batched_leaves(hlcp, tol) if batched and n <= BATCHED_PAIRS else None
     if found is None:
-        Aeq = np.hstack([hlcp.A, hlcp.B])
         walk([])
     else:
         for u in found:
@@ -231,7 +244,8 @@ def _enumerate(hlcp, back, tol, batched):
     # map back and verify every point in the original problem
     points = [u for u in points if orig.is_solution(u[:n] * dx, u[n:] * dy, 1e3 * tol)]
     # a point that lies in the polyhedron of a continuum is not a separate solution
-    points = [u for u in points if not any((u[f] == 0.0).all() for f in cont_fixed)]
+    if cont_fixed:
+        points = [u for u in points if not any((u[f] == 0.0).all() for f in cont_fixed)]
     if cont_pts:
         kind = SetKind.CONTINUUM
     elif not points:
@@ -247,6 +261,15 @@ def _enumerate(hlcp, back, tol, batched):
     out.continuum_points = [back(u[:n], u[n:]) for u in cont_pts]
     out.directions = [back(d[:n], d[n:]) for d in dirs]
     return out
+
+
+def _leaves_to_visit(hlcp, tol):
+    """The supports of a small (equilibrated) HLCP that may hold a point, in the walk's order: all but those the
+    batched call proves empty (status 0: nonsingular, with a point of the wrong sign or one that fails
+    verification; −2: exactly singular with ``c`` out of its range), the leaves the walk's
+    :func:`support_solution` finds empty by the same tests (the equivalence :func:`_batched_leaves` rests on)."""
+    status = batched_leaves(hlcp.A, hlcp.B, hlcp.c, _SUPPORTS[hlcp.n], tol, 1e3 * tol)[2]
+    return np.flatnonzero((status != 0) & (status != -2)).tolist()
 
 
 def _batched_leaves(hlcp, tol):

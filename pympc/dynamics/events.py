@@ -169,7 +169,8 @@ call (:func:`pympc.dynamics._transition.dense_event`); larger ones with NumPy (i
 def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
     """The dense event HLCP by :func:`~pympc.dynamics._transition.dense_event`, or None where it declines (a mass
     matrix that is not positive definite, singular bilateral rows, a non-finite entry): the NumPy build decides."""
-    cand = np.flatnonzero(directions == 0)
+    cl = [k for k, d in enumerate(directions.tolist()) if d == 0.0]     # the stick candidates, ascending
+    cand = np.array(cl, dtype=np.int64)
     hol = as_bools(a.holonomic)
     md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
     f = as_floats
@@ -178,7 +179,7 @@ def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
         f(a.bT), f(a.vT), float(stab.alpha), float(stab.beta), directions, f(mu), f(mu_s), cand)
     if code != EVENT_OK:
         return None
-    return EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cand.tolist(), directions, qdd0, Q)
+    return EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)
 
 
 _NO_DIAGONAL = np.zeros(0)

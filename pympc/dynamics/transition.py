@@ -27,6 +27,8 @@ from .trajectory import Event, EventKind, SimulationStatus
 
 __all__ = ["Transition", "initial_violation"]
 
+_NO_STICK = np.zeros(0, np.int64)     # no sticking slot to project onto (read only by the kernel)
+
 
 class Transition:
     """The transition of one run: ``transition(t, q, q̇, kind, slot, before)`` (see the module).
@@ -70,7 +72,7 @@ class Transition:
         else:  # out of iterations: q moved after the last assembly
             a = form.assemble(q, qd, t)
         self.positions = (q, a)          # its Jacobians are those at q (the velocities may be projected below)
-        stick = np.asarray(stick, dtype=np.int64).reshape(-1)
+        stick = np.asarray(stick, dtype=np.int64).reshape(-1) if len(stick) else _NO_STICK
         code, qdp = project_velocity(as_floats(a.J), as_floats(a.WN), as_floats(a.WT), stick, as_floats(a.gdot),
                                      as_floats(a.vN), as_floats(a.vT), as_floats(qd))
         if code == VELOCITY_SAME:        # a zero residual: the correction would be exactly zero
@@ -143,7 +145,8 @@ class Transition:
                     f"{kind.name} event at t = {t:.9g}: the event HLCP ({evp.hlcp.n} pairs) has no solution "
                     "(a Painlevé-type paradox: no consistent mode)")
             else:
-                modes = {read_mode(evp, px, py, walls_before)[0] for px, py in sset.points}
+                # one point selects one mode: no ambiguity to read (the usual case, a read_mode call saved)
+                modes = {read_mode(evp, px, py, walls_before)[0] for px, py in sset.points} if npoints > 1 else ()
                 if len(modes) > 1:
                     rule = o["on_ambiguous"]
                     if rule == "stop":
