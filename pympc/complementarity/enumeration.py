@@ -229,14 +229,15 @@ def _enumerate(hlcp, back, tol, batched):
         walk(prefix + [True])
         walk(prefix + [False])
 
-    Aeq = np.hstack([hlcp.A, hlcp.B])
     if batched and WALK_POINTS_FROM <= n <= BATCHED_PAIRS:
+        Aeq = np.hstack([hlcp.A, hlcp.B])
         found = []          # the walk's leaves in its order, those the batched call proves empty skipped
         for k in _leaves_to_visit(hlcp, tol):
             leaf(_SUPPORTS[n][k])
     else:
         found = _batched_leaves(hlcp, tol) if batched and n <= BATCHED_PAIRS else None
     if found is None:
+        Aeq = np.hstack([hlcp.A, hlcp.B])
         walk([])
     else:
         for u in found:
@@ -255,11 +256,12 @@ def _enumerate(hlcp, back, tol, batched):
     else:
         kind = SetKind.FINITE
     out = SolutionSet(kind, lps=counter[0])
-    cont_pts = [u * scale for u in cont_pts]
-    dirs = [d * scale / np.abs(d * scale).max() for d in dirs]
+    if cont_pts:
+        cont_pts = [u * scale for u in cont_pts]
+        dirs = [d * scale / np.abs(d * scale).max() for d in dirs]
+        out.continuum_points = [back(u[:n], u[n:]) for u in cont_pts]
+        out.directions = [back(d[:n], d[n:]) for d in dirs]
     out.points = [back(u[:n], u[n:]) for u in cont_pts + [u * scale for u in points]]
-    out.continuum_points = [back(u[:n], u[n:]) for u in cont_pts]
-    out.directions = [back(d[:n], d[n:]) for d in dirs]
     return out
 
 
