@@ -339,18 +339,26 @@ def _solution_sets_agree(h):
     return True
 
 
-def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
-    """The batched small-HLCP path = the enumeration's walk: random, integer (degenerate: ties, zero rows,
-    several or no solutions, singular supports) and event HLCPs of the oscillator's stick candidate."""
-    direct = degenerate = 0
-    for trial in range(300):
-        n = int(rng.integers(1, 5))
+def _random_hlcps(rng, count, max_n):
+    """``count`` HLCPs of 1 to ``max_n`` pairs: odd ones Gaussian, even ones integer (degenerate: ties, zero rows,
+    several or no solutions, singular supports)."""
+    out = []
+    for trial in range(count):
+        n = int(rng.integers(1, max_n + 1))
         if trial % 2:
             A, B, c = rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)
         else:
             A, B = rng.integers(-2, 3, (n, n)).astype(float), rng.integers(-2, 3, (n, n)).astype(float)
             c = rng.integers(-1, 2, n).astype(float)
-        h = pympc.HLCP(A, B, c)
+        out.append(pympc.HLCP(A, B, c))
+    return out
+
+
+def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
+    """The batched small-HLCP path = the enumeration's walk: random, integer (degenerate: ties, zero rows,
+    several or no solutions, singular supports) and event HLCPs of the oscillator's stick candidate."""
+    direct = degenerate = 0
+    for trial, h in enumerate(_random_hlcps(rng, 300, 4)):
         if _solution_sets_agree(h):
             direct += 1
             degenerate += trial % 2 == 0
@@ -373,6 +381,33 @@ def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
     from pympc.complementarity.enumeration import _batched_leaves
     assert _batched_leaves(h.equilibrated()[0], 1e-9) is None
     assert pympc.enumerate_solutions(h).kind.name == "CONTINUUM"
+
+
+def test_the_compiled_solution_set_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng):
+    """EventProblem.solution_set (one compiled call where it decides) = pympc.enumerate_solutions: the same kind
+    and the same points, exactly, on random and integer HLCPs of 1–6 pairs (several or no solutions, singular
+    supports: declined) and on event HLCPs of the oscillator; the compiled call decides most of them."""
+    from pympc.complementarity.enumeration import _SUPPORTS
+    from pympc.dynamics._transition import small_solution_set
+    from pympc.dynamics.events import EventProblem
+    problems = _random_hlcps(rng, 300, 6)
+    form = GeneralMethod(pympc.load_model(MODELS / "friction_oscillator.toml"))
+    q, qd = form.initial_state()
+    for t in np.linspace(0.0, 6.0, 20):
+        a = form.assemble(q + rng.standard_normal(q.size) * [0.3, 0.0], qd, float(t))
+        problems += [event_problem(a, [d], np.array([0.3]), np.array([0.4]), Baumgarte(), form.mass_diagonal).hlcp
+                     for d in (0, 1, -1)]
+    decided, kinds = 0, set()
+    for h in problems:
+        fast = EventProblem(h, [], np.zeros(0), None, None).solution_set(16)
+        ref = pympc.enumerate_solutions(h)
+        assert fast.kind == ref.kind and len(fast.points) == len(ref.points)
+        for (x, y), (rx, ry) in zip(fast.points, ref.points):
+            assert np.array_equal(x, rx) and np.array_equal(y, ry)
+        decided += small_solution_set(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)[0]
+        kinds.add(ref.kind.name)
+    assert decided > 0.6 * len(problems) and decided < len(problems)
+    assert kinds == {"NONE", "UNIQUE", "FINITE", "CONTINUUM"}
 
 
 def test_seven_and_eight_pair_solution_sets_are_the_walks_bit_for_bit(rng):

@@ -20,9 +20,10 @@ import numpy as np
 from numba import njit
 
 from .._linalg import back_substitute, lu_solve, rcond_1
+from ..complementarity._kernel import batched_leaves, equilibrate_hlcp, relative_residual
 
 __all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_norm", "project_velocity", "check_mode",
-           "slip_directions"]
+           "slip_directions", "small_solution_set"]
 
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
 
@@ -382,6 +383,78 @@ def slip_directions(vT, qd, velocity_tol):
         if not abs(vT[k]) <= bound:
             dirs[k] = 1 if vT[k] > 0.0 else -1
     return dirs
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _python_max(t):
+    """``max(t)`` of a 3-tuple as Python's builtin takes it: the first entry, replaced by a later one only where
+    ``later > current`` (so a NaN after the first entry is passed over, as there)."""
+    m = t[0]
+    if t[1] > m:
+        m = t[1]
+    if t[2] > m:
+        m = t[2]
+    return m
+
+
+EQUILIBRATION_SWEEPS = 20
+"""The Ruiz sweeps of :meth:`pympc.HLCP.equilibrated` (the enumeration's scaling)."""
+
+
+@njit(cache=True, nogil=True)
+def small_solution_set(A, B, c, a_diagonal, xs, tol):
+    """The points of :func:`pympc.enumerate_solutions` of a small HLCP in one call, where its batched path
+    decides them without a Python step; ``(decided, P)``, the rows of ``P`` the points ``(x, y)`` in its order.
+
+    The same steps and arithmetic as ``enumeration._enumerate`` with ``_batched_leaves``: the problem equilibrated
+    (:meth:`~pympc.HLCP.equilibrated`), every support ``xs[k]`` solved (:func:`batched_leaves`), the verified
+    points in the walk's order less those within ``1e3 tol (1 + max|u|)`` of one listed, each verified in the
+    original problem by its relative residual within ``1e3 tol`` and scaled back.  Not decided (False), the
+    enumeration itself runs: a support the batched path hands to the walk or to LAPACK's estimate (status −3,
+    −1), a point it checks with the noise rule of :meth:`~pympc.HLCP.is_solution` (status 2), or a point
+    whose relative residual in the original problem fails (the noise rule again, or a rejection).
+    """
+    n = c.shape[0]
+    As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
+    status = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
+    U, st = status[1], status[2]
+    N = xs.shape[0]
+    for k in range(N):
+        if st[k] == -3 or st[k] == -1 or st[k] == 2:
+            return False, np.zeros((0, 2 * n))
+    pts = np.empty((N, 2 * n))
+    m = 0
+    for k in range(N):
+        if st[k] != 1:
+            continue
+        big = 0.0
+        for j in range(2 * n):
+            big = max(big, abs(U[k, j]))
+        lim = 1e3 * tol * (1.0 + big)
+        same = False
+        for p in range(m):
+            d = 0.0
+            for j in range(2 * n):
+                d = max(d, abs(pts[p, j] - U[k, j]))
+            if d <= lim:
+                same = True
+                break
+        if not same:
+            pts[m] = U[k]
+            m += 1
+    out = np.empty((m, 2 * n))
+    x = np.empty(n)
+    y = np.empty(n)
+    for p in range(m):
+        for j in range(n):
+            x[j] = pts[p, j] * dx[j]
+            y[j] = pts[p, n + j] * dy[j]
+        if not _python_max(relative_residual(A, B, c, x, y)) <= 1e3 * tol:
+            return False, np.zeros((0, 2 * n))
+        for j in range(n):
+            out[p, j] = x[j]
+            out[p, n + j] = y[j]
+    return True, out
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)

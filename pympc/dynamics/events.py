@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..complementarity import HLCP, LCP, solve
+from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutions, solve
+from ..complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
-from ._transition import EVENT_OK, as_bools, as_floats, dense_event
+from ._transition import EVENT_OK, as_bools, as_floats, dense_event, small_solution_set
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
@@ -94,6 +95,20 @@ class EventProblem:
         if S is None:
             return None
         return LCP(S[:, :n], S[:, n])
+
+    def solution_set(self, max_pairs):
+        """:func:`pympc.enumerate_solutions` of the event HLCP (``max_pairs`` at least its pairs): below
+        :data:`~pympc.complementarity.enumeration.WALK_POINTS_FROM` pairs by one compiled call
+        (:func:`~pympc.dynamics._transition.small_solution_set`, the same points) where it decides them."""
+        h = self.hlcp
+        n = h.n
+        if n < WALK_POINTS_FROM:
+            decided, P = small_solution_set(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[n], 1e-9)
+            if decided:
+                m = P.shape[0]
+                kind = SetKind.NONE if m == 0 else SetKind.UNIQUE if m == 1 else SetKind.FINITE
+                return SolutionSet(kind, [(P[i, :n], P[i, n:]) for i in range(m)])
+        return enumerate_solutions(h, max_pairs=max_pairs)
 
     def solve(self):
         """Solve the event HLCP with Lemke's method (a :class:`~pympc.complementarity.Result`).

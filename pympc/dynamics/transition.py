@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..complementarity import enumerate_solutions
 from ..errors import PympcError, SimulationError
 from ..mechanics.assembly import AbsoluteModel
 from ._transition import (VELOCITY_PROJECTED, VELOCITY_SAME, as_bools, as_floats, check_mode, position_error,
@@ -138,7 +137,7 @@ class Transition:
         x = y = None
         status = message = None
         if evp.hlcp.n <= o["enumerate_pairs"]:
-            sset = enumerate_solutions(evp.hlcp, max_pairs=o["enumerate_pairs"])
+            sset = evp.solution_set(o["enumerate_pairs"])
             classification, npoints = sset.kind.name, len(sset.points)
             if sset.kind.name == "NONE":
                 status, message = SimulationStatus.PARADOX, (
