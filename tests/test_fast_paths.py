@@ -124,6 +124,33 @@ def test_sparse_event_hlcp_is_the_dense_one_and_solves_alike(monkeypatch):
     np.testing.assert_allclose(red.q, qv, rtol=1e-10, atol=1e-10)
 
 
+def test_round_off_fill_in_of_the_reduction_is_dropped_and_nothing_else():
+    """drop_below_rounding on A⁻¹(A M) with a known M of exact zeros: the LU's round-off at the zeros (present
+    in the raw solve) is removed, no entry of M's pattern is touched; a long chain's reduced LCP, whose far
+    entries fell below 1e-150 and were refused, builds with every entry zero or within range."""
+    from pympc.dynamics.events import drop_below_rounding
+    rng = np.random.default_rng(1)
+    n = 60
+    A = 4 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
+    M = rng.standard_normal((n, n)) * (rng.random((n, n)) < 0.3)
+    raw = banded_solve(scipy.sparse.csr_matrix(A), A @ M)
+    zero = M == 0
+    assert np.count_nonzero(raw[zero]) > 100                # fill-in: round-off where M is exactly zero
+    kept = drop_below_rounding(raw.copy())
+    assert np.count_nonzero(kept[zero]) <= 0.01 * np.count_nonzero(raw[zero])
+    assert np.array_equal(kept[~zero], raw[~zero])          # the entries of M's pattern, bit for bit
+    # a 400-slot chain: A⁻¹ decays along the chain below 1e-150 of its largest entries
+    form = GeneralMethod(slider_chain(400))
+    q, qd = form.initial_state()
+    a = form.assemble(q, qd, 0.0)
+    mu = np.full(400, 0.3)
+    ev = event_problem(a, np.sign(a.vT).astype(int), mu, mu, Baumgarte(), form.mass_diagonal)
+    red = ev.reduced()
+    nonzero = np.abs(red.M[red.M != 0])
+    assert nonzero.min() >= 1e-150 and np.count_nonzero(red.M == 0) > 0
+    assert ev.solve().success
+
+
 def test_banded_solve_and_least_norm_match_lapack(rng):
     n = 80
     S = scipy.sparse.random(n, n, density=0.03, random_state=1) + scipy.sparse.diags(rng.uniform(1, 2, n))

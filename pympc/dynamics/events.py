@@ -94,7 +94,8 @@ class EventProblem:
         S = banded_solve(self.sparse[0], np.column_stack([-self.hlcp.B, self.hlcp.c]))
         if S is None:
             return None
-        return LCP(S[:, :n], S[:, n])
+        M = drop_below_rounding(S[:, :n])
+        return LCP(M, S[:, n])
 
     def solution_set(self, max_pairs):
         """:func:`pympc.enumerate_solutions` of the event HLCP (``max_pairs`` at least its pairs): below
@@ -138,6 +139,26 @@ class EventProblem:
 
 
 _MOTION = {-1.0: Motion.BACKWARD, 0.0: Motion.STICK, 1.0: Motion.FORWARD}
+
+
+def drop_below_rounding(M):
+    """``M`` (a solve's result, modified in place) with every entry at most ``ε min(r_i, c_j)`` set to zero,
+    ``r_i`` and ``c_j`` the largest magnitudes of its row and its column.
+
+    Why: each column of ``A⁻¹(−B)`` comes out of the LU solve with a normwise error of at least ``ε`` times
+    its largest entry (the solve is backward stable, its forward error is that times a condition number ≥ 1),
+    so an entry below ``ε c_j`` cannot be told from zero in this arithmetic; below ``ε r_i`` too, its term in
+    row i is below the rounding of that row's largest term (for unknowns of one scale).  Such entries are the
+    LU's round-off where the exact entry is zero, and the far tail of ``A⁻¹``'s exponential decay along a long
+    chain (a 2000-slot chain gave 4.9e-151 among entries of order 1, which the LCP refuses as out of range).
+    Zeroing them changes the problem by less than the solve's own error; entries of a row or column that is
+    all tiny keep their relative sizes (the scales are per row and per column).
+    """
+    big = np.abs(M)
+    r = big.max(axis=1, initial=0.0)
+    c = big.max(axis=0, initial=0.0)
+    M[big <= np.finfo(float).eps * np.minimum(r[:, None], c[None, :])] = 0.0
+    return M
 
 SPARSE_FROM = 32
 """Event HLCPs of at least this many slots are built with sparse products (the same problem, to round-off)."""
