@@ -203,13 +203,18 @@ def test_compiled_mode_check_is_the_numpy_test(rng):
         w = np.where(rng.random(s) < 0.6, np.sign(lam), w)          # mostly consistent walls
         mu_s = rng.uniform(0.2, 1.0, s)
         cand = np.flatnonzero(rng.random(s) < 0.5)
-        code, _ = check_mode(lam, h, qdd, F, aT, w, m, mu_s, cand)
+        code, _, hmax = check_mode(lam, h, qdd, F, aT, w, m, mu_s, cand)
         assert code == numpy_check(lam, h, qdd, F, aT, w, m, mu_s, cand)
+        assert hmax == np.abs(h).max(initial=0)
         codes.add(code)
     assert codes == {0, 1, 2, 3}
     lam = np.array([np.nan])
     assert check_mode(lam, np.zeros(2), np.zeros(2), np.zeros(1), np.zeros(1), np.ones(1), np.zeros(1),
                       np.ones(1), np.zeros(0, np.int64))[0] == 4
+    for h in ([np.nan, 5.0], [5.0, np.nan], [-np.inf, 1.0], []):      # max|h| as NumPy takes it: NaN propagates
+        hmax = check_mode(np.ones(1), np.array(h), np.zeros(2), np.zeros(1), np.zeros(1), np.ones(1), np.zeros(1),
+                          np.ones(1), np.zeros(0, np.int64))[2]
+        assert np.array_equal(hmax, np.abs(np.array(h)).max(initial=0), equal_nan=True)
 
 
 def test_range_residual_is_what_lstsq_leaves(rng):

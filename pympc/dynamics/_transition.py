@@ -22,7 +22,7 @@ from numba import njit
 from .._linalg import back_substitute, lu_solve, rcond_1
 from ..complementarity._kernel import batched_leaves, equilibrate_hlcp, relative_residual
 
-__all__ = ["as_floats", "as_bools", "dense_event", "position_error", "small_min_norm", "project_velocity", "check_mode",
+__all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
            "slip_directions", "small_solution_set"]
 
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
@@ -40,6 +40,40 @@ def as_floats(v):
     if type(v) is np.ndarray and (v.dtype is _F8 or v.dtype == _F8) and v.flags.carray:
         return v
     return np.array(v, dtype=float)
+
+
+class AssemblyArrays:
+    """The arrays of one assembly as the kernels take them (:func:`as_floats`, :func:`as_bools` of each), made
+    once: a transition hands one assembly to several kernels (projection, slip directions, event HLCP)."""
+
+    __slots__ = ("M", "J", "WN", "WT", "h", "w", "gdot", "g", "holonomic", "bN", "vN", "gN", "bT", "vT")
+
+    def __init__(self, a):
+        f = as_floats
+        self.M, self.J, self.WN, self.WT, self.h, self.w = f(a.M), f(a.J), f(a.WN), f(a.WT), f(a.h), f(a.w)
+        self.gdot, self.g, self.bN, self.vN, self.gN = f(a.gdot), f(a.g), f(a.bN), f(a.vN), f(a.gN)
+        self.bT, self.vT, self.holonomic = f(a.bT), f(a.vT), as_bools(a.holonomic)
+
+
+_last_arrays = (None, None)
+
+
+def assembly_arrays(a):
+    """:class:`AssemblyArrays` of assembly ``a``.  Those of the last small assembly asked for (at most
+    :data:`KEPT_UP_TO` coordinates: a few kB kept alive) are kept, as one pair replaced at once, so that a
+    reader never pairs one assembly with another's arrays."""
+    global _last_arrays
+    last = _last_arrays
+    if last[0] is a:
+        return last[1]
+    arrays = AssemblyArrays(a)
+    if a.M.shape[0] <= KEPT_UP_TO:
+        _last_arrays = (a, arrays)
+    return arrays
+
+
+KEPT_UP_TO = 64
+"""Assemblies of at most this many coordinates have their :class:`AssemblyArrays` kept (:func:`assembly_arrays`)."""
 
 
 def as_bools(v):
@@ -330,6 +364,20 @@ def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd):
     return VELOCITY_PROJECTED, out
 
 
+VELOCITY_NOT_TRIED = 3
+
+
+@njit(cache=True, nogil=True)
+def settle(g, holonomic, gN, q, J, WN, WT, stick, gdot, vN, vT, qd):
+    """:func:`position_error` and, when the positions are within its bound, :func:`project_velocity` in one call:
+    ``(err, bound, code, q̇')``, ``code`` :data:`VELOCITY_NOT_TRIED` when they are not."""
+    err, bound = position_error(g, holonomic, gN, q)
+    if not err <= bound:
+        return err, bound, VELOCITY_NOT_TRIED, qd
+    code, out = project_velocity(J, WN, WT, stick, gdot, vN, vT, qd)
+    return err, bound, code, out
+
+
 @njit(cache=True, nogil=True)
 def _all_finite(v):
     for x in v:
@@ -340,12 +388,23 @@ def _all_finite(v):
 
 @njit(cache=True, nogil=True)
 def check_mode(lam, h, qdd, F, aT, walls, motions, mu_s, cand):
-    """The consistency test of a mode's forces and accelerations (see ``_Run.verify``).
+    """The consistency test of a mode's forces and accelerations (see ``Transition.verify``).
 
-    Returns ``(code, k)``: 0 consistent; 1 a normal force on the wrong wall; 2 a sticking slot needs more
-    static friction than μ_s|λ|; 3 candidate ``k`` starts slipping against its acceleration; 4 a force or an
-    acceleration is not finite.
+    Returns ``(code, k, hmax)``: ``code`` 0 consistent; 1 a normal force on the wrong wall; 2 a sticking slot
+    needs more static friction than μ_s|λ|; 3 candidate ``k`` starts slipping against its acceleration; 4 a
+    force or an acceleration is not finite.  ``hmax``: ``np.abs(h).max(initial=0)`` (NaN if h holds one).
     """
+    hmax = 0.0
+    for v in h:
+        if abs(v) > hmax or v != v:         # a NaN stays (NumPy's max propagates it)
+            hmax = abs(v) if hmax == hmax else hmax
+    code, k = _check_mode(lam, h, qdd, F, aT, walls, motions, mu_s, cand)
+    return code, k, hmax
+
+
+@njit(cache=True, nogil=True)
+def _check_mode(lam, h, qdd, F, aT, walls, motions, mu_s, cand):
+    """:func:`check_mode`'s ``(code, k)``."""
     big = 1.0
     for v in lam:
         big = max(big, abs(v))

@@ -22,7 +22,7 @@ from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutio
 from ..complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
-from ._transition import EVENT_OK, as_bools, as_floats, dense_event, small_solution_set
+from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, small_solution_set
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
@@ -207,12 +207,11 @@ def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
     matrix that is not positive definite, singular bilateral rows, a non-finite entry): the NumPy build decides."""
     cl = [k for k, d in enumerate(directions.tolist()) if d == 0.0]     # the stick candidates, ascending
     cand = np.array(cl, dtype=np.int64)
-    hol = as_bools(a.holonomic)
     md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
-    f = as_floats
+    k = assembly_arrays(a)
     code, A, B, c, qdd0, Q, diagonal = dense_event(
-        f(a.M), md, f(a.J), f(a.WN), f(a.WT), f(a.h), f(a.w), f(a.gdot), f(a.g), hol, f(a.bN), f(a.vN), f(a.gN),
-        f(a.bT), f(a.vT), float(stab.alpha), float(stab.beta), directions, f(mu), f(mu_s), cand)
+        k.M, md, k.J, k.WN, k.WT, k.h, k.w, k.gdot, k.g, k.holonomic, k.bN, k.vN, k.gN, k.bT, k.vT, float(stab.alpha),
+        float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand)
     if code != EVENT_OK:
         return None
     return EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)

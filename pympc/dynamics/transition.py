@@ -17,8 +17,8 @@ import numpy as np
 
 from ..errors import PympcError, SimulationError
 from ..mechanics.assembly import AbsoluteModel
-from ._transition import (VELOCITY_PROJECTED, VELOCITY_SAME, as_bools, as_floats, check_mode, position_error,
-                          project_velocity, slip_directions)
+from ._transition import (VELOCITY_NOT_TRIED, VELOCITY_PROJECTED, VELOCITY_SAME, as_floats, assembly_arrays,
+                          check_mode, project_velocity, settle, slip_directions)
 from .events import event_problem, read_mode
 from .modes import Mode, Motion, min_norm, solve_mode
 from .options import AMBIGUITY_RULES
@@ -59,9 +59,14 @@ class Transition:
         already on the velocity constraints, exactly), else None."""
         form = self.form
         last = np.inf
+        stick = np.asarray(stick, dtype=np.int64).reshape(-1) if len(stick) else _NO_STICK
+        qdf = as_floats(qd)
         for i in range(20):
             a = assembly if i == 0 and assembly is not None else form.assemble(q, qd, t)
-            err, bound = position_error(as_floats(a.g), as_bools(a.holonomic), as_floats(a.gN), as_floats(q))
+            k = assembly_arrays(a)
+            # the position error and, converged, the velocity projection at once (settle)
+            err, bound, code, qdp = settle(k.g, k.holonomic, k.gN, as_floats(q), k.J, k.WN, k.WT, stick, k.gdot,
+                                           k.vN, k.vT, qdf)
             if err <= bound or err > 0.5 * last:   # converged, or at round-off
                 break
             last = err
@@ -70,10 +75,11 @@ class Transition:
             q = q - min_norm(Jh, g)
         else:  # out of iterations: q moved after the last assembly
             a = form.assemble(q, qd, t)
+            code = VELOCITY_NOT_TRIED
         self.positions = (q, a)          # its Jacobians are those at q (the velocities may be projected below)
-        stick = np.asarray(stick, dtype=np.int64).reshape(-1) if len(stick) else _NO_STICK
-        code, qdp = project_velocity(as_floats(a.J), as_floats(a.WN), as_floats(a.WT), stick, as_floats(a.gdot),
-                                     as_floats(a.vN), as_floats(a.vT), as_floats(qd))
+        if code == VELOCITY_NOT_TRIED:
+            k = assembly_arrays(a)
+            code, qdp = project_velocity(k.J, k.WN, k.WT, stick, k.gdot, k.vN, k.vT, qdf)
         if code == VELOCITY_SAME:        # a zero residual: the correction would be exactly zero
             return q, qd, a
         if code == VELOCITY_PROJECTED:
@@ -92,7 +98,7 @@ class Transition:
                          "no slots", 0, "none"), q, qd, None, None
         if a is None:
             a = self.form.assemble(q, qd, t)
-        dirs = slip_directions(as_floats(a.vT), as_floats(qd), o["velocity_tol"])
+        dirs = slip_directions(assembly_arrays(a).vT, as_floats(qd), o["velocity_tol"])
         if before is not None:
             for k, m in enumerate(before.motions):
                 if m == Motion.STICK:
@@ -216,10 +222,10 @@ class Transition:
                 lam, h, qdd, F, aT = s.lam, a.h, s.qdd, s.F, s.aT
         except SimulationError as exc:
             return False, str(exc)
-        self.force_scale = max(1.0, float(np.abs(h).max(initial=0)))
         walls, motions = ev.mode_arrays(mode)
-        code, k = check_mode(as_floats(lam), as_floats(h), as_floats(qdd), as_floats(F), as_floats(aT), walls, motions,
-                             ev.mu_s, np.asarray(candidates, dtype=np.int64))
+        code, k, hmax = check_mode(as_floats(lam), as_floats(h), as_floats(qdd), as_floats(F), as_floats(aT), walls,
+                                   motions, ev.mu_s, np.asarray(candidates, dtype=np.int64))
+        self.force_scale = max(1.0, hmax)      # max(1, max|h|)
         if code == 1:
             return False, f"puts a normal force on the wrong wall (σλ = {walls.astype(int) * lam})"
         if code == 2:
