@@ -437,12 +437,23 @@ def test_the_compiled_solution_set_of_an_event_hlcp_is_the_enumerations_bit_for_
     assert kinds == {"NONE", "UNIQUE", "FINITE", "CONTINUUM"}
 
 
-def test_seven_and_eight_pair_solution_sets_are_the_walks_bit_for_bit(rng):
-    """From WALK_POINTS_FROM pairs the batched call picks the leaves and the walk's own leaf examines them: the
-    same kind and the same points, exactly (random problems, integer ones with singular supports, several or no
-    solutions, and LCPs with a negative definite M: many solutions)."""
-    from pympc.complementarity.enumeration import BATCHED_PAIRS, WALK_POINTS_FROM, _enumerate
+def test_visited_leaves_give_the_walks_solution_set_bit_for_bit(rng):
+    """From WALK_POINTS_FROM pairs, and below it where the batched points are not taken (an ill-conditioned or
+    singular support), the batched call picks the leaves and the walk's own leaf examines them: the same kind
+    and the same points as the walk, exactly (random problems, integer ones with singular supports, several or
+    no solutions, LCPs with a negative definite M: many solutions, and a continuum)."""
+    from pympc.complementarity.enumeration import BATCHED_PAIRS, WALK_POINTS_FROM, _batched_leaves, _enumerate
     assert WALK_POINTS_FROM <= BATCHED_PAIRS
+    visited = 0
+    for h in _random_hlcps(rng, 400, WALK_POINTS_FROM - 1):
+        if _batched_leaves(h.equilibrated()[0], 1e-9) is None:      # below WALK_POINTS_FROM: leaves visited
+            visited += 1
+            fast = pympc.enumerate_solutions(h)
+            ref = _enumerate(h, lambda x, y: (x, y), 1e-9, batched=False)
+            assert fast.kind == ref.kind and len(fast.points) == len(ref.points)
+            for (x, y), (rx, ry) in zip(fast.points, ref.points):
+                assert np.array_equal(x, rx) and np.array_equal(y, ry)
+    assert visited > 10
     several, kinds = 0, set()
     for trial in range(63):
         n = int(rng.integers(WALK_POINTS_FROM, BATCHED_PAIRS + 1))

@@ -33,16 +33,16 @@ from .support import lp_point, lu_rcond, support_solution
 __all__ = ["SetKind", "SolutionSet", "enumerate_solutions"]
 
 BATCHED_PAIRS = 8
-"""Problems of at most this many pairs have their leaves solved in one batched call (:func:`_batched_leaves`,
-when every support matrix is well conditioned, below :data:`WALK_POINTS_FROM`; :func:`_leaves_to_visit` from
-there)."""
+"""Problems of at most this many pairs have their leaves solved in one batched call: below
+:data:`WALK_POINTS_FROM` pairs, when every support matrix is well conditioned, its points are the solution set
+(:func:`_batched_leaves`); otherwise it says which leaves may hold a point (:func:`_leaves_to_visit`) and the
+walk's own leaf examines each of them (:func:`~pympc.complementarity.support.support_solution`, and the LPs of
+a singular leaf): the walk's solution set, bit for bit, without its pruning LPs (HiGHS through scipy, a
+millisecond or more per LP; a pruned subtree holds no point)."""
 
 WALK_POINTS_FROM = 7
-"""From this many pairs (up to :data:`BATCHED_PAIRS`) the batched call only says which leaves may hold a point
-and the walk's own leaf examines each of them (:func:`~pympc.complementarity.support.support_solution`, and the
-LPs of a singular leaf): the walk's solution set, bit for bit, without its pruning LPs (HiGHS through scipy,
-milliseconds for a 7-pair problem).  Below it the batched points themselves are taken (equal to the walk's to
-round-off), as they always were."""
+"""From this many pairs the batched points are not taken (the leaves are visited, see :data:`BATCHED_PAIRS`);
+below it they are (equal to the walk's to round-off), as they always were."""
 
 # the supports of n pairs in the walk's order (pair 0 decided first, x_i — column of A — before y_i)
 _SUPPORTS = [((np.arange(2 ** n)[:, None] >> (n - 1 - np.arange(n))[None, :]) & 1) == 0
@@ -229,13 +229,14 @@ def _enumerate(hlcp, back, tol, batched):
         walk(prefix + [True])
         walk(prefix + [False])
 
-    if batched and WALK_POINTS_FROM <= n <= BATCHED_PAIRS:
-        Aeq = np.hstack([hlcp.A, hlcp.B])
-        found = []          # the walk's leaves in its order, those the batched call proves empty skipped
-        for k in _leaves_to_visit(hlcp, tol):
-            leaf(_SUPPORTS[n][k])
-    else:
-        found = _batched_leaves(hlcp, tol) if batched and n <= BATCHED_PAIRS else None
+    found = None
+    if batched and n <= BATCHED_PAIRS:
+        found = _batched_leaves(hlcp, tol) if n < WALK_POINTS_FROM else None
+        if found is None:   # the walk's leaves in its order, those the batched call proves empty skipped
+            Aeq = np.hstack([hlcp.A, hlcp.B])
+            found = []
+            for k in _leaves_to_visit(hlcp, tol):
+                leaf(_SUPPORTS[n][k])
     if found is None:
         Aeq = np.hstack([hlcp.A, hlcp.B])
         walk([])
