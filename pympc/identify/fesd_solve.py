@@ -237,11 +237,12 @@ def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
 
     from ..mpec.ipopt import solve_nlp
     from ..mpec.nlp import CompiledNLP
+    from ..mpec.presolve import Presolved
     fd, log = tempfile.mkstemp(suffix=".ipopt.log")
     os.close(fd)
     try:
         t1 = _time.perf_counter()
-        nlp = CompiledNLP(m, drop_redundant=drop_redundant)
+        nlp = Presolved(CompiledNLP(m, drop_redundant=drop_redundant))
         t2 = _time.perf_counter()
         u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee)
         status = int(info["status"])
