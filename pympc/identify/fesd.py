@@ -177,11 +177,12 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
     -------
     pyomo.environ.ConcreteModel
         Sets ``elements``, ``stages`` (1..s), ``nodes`` (0..s), ``coords``, ``slots``, ``samples``,
-        ``params``; Vars ``q[e, r, c]``, ``v[e, r, c]``, ``a``, ``lam[e, r, slot]`` (signed normal force),
-        ``lam_pos``, ``lam_neg``, ``F[e, r, slot]`` (friction), ``slip_pos``, ``slip_neg``, ``h[e]``,
-        ``time[e, r]``, ``nu``, ``eta``, ``theta[name]`` (every parameter; fixed except ``fit``), with
-        ``controls``: Set ``intervals`` (0..K−1), ``controls`` and Var ``u[k, name]``;
-        Expressions ``output[k, name]`` (the outputs at sample k) and ``residual[k, name]`` (with data);
+        ``params``; Vars ``q[e, r, c]``, ``v[e, r, c]``, ``a``, ``lam_pos``, ``lam_neg``, ``F[e, r, slot]``
+        (friction), ``slip_pos``, ``slip_neg``, ``h[e]``, ``t_start[e]`` (the element's start time), ``nu``,
+        ``eta``, ``theta[name]`` (every parameter; fixed except ``fit``), with ``controls``: Set ``intervals``
+        (0..K−1), ``controls`` and Var ``u[k, name]``; Expressions ``lam[e, r, slot]`` (signed normal force,
+        ``lam_pos − lam_neg``), ``time[e, r]`` (``t_start[e] + c_r h[e]``; explicit, so no Vars and rows of
+        their own in the NLP), ``output[k, name]`` (the outputs at sample k) and ``residual[k, name]`` (with data);
         ``objective`` (½ Σ residual²); Param ``sigma``; ``fesd`` (a dict: layout, warm start, pairs).
     """
     from pyomo.common.gc_manager import PauseGC
