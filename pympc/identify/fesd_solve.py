@@ -230,8 +230,8 @@ def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
 
     Returns ``(converged, stage)`` with ``stage`` the record appended to ``out.stages`` (when given):
     ``sigma`` (0), ``status`` (IPOPT's code), ``message``, ``iterations``, ``seconds`` (IPOPT),
-    ``compile_seconds``, ``variables``, ``constraints`` (as IPOPT sees them, after the presolve), ``mult_g`` (the rows' multipliers, by name: not kept
-    in ``out``).  ``drop_redundant``: see :class:`~pympc.mpec.nlp.CompiledNLP`.
+    ``compile_seconds``, ``variables``, ``constraints`` (as IPOPT sees them, after the presolve), ``mult_g``
+    (the rows' multipliers, by name: not kept in ``out``).  ``drop_redundant``: see :class:`~pympc.mpec.nlp.CompiledNLP`.
     """
     import os
     import tempfile
