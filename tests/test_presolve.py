@@ -32,6 +32,56 @@ def chain_model(x1=2.0, x1_ub=None):
     return m
 
 
+def assert_derivatives(red, x, rng):
+    """The reduced gradient, Jacobian and Hessian of the Lagrangian against finite differences of the reduced
+    objective and rows."""
+    r, c = red.jacobianstructure()
+    assert len(set(zip(r.tolist(), c.tolist()))) == r.size
+    J = np.zeros((red.m, red.n))
+    np.add.at(J, (r, c), red.jacobian(x))
+    for i in range(red.m):
+        assert J[i] == pytest.approx(approx_fprime(x, lambda z: red.constraints(z)[i], 1e-7), abs=1e-5)
+    assert red.gradient(x) == pytest.approx(approx_fprime(x, red.objective, 1e-7), abs=1e-5)
+    lam, w = rng.normal(size=red.m), 0.7
+    r, c = red.hessianstructure()
+    assert np.all(r >= c) and len(set(zip(r.tolist(), c.tolist()))) == r.size
+    H = np.zeros((red.n, red.n))
+    np.add.at(H, (r, c), red.hessian(x, lam, w))
+    H = H + np.tril(H, -1).T
+
+    def lagrangian_gradient(z):
+        Jz = np.zeros((red.m, red.n))
+        np.add.at(Jz, red.jacobianstructure(), red.jacobian(z))
+        return w * red.gradient(z) + Jz.T @ lam
+    for i in range(red.n):
+        assert H[i] == pytest.approx(approx_fprime(x, lambda z: lagrangian_gradient(z)[i], 1e-7), abs=1e-4)
+
+
+def test_a_variable_with_an_affine_row_to_another_is_replaced_by_it(rng):
+    """y = 2 x + 1 (y unbounded): y is aggregated onto x; x y and sin(y) make Hessian entries of x alone
+    (the (y, x) entry counted twice on x's diagonal)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(-3, 3), initialize=0.3)
+    m.y = pyo.Var(initialize=1.6)
+    m.z = pyo.Var(initialize=0.2)
+    m.affine = pyo.Constraint(expr=m.y - 2 * m.x == 1.0)
+    m.curve = pyo.Constraint(expr=m.x * m.y + m.z ** 2 >= 1.0)
+    m.o = pyo.Objective(expr=(m.x * m.y - 1) ** 2 + pyo.sin(m.y) + m.z ** 2 + pyo.exp(0.1 * m.x))
+    full = CompiledNLP(m)
+    red = Presolved(full)
+    assert (red.n, red.m) == (2, 1) and [full.variables[k].name for k in red.aggregated] == ["y"]
+    x = rng.uniform(-1, 1, red.n)
+    u = red.full(x)
+    assert u[next(i for i, v in enumerate(full.variables) if v is m.y)] == \
+        pytest.approx(2 * x[0] + 1, abs=1e-15)
+    assert_derivatives(red, x, rng)
+    u_full, info_full = solve_nlp(full, full.start(), {"tol": 1e-10})
+    xr, info = solve_nlp(red, red.start(), {"tol": 1e-10})
+    assert info["status"] == 0 and info_full["status"] == 0
+    assert red.full(xr) == pytest.approx(u_full, abs=1e-7)
+    assert Presolved(CompiledNLP(m), aggregate=False).n == 3
+
+
 def test_a_chain_of_pinned_variables_is_fixed_and_the_rest_has_the_full_derivatives(rng):
     m = chain_model()
     full = CompiledNLP(m)
@@ -43,25 +93,7 @@ def test_a_chain_of_pinned_variables_is_fixed_and_the_rest_has_the_full_derivati
     assert fixed == pytest.approx({"x[1]": 2.0, "x[2]": 3.0, "x[3]": 1.0}, abs=1e-15)
     assert red.objective(x) == full.objective(u)
     assert np.array_equal(red.constraints(x), full.constraints(u)[[3, 4]])
-    # the reduced Jacobian and Hessian against finite differences of the reduced functions
-    r, c = red.jacobianstructure()
-    J = np.zeros((red.m, red.n))
-    np.add.at(J, (r, c), red.jacobian(x))
-    for i in range(red.m):
-        assert J[i] == pytest.approx(approx_fprime(x, lambda z: red.constraints(z)[i], 1e-7), abs=1e-5)
-    assert red.gradient(x) == pytest.approx(approx_fprime(x, red.objective, 1e-7), abs=1e-5)
-    lam, w = rng.normal(size=red.m), 0.7
-    r, c = red.hessianstructure()
-    H = np.zeros((red.n, red.n))
-    np.add.at(H, (r, c), red.hessian(x, lam, w))
-    H = H + np.tril(H, -1).T
-
-    def lagrangian_gradient(z):
-        Jz = np.zeros((red.m, red.n))
-        np.add.at(Jz, red.jacobianstructure(), red.jacobian(z))
-        return w * red.gradient(z) + Jz.T @ lam
-    for i in range(red.n):
-        assert H[i] == pytest.approx(approx_fprime(x, lambda z: lagrangian_gradient(z)[i], 1e-7), abs=1e-4)
+    assert_derivatives(red, x, rng)
 
 
 def test_the_presolved_nlp_solves_to_the_full_one_and_loads_every_variable():
@@ -79,7 +111,8 @@ def test_the_presolved_nlp_solves_to_the_full_one_and_loads_every_variable():
 
 def test_a_pinned_value_outside_the_bounds_is_left_to_ipopt_and_a_contradicting_row_is_violated():
     red = Presolved(CompiledNLP(chain_model(x1=2.0, x1_ub=1.0)))
-    assert red.n == 5 and not red.violated            # x1 = 2 breaks x1 <= 1: nothing fixed, IPOPT decides
+    # x1 = 2 breaks x1 <= 1: x1 not fixed (IPOPT decides); x2 = x1 + 1 and x3 = x2 / 3 are made functions of it
+    assert (red.n, len(red.fixed), len(red.aggregated)) == (3, 0, 2) and not red.violated
     _, info = solve_nlp(red, red.start(), {"max_iter": 200})
     assert info["status"] in (2, -2, -3, -1)          # not solved: infeasible (or no progress)
     m = chain_model()

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .nlp import _unique_pairs
+
 __all__ = ["Presolved"]
 
 
@@ -35,7 +37,7 @@ class Presolved:
         ``nlp.violated`` and the dropped rows that do not hold at the fixed values.
     """
 
-    def __init__(self, nlp, tol=1e-9):
+    def __init__(self, nlp, tol=1e-9, aggregate=True):
         self.nlp = nlp
         N, M = nlp.n, nlp.m
         value = np.zeros(N)
@@ -80,27 +82,70 @@ class Presolved:
                 if keep[j] and left[j] <= 1:
                     queue.append(j)
         self.fixed = np.array(fixed, int)
-        self._free, self._keep, self._value = free, keep, value
-        self._cols = np.flatnonzero(free)
+        # u_c = alpha[c] u_rep[c] + beta[c]: a free column its own representative, a fixed one a constant
+        rep = np.where(free, np.arange(N), -1)
+        alpha, beta = free.astype(float), np.where(free, 0.0, value)
+        self.aggregated = []
+        if aggregate:
+            self._aggregate(A, linear, keep, free, rep, alpha, beta)
+        own = free & (rep == np.arange(N))
+        self._cols = np.flatnonzero(own)
         self._rows = np.flatnonzero(keep)
         self.n, self.m = self._cols.size, self._rows.size
-        self.lb, self.ub = nlp.lb[free], nlp.ub[free]
+        self.lb, self.ub = nlp.lb[own], nlp.ub[own]
         self.cl, self.cu = nlp.cl[keep], nlp.cu[keep]
         newcol = np.full(N, -1)
         newcol[self._cols] = np.arange(self.n)
+        xcol = np.where(free, newcol[np.maximum(rep, 0)], -1)
         newrow = np.full(M, -1)
         newrow[self._rows] = np.arange(self.m)
+        self._free, self._xcol, self._alpha, self._beta = free, xcol, alpha, beta
+        # the Jacobian and Hessian entries of the kept rows and free columns, moved to the representatives
+        # (chain rule: J_x = J_u P, H_x = P^T H_u P, P the columns' alpha), duplicates summed
         jr, jc = nlp.jacobianstructure()
         self._jmask = keep[jr] & free[jc]
-        self._jstruct = (newrow[jr[self._jmask]], newcol[jc[self._jmask]])
+        rows, cols = newrow[jr[self._jmask]], xcol[jc[self._jmask]]
+        self._jfactor = alpha[jc[self._jmask]]
+        self._jrow, self._jcol, self._jslot = _unique_pairs(rows, cols, self.n)
         hr, hc = nlp.hessianstructure()
         self._hmask = free[hr] & free[hc]
-        self._hstruct = (newcol[hr[self._hmask]], newcol[hc[self._hmask]])
+        a, b = hr[self._hmask], hc[self._hmask]
+        p, q = xcol[a], xcol[b]
+        self._hfactor = alpha[a] * alpha[b] * np.where((a != b) & (p == q), 2.0, 1.0)
+        self._hrow, self._hcol, self._hslot = _unique_pairs(np.maximum(p, q), np.minimum(p, q), self.n)
+
+    def _aggregate(self, A, linear, keep, free, rep, alpha, beta):
+        """Linear equality rows left with two representatives: the one without bounds and without columns
+        mapped onto it yet is made an affine function of the other (``u_k = alpha u_j + beta``), the row left out."""
+        nlp = self.nlp
+        lb, ub = nlp.lb, nlp.ub
+        has_dep = np.zeros(len(free), bool)
+        for i in np.flatnonzero(linear & keep).tolist():
+            cols, coef = A.indices[A.indptr[i]:A.indptr[i + 1]], A.data[A.indptr[i]:A.indptr[i + 1]]
+            form, const = {}, 0.0
+            for c, a in zip(cols.tolist(), coef.tolist()):
+                if free[c]:
+                    form[int(rep[c])] = form.get(int(rep[c]), 0.0) + a * alpha[c]
+                    const += a * beta[c]
+                else:
+                    const += a * beta[c]
+            form = {k: a for k, a in form.items() if a != 0.0}
+            if len(form) != 2:
+                continue
+            for k, j in (tuple(form), tuple(form)[::-1]):
+                if lb[k] <= -1e19 and ub[k] >= 1e19 and not has_dep[k]:
+                    rep[k], alpha[k], beta[k] = j, -form[j] / form[k], (float(nlp.cl[i]) - const) / form[k]
+                    has_dep[j] = True
+                    keep[i] = False
+                    self.aggregated.append(k)
+                    break
 
     def full(self, x):
-        """The vector of ``nlp``'s variables: ``x`` in the free columns, the fixed values in the others."""
-        u = self._value.copy()
-        u[self._cols] = x
+        """The vector of ``nlp``'s variables: ``x`` (the representatives) mapped to every free column, the
+        fixed values in the others."""
+        u = self._beta.copy()
+        f = self._free
+        u[f] += self._alpha[f] * x[self._xcol[f]]
         return u
 
     # -- the cyipopt interface ----------------------------------------------------
@@ -108,24 +153,28 @@ class Presolved:
         return self.nlp.objective(self.full(x))
 
     def gradient(self, x):
-        return self.nlp.gradient(self.full(x))[self._cols]
+        f = self._free
+        g = self.nlp.gradient(self.full(x))
+        return np.bincount(self._xcol[f], self._alpha[f] * g[f], minlength=self.n)
 
     def constraints(self, x):
         return self.nlp.constraints(self.full(x))[self._rows]
 
     def jacobianstructure(self):
-        return self._jstruct
+        return self._jrow, self._jcol
 
     def jacobian(self, x):
-        return self.nlp.jacobian(self.full(x))[self._jmask]
+        vals = self.nlp.jacobian(self.full(x))[self._jmask] * self._jfactor
+        return np.bincount(self._jslot, vals, minlength=self._jrow.size)
 
     def hessianstructure(self):
-        return self._hstruct
+        return self._hrow, self._hcol
 
     def hessian(self, x, lagrange, obj_factor):
         lam = np.zeros(self.nlp.m)
         lam[self._rows] = lagrange
-        return self.nlp.hessian(self.full(x), lam, obj_factor)[self._hmask]
+        vals = self.nlp.hessian(self.full(x), lam, obj_factor)[self._hmask] * self._hfactor
+        return np.bincount(self._hslot, vals, minlength=self._hrow.size)
 
     # -- helpers ------------------------------------------------------------------
     def start(self):
