@@ -23,7 +23,7 @@ SECTIONS = {
                                            "Classification", "is_p_matrix"])]),
     "mpec": (
         "See :doc:`/guide/pyomo` for the solvers' factory names and every option.",
-        [("Models", ["to_pyomo", "from_pyomo", "PyomoHLCP", "CompiledNLP"]),
+        [("Models", ["to_pyomo", "from_pyomo", "PyomoHLCP", "CompiledNLP", "Presolved"]),
          ("Solvers on Pyomo's interface", ["LemkeSolver", "MILPSolver", "IpoptSolver", "pyomo_status", "milp", "ipopt_as"]),
          ("Cross-checks", ["crosscheck", "CrossCheckReport", "SolverAnswer"])]),
     "mechanics": (

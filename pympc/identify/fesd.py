@@ -177,11 +177,12 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
     -------
     pyomo.environ.ConcreteModel
         Sets ``elements``, ``stages`` (1..s), ``nodes`` (0..s), ``coords``, ``slots``, ``samples``,
-        ``params``; Vars ``q[e, r, c]``, ``v[e, r, c]``, ``a``, ``lam[e, r, slot]`` (signed normal force),
-        ``lam_pos``, ``lam_neg``, ``F[e, r, slot]`` (friction), ``slip_pos``, ``slip_neg``, ``h[e]``,
-        ``time[e, r]``, ``nu``, ``eta``, ``theta[name]`` (every parameter; fixed except ``fit``), with
-        ``controls``: Set ``intervals`` (0..K−1), ``controls`` and Var ``u[k, name]``;
-        Expressions ``output[k, name]`` (the outputs at sample k) and ``residual[k, name]`` (with data);
+        ``params``; Vars ``q[e, r, c]``, ``v[e, r, c]``, ``a``, ``lam_pos``, ``lam_neg``, ``F[e, r, slot]``
+        (friction), ``slip_pos``, ``slip_neg``, ``h[e]``, ``t_start[e]`` (the element's start time), ``nu``,
+        ``eta``, ``theta[name]`` (every parameter; fixed except ``fit``), with ``controls``: Set ``intervals``
+        (0..K−1), ``controls`` and Var ``u[k, name]``; Expressions ``lam[e, r, slot]`` (signed normal force,
+        ``lam_pos − lam_neg``), ``time[e, r]`` (``t_start[e] + c_r h[e]``; explicit, so no Vars and rows of
+        their own in the NLP), ``output[k, name]`` (the outputs at sample k) and ``residual[k, name]`` (with data);
         ``objective`` (½ Σ residual²); Param ``sigma``; ``fesd`` (a dict: layout, warm start, pairs).
     """
     from pyomo.common.gc_manager import PauseGC
@@ -272,7 +273,11 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
     m.sigma = pyo.Param(initialize=float(sigma), mutable=True)
     h0 = np.array([el.h for el in layout])
     m.h = pyo.Var(m.elements, initialize=lambda _, e: h0[e], bounds=lambda _, e: (h_min * h0[e], None))
-    m.time = pyo.Var(m.elements, m.nodes, initialize=lambda _, e, r: layout[e].start + (c[r - 1] * h0[e] if r else 0))
+    # an element's start time is a Var (its rows below); its stage times are explicit in it and the length (an
+    # Expression: no Vars and rows of their own, a smaller NLP whose dynamics rows keep one form)
+    m.t_start = pyo.Var(m.elements, initialize=lambda _, e: layout[e].start)
+    m.time = pyo.Expression(m.elements, m.nodes,
+                            rule=lambda _, e, r: m.t_start[e] + float(c[r - 1]) * m.h[e] if r else m.t_start[e])
     qW, vW = W["q"], W["qd"]
     from .mpec_model import _initial_state
     q0, v0 = _initial_state(eq)
@@ -287,10 +292,11 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
         m.v[0, 0, cn].fix(v0[coords.index(cn)])
     lamW, FW, slipW = W["normal_force"], W["friction_force"], W["slip_velocity"]
     at = lambda arr: (lambda _, e, r, sn: float(arr[e * s + r - 1, slots.index(sn)]))  # noqa: E731
-    m.lam = pyo.Var(m.elements, m.stages, m.slots, initialize=at(lamW))
     m.lam_pos = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals, initialize=at(np.maximum(lamW, 0)))
     m.lam_neg = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals,
                         initialize=at(np.maximum(-lamW, 0)))
+    m.lam = pyo.Expression(m.elements, m.stages, m.slots,
+                           rule=lambda _, e, r, sn: m.lam_pos[e, r, sn] - m.lam_neg[e, r, sn])
     m.F = pyo.Var(m.elements, m.stages, m.slots, initialize=at(FW))
     m.slip_pos = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals,
                          initialize=at(np.maximum(slipW, 0)))
@@ -319,17 +325,16 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
     pairs = {}                                   # (e, slot, key) -> [(a, c) per stage]
     balance = {}                                 # (e, r) -> (M a − forces at nu = 0, joint Jacobian rows)
     for e, el in enumerate(layout):
-        C["clock"].add(m.time[e, 0] == (float(t[el.interval]) if e == 0 or layout[e - 1].interval != el.interval
-                                        else m.time[e - 1, 0] + m.h[e - 1]))
+        C["clock"].add(m.t_start[e] == (float(t[el.interval]) if e == 0 or layout[e - 1].interval != el.interval
+                                        else m.t_start[e - 1] + m.h[e - 1]))
         if e + 1 == E or layout[e + 1].interval != el.interval:
-            C["clock"].add(m.time[e, 0] + m.h[e] == float(t[el.interval + 1]))
+            C["clock"].add(m.t_start[e] + m.h[e] == float(t[el.interval + 1]))
         if e > 0:
             for cn in coords:
                 C["continuity"].add(m.q[e, 0, cn] == m.q[e - 1, s, cn])
                 C["continuity"].add(m.v[e, 0, cn] == m.v[e - 1, s, cn])
         drift = []
         for r in range(1, s + 1):
-            C["clock"].add(m.time[e, r] == m.time[e, 0] + float(c[r - 1]) * m.h[e])
             q = [m.q[e, r, cn] for cn in coords]
             v = [m.v[e, r, cn] for cn in coords]
             tt = m.time[e, r]
@@ -348,7 +353,6 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                 G.append(WN)
                 C["position"].add(gN == 0)
                 C["velocity"].add(sum(WN[i] * v[i] for i in range(n) if not _zero(WN[i])) == 0)
-                C["slot"].add(m.lam[e, r, sn] == m.lam_pos[e, r, sn] - m.lam_neg[e, r, sn])
                 C["slot"].add(sum(WT[i] * v[i] for i in range(n) if not _zero(WT[i]))
                               == m.slip_pos[e, r, sn] - m.slip_neg[e, r, sn])
                 rhs = [rhs[i] + (WN[i] * m.lam[e, r, sn] if not _zero(WN[i]) else 0)

@@ -225,23 +225,25 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
 
 
 def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
-    """Solve the model as it stands (compiled afresh) by IPOPT; load the answer when IPOPT converged.
+    """Solve the model as it stands (compiled afresh, the variables its linear rows pin alone fixed:
+    :class:`~pympc.mpec.presolve.Presolved`) by IPOPT; load the answer when IPOPT converged.
 
     Returns ``(converged, stage)`` with ``stage`` the record appended to ``out.stages`` (when given):
     ``sigma`` (0), ``status`` (IPOPT's code), ``message``, ``iterations``, ``seconds`` (IPOPT),
-    ``compile_seconds``, ``variables``, ``constraints``, ``mult_g`` (the rows' multipliers, by name: not kept
-    in ``out``).  ``drop_redundant``: see :class:`~pympc.mpec.nlp.CompiledNLP`.
+    ``compile_seconds``, ``variables``, ``constraints`` (as IPOPT sees them, after the presolve), ``mult_g``
+    (the rows' multipliers, by name: not kept in ``out``).  ``drop_redundant``: see :class:`~pympc.mpec.nlp.CompiledNLP`.
     """
     import os
     import tempfile
 
     from ..mpec.ipopt import solve_nlp
+    from ..mpec import presolve
     from ..mpec.nlp import CompiledNLP
     fd, log = tempfile.mkstemp(suffix=".ipopt.log")
     os.close(fd)
     try:
         t1 = _time.perf_counter()
-        nlp = CompiledNLP(m, drop_redundant=drop_redundant)
+        nlp = presolve.Presolved(CompiledNLP(m, drop_redundant=drop_redundant))
         t2 = _time.perf_counter()
         u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee)
         status = int(info["status"])
