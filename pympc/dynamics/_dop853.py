@@ -92,12 +92,12 @@ def _rms(x):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _stages(fun, t, y, h, first, last, K, fl, il):
+def _stages(fun, t, y, h, first, last, K, fl, il, yst, d):
     """Stages ``first`` … ``last − 1``: ``K[s] = fun(t + C[s] h, y + (K[:s]ᵀ A[s, :s]) h)`` (scipy's
-    expressions).  Returns −1, or the stage whose evaluation failed (``y`` then holds its point)."""
-    yst = np.empty(y.size)
+    expressions; ``yst``, ``d``: scratch of the state's length).  Returns −1, or the stage whose evaluation
+    failed (``y`` then holds its point)."""
     for s in range(first, last):
-        d = np.dot(K[:s].T, _A[s, :s])
+        np.dot(K[:s].T, _A[s, :s], d)    # the BLAS call of np.dot, into d
         for i in range(y.size):          # y + d * h elementwise: numpy's two operations, one rounding each
             yst[i] = y[i] + d[i] * h
         if not fun(t + _C[s] * h, yst, fl, il, K[s]):
@@ -159,6 +159,10 @@ def dop853_steps(fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, 
         h_abs = min(100 * h0, h1, interval, max_step)
     exponent = -1 / (_ORDER + 1)
     Ks = K[:_NS + 1]
+    # scratch of the step (numpy's expressions below elementwise, one rounding per operation as there; the
+    # np.dot calls are the same BLAS calls, into these buffers)
+    yst, d, ynew, scale, err = np.empty(ny), np.empty(ny), np.empty(ny), np.empty(ny), np.empty(ny)
+    dD = np.empty((_D.shape[0], ny))
     steps = 0
     status = FULL
     while steps < told.size:
@@ -179,21 +183,28 @@ def dop853_steps(fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, 
             h = t_new - t
             h_abs = abs(h)
             K[0] = f
-            s = _stages(fun, t, y, h, 1, _NS, K, fl, il)       # rk_step
+            s = _stages(fun, t, y, h, 1, _NS, K, fl, il, yst, d)       # rk_step
             nfev += _NS - 1 if s < 0 else s
             if s >= 0:
                 _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + _C[s] * h)
                 return
-            ynew = y + h * np.dot(K[:_NS].T, _B)
+            np.dot(K[:_NS].T, _B, d)                     # y_new = y + h * (K[:NS]ᵀ B)
+            for i in range(ny):
+                ynew[i] = y[i] + h * d[i]
             nfev += 1
             if not fun(t + h, ynew, fl, il, K[_NS]):
                 y[:] = ynew
                 _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + h)
                 return
-            scale = atol + np.maximum(np.abs(y), np.abs(ynew)) * rtol
-            err5 = np.dot(Ks.T, _E5) / scale             # DOP853._estimate_error_norm
-            err3 = np.dot(Ks.T, _E3) / scale
-            r5, r3 = math.sqrt(np.dot(err5, err5)), math.sqrt(np.dot(err3, err3))
+            for i in range(ny):                          # atol + np.maximum(|y|, |y_new|) * rtol
+                a, b = abs(y[i]), abs(ynew[i])
+                scale[i] = atol[i] + (a if a >= b or math.isnan(a) else b) * rtol
+            np.dot(Ks.T, _E5, d)                         # DOP853._estimate_error_norm: err5, err3
+            np.dot(Ks.T, _E3, err)
+            for i in range(ny):
+                d[i] /= scale[i]
+                err[i] /= scale[i]
+            r5, r3 = math.sqrt(np.dot(d, d)), math.sqrt(np.dot(err, err))
             e5, e3 = r5 * r5, r3 * r3
             if e5 == 0 and e3 == 0:
                 error_norm = 0.0
@@ -209,17 +220,20 @@ def dop853_steps(fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, 
             h_abs *= shrink if shrink > MIN_FACTOR else MIN_FACTOR     # max(MIN_FACTOR, nan) is MIN_FACTOR
             rejected = True
         g_new = _lowest(fl, il, ev, evi, vals) if watch else g_old   # the buffers hold (t_new, y_new) now
-        s = _stages(fun, t, y, h, _NS + 1, K.shape[0], K, fl, il)   # DOP853._dense_output_impl
+        s = _stages(fun, t, y, h, _NS + 1, K.shape[0], K, fl, il, yst, d)   # DOP853._dense_output_impl
         nfev += K.shape[0] - _NS - 1 if s < 0 else s - _NS
         if s >= 0:
             _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + _C[s] * h)
             return
         Fk = F[steps]
-        delta_y = ynew - y
-        Fk[0] = delta_y
-        Fk[1] = h * K[0] - delta_y
-        Fk[2] = 2 * delta_y - h * (K[_NS] + K[0])
-        Fk[3:] = h * np.dot(_D, K)
+        np.dot(_D, K, dD)
+        for i in range(ny):
+            delta_y = ynew[i] - y[i]
+            Fk[0, i] = delta_y
+            Fk[1, i] = h * K[0, i] - delta_y
+            Fk[2, i] = 2 * delta_y - h * (K[_NS, i] + K[0, i])
+            for r in range(dD.shape[0]):
+                Fk[3 + r, i] = h * dD[r, i]
         told[steps] = t
         hs[steps] = t_new - t
         yold[steps] = y
