@@ -585,10 +585,10 @@ _NSE, _POWER = _co.N_STAGES_EXTENDED, _co.INTERPOLATOR_POWER
 
 
 @njit(cache=True, error_model="numpy")
-def dop853_window(ta, xa, tb, t1, t_eval, rtol, atol, max_step, fl, il, tab, cap, hstep, split):
-    """One window [ta, tb] of a phase from the state ``xa`` (``t1`` the end of the run, ``t_eval`` the sample
-    times of the window, ``tab`` = (ovT, olam, oF, slot, cv, cl, cf, band) the phase's event functions,
-    ``cap``/``hstep`` the scan's step cap and step): ``(code, te, index, tend, ts, t_old, h, y_old, F, st, Y,
+def dop853_window(ta, xa, tb, t_eval, rtol, atol, max_step, fl, il, tab, cap, hstep, split):
+    """One window [ta, tb] of a phase from the state ``xa`` (``t_eval`` the sample times of the window, ``tab`` =
+    (ovT, olam, oF, slot, cv, cl, cf, band) the phase's event functions, ``cap``/``hstep`` the scan's step cap
+    and step, ``split`` :data:`~pympc.dynamics.crossings.SPLIT`): ``(code, te, index, tend, ts, t_old, h, y_old, F, st, Y,
     xe)`` — WINDOW_EVENT and the event (te, index, state xe) found in it, or WINDOW_END (none before
     ``tend``), with the stack of DOP853 steps and the states ``Y`` (rows) at the sample times ``st`` ≤ tend;
     WINDOW_PYTHON: the Python code must do this window."""

@@ -155,7 +155,7 @@ class PhaseStepper:
         o = self.opts
         t_eval = np.append(ins, tb) if tb >= t1 else ins
         code, te, i, tend, ts, told, hs, yold, F, st, Y, xe = dop853.dop853_window(
-            ta, np.ascontiguousarray(xa, dtype=float), tb, t1, np.ascontiguousarray(t_eval, dtype=float),
+            ta, np.ascontiguousarray(xa, dtype=float), tb, np.ascontiguousarray(t_eval, dtype=float),
             float(o["rtol"]), float(o["atol"]), float(step), fl, il, tab, float(o["scan_step"]), hstep, SPLIT)
         self.ev.forget()                 # the compiled buffers hold other points
         if code == dop853.WINDOW_PYTHON:
