@@ -77,7 +77,8 @@ def worker(path):
         res["friction_oscillator.toml", f"mu={mu:.5f}"] = attempt(
             lambda: pympc.simulate(oscillator, params={"mu": float(mu)}))
     for n in (3, 10):
-        res[f"slider_chain({n})", "0.5 s"] = attempt(lambda: pympc.simulate(slider_chain(n), (0.0, 0.5), zeno_events=40))
+        res[f"slider_chain({n})", "0.5 s"] = attempt(
+            lambda: pympc.simulate(slider_chain(n), (0.0, 0.5), zeno_events=40))
     with open(path, "wb") as f:
         pickle.dump(res, f)
 
@@ -123,7 +124,8 @@ if __name__ == "__main__":
         if a is None or b is None or isinstance(a, tuple) or isinstance(b, tuple):
             if not same(a, b):
                 differ += 1
-                print(f"{key}: this tree {a if not isinstance(a, dict) else 'ran'}, base {b if not isinstance(b, dict) else 'ran'}")
+                mine, theirs = (v if not isinstance(v, dict) else "ran" for v in (a, b))
+                print(f"{key}: this tree {mine}, base {theirs}")
             continue
         fields = [f for f in a if not same(a[f], b.get(f))]
         if fields:

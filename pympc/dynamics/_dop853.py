@@ -35,7 +35,8 @@ try:      # scipy's own table and step-control constants (private modules: witho
     AVAILABLE = True
 except ImportError:    # pragma: no cover
     from types import SimpleNamespace
-    _co = SimpleNamespace(N_STAGES=12, N_STAGES_EXTENDED=16, INTERPOLATOR_POWER=7, A=np.zeros((16, 16)), B=np.zeros(12), C=np.zeros(16), E3=np.zeros(13),
+    _co = SimpleNamespace(N_STAGES=12, N_STAGES_EXTENDED=16, INTERPOLATOR_POWER=7,
+                          A=np.zeros((16, 16)), B=np.zeros(12), C=np.zeros(16), E3=np.zeros(13),
                           E5=np.zeros(13), D=np.zeros((4, 16)))
     MAX_FACTOR = MIN_FACTOR = SAFETY = 0.0
     AVAILABLE = False
@@ -588,8 +589,8 @@ _NSE, _POWER = _co.N_STAGES_EXTENDED, _co.INTERPOLATOR_POWER
 def dop853_window(ta, xa, tb, t_eval, rtol, atol, max_step, fl, il, tab, cap, hstep, split):
     """One window [ta, tb] of a phase from the state ``xa`` (``t_eval`` the sample times of the window, ``tab`` =
     (ovT, olam, oF, slot, cv, cl, cf, band) the phase's event functions, ``cap``/``hstep`` the scan's step cap
-    and step, ``split`` :data:`~pympc.dynamics.crossings.SPLIT`): ``(code, te, index, tend, ts, t_old, h, y_old, F, st, Y,
-    xe)`` — WINDOW_EVENT and the event (te, index, state xe) found in it, or WINDOW_END (none before
+    and step, ``split`` :data:`~pympc.dynamics.crossings.SPLIT`): ``(code, te, index, tend, ts, t_old, h, y_old,
+    F, st, Y, xe)`` — WINDOW_EVENT and the event (te, index, state xe) found in it, or WINDOW_END (none before
     ``tend``), with the stack of DOP853 steps and the states ``Y`` (rows) at the sample times ``st`` ≤ tend;
     WINDOW_PYTHON: the Python code must do this window."""
     ovT, olam, oF, slot, cv, cl, cf, band = tab
