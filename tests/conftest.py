@@ -147,3 +147,17 @@ def same_blas():
         if not (np.array_equal(mv, np.dot(K.T, a)) and vv == np.dot(x, x)):
             return False
     return True
+
+
+def record_calls(monkeypatch, owner, name, keep=lambda out: out):
+    """Wrap ``owner.name`` (monkeypatched) so that every call still runs it; returns the list that collects
+    ``keep(result)`` of each call."""
+    seen = []
+    original = getattr(owner, name)
+
+    def wrapped(*args, **kw):
+        out = original(*args, **kw)
+        seen.append(keep(out))
+        return out
+    monkeypatch.setattr(owner, name, wrapped)
+    return seen

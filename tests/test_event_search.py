@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import record_calls
 
 import pympc
 from pympc.dynamics import Baumgarte, Mode, Motion, SimulateOptions
@@ -19,6 +20,7 @@ from pympc.dynamics.crossings import may_cross
 from pympc.dynamics.evaluation import ModeEvaluator
 from pympc.dynamics.locate import EventLocator
 from pympc.dynamics.simulate import make_formulation
+from pympc.dynamics.stepper import PhaseStepper
 from pympc.dynamics.trajectory import EventKind
 from pympc.dynamics.transition import Transition
 
@@ -98,6 +100,7 @@ def test_the_oscillator_bisects_no_phase_start(monkeypatch):
     system = pympc.load_model(MODELS / "friction_oscillator.toml")
     whole = pympc.simulate(system)           # the whole search of a phase compiled (first_crossing_dense)
     monkeypatch.setattr(EventLocator, "_compiled_search", lambda self, *args: None)   # first_crossing in Python
+    monkeypatch.setattr(PhaseStepper, "_compiled_window", lambda self, *args: None)   # (also in slip phases)
     monkeypatch.setattr(_dop853, "scan_dense", counted)
     tr = pympc.simulate(system)
     assert tr.success and len(tr.events) == 23
@@ -111,27 +114,23 @@ def test_the_oscillator_bisects_no_phase_start(monkeypatch):
 
 @pytest.mark.parametrize("case", ["oscillator", "oscillator, mu 0.2", "chain5"])
 def test_the_compiled_search_of_a_phase_finds_the_python_searchs_events(case, monkeypatch):
-    """Every phase's search in one compiled call (first_crossing_dense, for slip and stick phases alike)
-    against crossings.first_crossing in Python: the same events, modes and samples, to the bit."""
+    """Every phase's search in one compiled call (first_crossing_dense, for slip and stick phases alike; in a
+    slip phase inside the compiled window, dop853_window) against crossings.first_crossing in Python: the same
+    events, modes and samples, to the bit."""
     from pympc.mechanics import slider_chain
     if case == "chain5":
         system, span = slider_chain(5), (0.0, 2.0)
     else:
         system, span = pympc.load_model(MODELS / "friction_oscillator.toml"), None
     params = {"mu": 0.2, "mu_s": 0.3} if "mu" in case else None
-    statuses = []
-    original = _dop853.first_crossing_dense
-
-    def counted(*args):
-        out = original(*args)
-        statuses.append(out[2])
-        return out
-
-    monkeypatch.setattr(_dop853, "first_crossing_dense", counted)
+    statuses = record_calls(monkeypatch, _dop853, "first_crossing_dense", lambda out: out[2])
+    windows = record_calls(monkeypatch, _dop853, "dop853_window", lambda out: out[0])
     fast = pympc.simulate(system, span, params=params)
     assert fast.success and len(fast.events) > 3
-    assert len(statuses) >= len(fast.events) - 1 and set(statuses) == {_dop853.SCAN_OK}
+    assert len(statuses) + len(windows) >= len(fast.events) - 1 and set(statuses) <= {_dop853.SCAN_OK}
+    assert windows and _dop853.WINDOW_PYTHON not in windows
     monkeypatch.setattr(EventLocator, "_compiled_search", lambda self, *args: None)
+    monkeypatch.setattr(PhaseStepper, "_compiled_window", lambda self, *args: None)
     plain = pympc.simulate(system, span, params=params)
     assert [(e.time, e.kind, e.mode_after) for e in fast.events] == [(e.time, e.kind, e.mode_after)
                                                                        for e in plain.events]

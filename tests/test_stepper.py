@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import same_blas
+from conftest import record_calls, same_blas
 from scipy.integrate import solve_ivp
 
 import pympc
@@ -161,20 +161,14 @@ def test_a_failing_right_hand_side_stops_the_run_as_solve_ivp_does(monkeypatch):
 def test_simulations_through_the_loop_equal_those_through_solve_ivp(model, monkeypatch):
     system = slider_chain(8) if model == "chain8" else pympc.load_model(MODELS / f"{model}.toml")
     span = (0.0, 1.0) if model == "chain8" else (0.0, 12.0)
-    used = []
-    original = _dop853.integrate
-
-    def counted(*args, **kw):
-        used.append(1)
-        return original(*args, **kw)
-
-    monkeypatch.setattr(_dop853, "integrate", counted)
+    # the compiled loop: a window in one call, or integrate
+    loop, windows = (record_calls(monkeypatch, _dop853, name) for name in ("integrate", "dop853_window"))
     fast = pympc.simulate(system, span)
-    assert used, "the compiled loop did not run"
+    assert loop or windows, "the compiled loop did not run"
     monkeypatch.setattr(CompiledModes, "flat", lambda self, mode: None)
-    used.clear()
+    loop.clear(), windows.clear()
     plain = pympc.simulate(system, span)
-    assert not used
+    assert not loop and not windows
     assert fast.success and plain.success
     assert [(e.kind, e.slot) for e in fast.events] == [(e.kind, e.slot) for e in plain.events]
     tol = 1e-12 if SAME_BLAS else 1e-8       # round-off, or the accuracy of two valid integrations
@@ -313,3 +307,47 @@ def test_the_mode_solve_is_compiled_for_one_array_type():
     for sig in sigs:
         text = " ".join(map(str, sig))
         assert "readonly" not in text and ", A)" not in text, text
+
+
+_TRAJECTORY_ARRAYS = ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions", "kinetic",
+                      "potential", "dissipated", "work", "drift")
+
+
+def _same_runs(a, b):
+    assert a.status == b.status and a.message == b.message
+    assert [(e.time, e.kind, e.slot, e.mode_before, e.mode_after) for e in a.events] == \
+        [(e.time, e.kind, e.slot, e.mode_before, e.mode_after) for e in b.events]
+    for key in _TRAJECTORY_ARRAYS:
+        np.testing.assert_array_equal(getattr(a, key), getattr(b, key), err_msg=key)
+
+
+@pytest.mark.parametrize("case", ["oscillator", "oscillator, mu 0.2, max_step", "inclined", "cross_slide", "chain5"])
+def test_a_window_in_one_compiled_call_is_the_python_window_to_the_bit(case, monkeypatch):
+    """_dop853.dop853_window (the event functions at the window's start, the compiled loop, its event's root, the
+    search and the samples in one call) against the window in Python (integrate, on_dense, the hint): the same
+    events, modes and samples, to the bit; cross_slide's slip phase spans several windows (no forcing: windows of
+    64 scan steps).  A window the compiled call hands back (WINDOW_PYTHON) is done by the Python code: the same run."""
+    kw = {}
+    if case == "chain5":
+        system, span = slider_chain(5), (0.0, 2.0)
+    else:
+        name = {"inclined": "inclined_slot_spring", "cross_slide": "cross_slide"}.get(case, "friction_oscillator")
+        system, span = pympc.load_model(MODELS / f"{name}.toml"), None
+    if "mu" in case:
+        kw = {"params": {"mu": 0.2, "mu_s": 0.3}, "max_step": 0.05}
+    original = _dop853.dop853_window
+    codes = record_calls(monkeypatch, _dop853, "dop853_window", lambda out: out[0])
+    fast = pympc.simulate(system, span, **kw)
+    assert fast.success and fast.info["integrator"] == "compiled DOP853"
+    assert codes and set(codes) <= {_dop853.WINDOW_END, _dop853.WINDOW_EVENT}, codes
+    assert codes.count(_dop853.WINDOW_EVENT) >= len(fast.events) - 1 - sum(e.mode_before.sticking != []
+                                                                           for e in fast.events[1:])
+    if case == "cross_slide":
+        assert codes.count(_dop853.WINDOW_END) >= 2          # a phase over several windows
+    monkeypatch.setattr(_dop853, "dop853_window", lambda *args: (_dop853.WINDOW_PYTHON,) + original(*args)[1:])
+    handed_back = pympc.simulate(system, span, **kw)
+    _same_runs(fast, handed_back)
+    monkeypatch.setattr(PhaseStepper, "_compiled_window", lambda self, *args: None)
+    plain = pympc.simulate(system, span, **kw)
+    assert plain.info["integrator"] == "compiled DOP853"
+    _same_runs(fast, plain)

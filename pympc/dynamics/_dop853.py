@@ -35,7 +35,8 @@ try:      # scipy's own table and step-control constants (private modules: witho
     AVAILABLE = True
 except ImportError:    # pragma: no cover
     from types import SimpleNamespace
-    _co = SimpleNamespace(N_STAGES=12, A=np.zeros((16, 16)), B=np.zeros(12), C=np.zeros(16), E3=np.zeros(13),
+    _co = SimpleNamespace(N_STAGES=12, N_STAGES_EXTENDED=16, INTERPOLATOR_POWER=7,
+                          A=np.zeros((16, 16)), B=np.zeros(12), C=np.zeros(16), E3=np.zeros(13),
                           E5=np.zeros(13), D=np.zeros((4, 16)))
     MAX_FACTOR = MIN_FACTOR = SAFETY = 0.0
     AVAILABLE = False
@@ -43,7 +44,7 @@ except ImportError:    # pragma: no cover
 from ..mechanics._kernels import general_mode_flat
 from ._event_kernels import curvature_bounds, dop853_states, event_values, flat_event_samples, may_cross
 
-__all__ = ["integrate", "Dop853Solution", "Dop853Result", "scan_dense", "first_crossing_dense"]
+__all__ = ["integrate", "Dop853Solution", "Dop853Result", "scan_dense", "first_crossing_dense", "dop853_window"]
 
 _NS = _co.N_STAGES                       # 12 stages of the step, 16 with the dense output's extra ones
 _A = np.ascontiguousarray(_co.A, dtype=float)
@@ -92,12 +93,12 @@ def _rms(x):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _stages(fun, t, y, h, first, last, K, fl, il):
+def _stages(fun, t, y, h, first, last, K, fl, il, yst, d):
     """Stages ``first`` … ``last − 1``: ``K[s] = fun(t + C[s] h, y + (K[:s]ᵀ A[s, :s]) h)`` (scipy's
-    expressions).  Returns −1, or the stage whose evaluation failed (``y`` then holds its point)."""
-    yst = np.empty(y.size)
+    expressions; ``yst``, ``d``: scratch of the state's length).  Returns −1, or the stage whose evaluation
+    failed (``y`` then holds its point)."""
     for s in range(first, last):
-        d = np.dot(K[:s].T, _A[s, :s])
+        np.dot(K[:s].T, _A[s, :s], d)    # the BLAS call of np.dot, into d
         for i in range(y.size):          # y + d * h elementwise: numpy's two operations, one rounding each
             yst[i] = y[i] + d[i] * h
         if not fun(t + _C[s] * h, yst, fl, il, K[s]):
@@ -159,6 +160,10 @@ def dop853_steps(fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, 
         h_abs = min(100 * h0, h1, interval, max_step)
     exponent = -1 / (_ORDER + 1)
     Ks = K[:_NS + 1]
+    # scratch of the step (numpy's expressions below elementwise, one rounding per operation as there; the
+    # np.dot calls are the same BLAS calls, into these buffers)
+    yst, d, ynew, scale, err = np.empty(ny), np.empty(ny), np.empty(ny), np.empty(ny), np.empty(ny)
+    dD = np.empty((_D.shape[0], ny))
     steps = 0
     status = FULL
     while steps < told.size:
@@ -179,21 +184,28 @@ def dop853_steps(fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, 
             h = t_new - t
             h_abs = abs(h)
             K[0] = f
-            s = _stages(fun, t, y, h, 1, _NS, K, fl, il)       # rk_step
+            s = _stages(fun, t, y, h, 1, _NS, K, fl, il, yst, d)       # rk_step
             nfev += _NS - 1 if s < 0 else s
             if s >= 0:
                 _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + _C[s] * h)
                 return
-            ynew = y + h * np.dot(K[:_NS].T, _B)
+            np.dot(K[:_NS].T, _B, d)                     # y_new = y + h * (K[:NS]ᵀ B)
+            for i in range(ny):
+                ynew[i] = y[i] + h * d[i]
             nfev += 1
             if not fun(t + h, ynew, fl, il, K[_NS]):
                 y[:] = ynew
                 _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + h)
                 return
-            scale = atol + np.maximum(np.abs(y), np.abs(ynew)) * rtol
-            err5 = np.dot(Ks.T, _E5) / scale             # DOP853._estimate_error_norm
-            err3 = np.dot(Ks.T, _E3) / scale
-            r5, r3 = math.sqrt(np.dot(err5, err5)), math.sqrt(np.dot(err3, err3))
+            for i in range(ny):                          # atol + np.maximum(|y|, |y_new|) * rtol
+                a, b = abs(y[i]), abs(ynew[i])
+                scale[i] = atol[i] + (a if a >= b or math.isnan(a) else b) * rtol
+            np.dot(Ks.T, _E5, d)                         # DOP853._estimate_error_norm: err5, err3
+            np.dot(Ks.T, _E3, err)
+            for i in range(ny):
+                d[i] /= scale[i]
+                err[i] /= scale[i]
+            r5, r3 = math.sqrt(np.dot(d, d)), math.sqrt(np.dot(err, err))
             e5, e3 = r5 * r5, r3 * r3
             if e5 == 0 and e3 == 0:
                 error_norm = 0.0
@@ -209,17 +221,20 @@ def dop853_steps(fun, t, y, f, h_abs, g_old, t_bound, rtol, atol, max_step, fl, 
             h_abs *= shrink if shrink > MIN_FACTOR else MIN_FACTOR     # max(MIN_FACTOR, nan) is MIN_FACTOR
             rejected = True
         g_new = _lowest(fl, il, ev, evi, vals) if watch else g_old   # the buffers hold (t_new, y_new) now
-        s = _stages(fun, t, y, h, _NS + 1, K.shape[0], K, fl, il)   # DOP853._dense_output_impl
+        s = _stages(fun, t, y, h, _NS + 1, K.shape[0], K, fl, il, yst, d)   # DOP853._dense_output_impl
         nfev += K.shape[0] - _NS - 1 if s < 0 else s - _NS
         if s >= 0:
             _put(state, t, h_abs, g_old, RHS_FAILED, steps, nfev, t + _C[s] * h)
             return
         Fk = F[steps]
-        delta_y = ynew - y
-        Fk[0] = delta_y
-        Fk[1] = h * K[0] - delta_y
-        Fk[2] = 2 * delta_y - h * (K[_NS] + K[0])
-        Fk[3:] = h * np.dot(_D, K)
+        np.dot(_D, K, dD)
+        for i in range(ny):
+            delta_y = ynew[i] - y[i]
+            Fk[0, i] = delta_y
+            Fk[1, i] = h * K[0, i] - delta_y
+            Fk[2, i] = 2 * delta_y - h * (K[_NS, i] + K[0, i])
+            for r in range(dD.shape[0]):
+                Fk[3 + r, i] = h * dD[r, i]
         told[steps] = t
         hs[steps] = t_new - t
         yold[steps] = y
@@ -556,6 +571,150 @@ def first_crossing_dense(ta, tb, cap, hstep, extra, dt_min, split, stack_ts, t_o
                     return t, k, SCAN_OK
         t0 = end
     return 0.0, -1, SCAN_OK
+
+
+# ---------------------------------------------------------------- a window of a phase in one call
+# PhaseStepper.advance's window (the event functions at its start, the watched ones, :func:`integrate`, the root
+# of its event, the search of :meth:`EventLocator.on_dense` and the samples) compiled, for a compiled mode and a
+# time scale that is the same everywhere: the same calls of the same kernels in the same order, so the same
+# numbers; whatever the Python code would do differently (a failed solve, the integrator failing, an event at
+# the start, scipy's brentq or the Python search needed) makes it return WINDOW_PYTHON, and the window is done
+# again by the Python code, which says why.
+
+WINDOW_PYTHON, WINDOW_END, WINDOW_EVENT = -1, 0, 1
+_NSE, _POWER = _co.N_STAGES_EXTENDED, _co.INTERPOLATOR_POWER
+
+
+@njit(cache=True, error_model="numpy")
+def dop853_window(ta, xa, tb, t_eval, rtol, atol, max_step, fl, il, tab, cap, hstep, split):
+    """One window [ta, tb] of a phase from the state ``xa`` (``t_eval`` the sample times of the window, ``tab`` =
+    (ovT, olam, oF, slot, cv, cl, cf, band) the phase's event functions, ``cap``/``hstep`` the scan's step cap
+    and step, ``split`` :data:`~pympc.dynamics.crossings.SPLIT`): ``(code, te, index, tend, ts, t_old, h, y_old,
+    F, st, Y, xe)`` — WINDOW_EVENT and the event (te, index, state xe) found in it, or WINDOW_END (none before
+    ``tend``), with the stack of DOP853 steps and the states ``Y`` (rows) at the sample times ``st`` ≤ tend;
+    WINDOW_PYTHON: the Python code must do this window."""
+    ovT, olam, oF, slot, cv, cl, cf, band = tab
+    m, ny = slot.size, xa.size
+    o = il[6]
+    ns = oF - olam
+    nothing = np.empty(0)
+    fail = (WINDOW_PYTHON, 0.0, -1, 0.0, nothing, nothing, nothing, np.empty((0, ny)),
+            np.empty((0, _POWER, ny)), nothing, np.empty((0, ny)), nothing)
+    f = np.empty(ny)
+    g0 = np.empty(m)
+    if not _fun(ta, xa, fl, il, f):                        # funcs.vector(ta, xa)
+        return fail
+    event_values(fl[o + ovT:o + ovT + ns], fl[o + olam:o + olam + ns], fl[o + oF:o + oF + ns], slot, cv, cl, cf,
+                 band, g0)
+    nw = 0
+    for k in range(m):
+        if g0[k] >= 0:
+            nw += 1
+    watched = np.empty(nw, np.int64)                       # np.flatnonzero(g0 >= 0)
+    ev = np.empty((4, nw))                                 # EventFunctions.watched_table
+    evi = np.empty(3 + nw, np.int64)
+    evi[0], evi[1], evi[2] = ovT, olam, oF
+    j = 0
+    for k in range(m):
+        if g0[k] >= 0:
+            watched[j] = k
+            ev[0, j], ev[1, j], ev[2, j], ev[3, j] = cv[k], cl[k], cf[k], band[k]
+            evi[3 + j] = slot[k]
+            j += 1
+    # integrate: dop853_run in chunks of _CHUNK steps, as there
+    y = xa.copy()
+    rtol = max(rtol, 100 * _EPS)
+    atol_ = np.full(ny, atol)
+    K = np.empty((_NSE, ny))
+    state = np.empty(7)
+    size = _CHUNK
+    told, hs = np.empty(size), np.empty(size)
+    yold, F = np.empty((size, ny)), np.empty((size, _POWER, ny))
+    k = 0
+    t, h_abs, g = ta, 0.0, np.nan
+    while True:
+        if k + _CHUNK > size:                              # room for another chunk
+            size *= 2
+            told2, hs2 = np.empty(size), np.empty(size)
+            yold2, F2 = np.empty((size, ny)), np.empty((size, _POWER, ny))
+            told2[:k] = told[:k]
+            hs2[:k] = hs[:k]
+            yold2[:k] = yold[:k]
+            F2[:k] = F[:k]
+            told, hs, yold, F = told2, hs2, yold2, F2
+        dop853_steps(_fun, t, y, f, h_abs, g, tb, rtol, atol_, max_step, fl, il, ev, evi, K, told[k:k + _CHUNK],
+                     hs[k:k + _CHUNK], yold[k:k + _CHUNK], F[k:k + _CHUNK], state)
+        t, h_abs, g, status = state[0], state[1], state[2], int(state[3])
+        k += int(state[4])
+        if status == RHS_FAILED or status == TOO_SMALL:
+            return fail
+        if status != FULL:
+            break
+    told, hs, yold, F = told[:k].copy(), hs[:k].copy(), yold[:k].copy(), F[:k].copy()
+    ts = np.empty(k + 1)
+    ts[:k] = told
+    ts[k] = t
+    end = t
+    ye = np.empty((1, ny))
+    if status == EVENT:           # the root of the lowest watched function on the last step's interpolant
+        last_ts = np.empty(2)
+        last_ts[0], last_ts[1] = told[k - 1], t
+        etab = (evi[0], evi[1], evi[2], evi[3:], ev[0], ev[1], ev[2], ev[3])
+        root, ok = brentq_dense(-1, told[k - 1], t, 4 * _EPS, 4 * _EPS, last_ts, told[k - 1:k], hs[k - 1:k],
+                                yold[k - 1:k], F[k - 1:k], fl, il, etab, np.empty((1, nw)))
+        if not ok:
+            return fail
+        rt = np.empty(1)
+        rt[0] = root
+        dop853_states(rt, last_ts, told[k - 1:k], hs[k - 1:k], yold[k - 1:k], F[k - 1:k], ye)
+        ts[k] = end = root
+        if root <= ta + 1e-9 * max(1.0, abs(ta)):          # an event at the start: the Python code decides
+            return fail
+    # the first event on the dense output (EventLocator.on_dense)
+    dt_min = 1e-11 * max(1.0, abs(ta), abs(end))
+    te, i, found = first_crossing_dense(ta, end, cap, hstep, ts, dt_min, split, ts, told, hs, yold, F, fl, il, tab)
+    if found != SCAN_OK:
+        return fail
+    xe = np.empty(ny)
+    code = WINDOW_EVENT
+    if i >= 0:
+        one = np.empty(1)
+        one[0] = te
+        X1 = np.empty((1, ny))
+        dop853_states(one, ts, told, hs, yold, F, X1)
+        xe[:] = X1[0]
+    elif status == EVENT:         # the integrator's event: the lowest watched function there (np.argmin)
+        te = end
+        if not _fun(te, ye[0], fl, il, f):
+            return fail
+        vals = np.empty(m)
+        event_values(fl[o + ovT:o + ovT + ns], fl[o + olam:o + olam + ns], fl[o + oF:o + oF + ns], slot, cv, cl,
+                     cf, band, vals)
+        best = 0
+        for j in range(1, nw):
+            vb, vj = vals[watched[best]], vals[watched[j]]
+            if math.isnan(vb):
+                break
+            if math.isnan(vj) or vj < vb:
+                best = j
+        i = watched[best]
+        xe[:] = ye[0]
+    else:
+        code = WINDOW_END
+    nk = 0
+    for r in range(t_eval.size):
+        if t_eval[r] <= end:
+            nk += 1
+    st = np.empty(nk)
+    r2 = 0
+    for r in range(t_eval.size):
+        if t_eval[r] <= end:
+            st[r2] = t_eval[r]
+            r2 += 1
+    Y = np.empty((nk, ny))
+    if nk:
+        dop853_states(st, ts, told, hs, yold, F, Y)
+    return code, te, i, end, ts, told, hs, yold, F, st, Y, xe
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)

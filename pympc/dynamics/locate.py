@@ -83,15 +83,22 @@ class EventLocator:
         (:func:`pympc.dynamics._dop853.first_crossing_dense`) when it applies — a compiled mode, DOP853 steps,
         a time scale that is the same everywhere — returning ``(time, index)`` or ``(None, None)``; None
         where it does not apply or asks the Python search to redo it (which says why, or raises)."""
-        fixed = self.opts["timescale"]._fixed
         search = getattr(funcs.vector, "search", None)
-        if fixed is None or search is None or stack is None:
+        step = self.search_step()
+        if step is None or search is None or stack is None:
+            return None
+        return search(stack, ta, tb, extra, self.opts["scan_step"], step, 1e-11 * max(1.0, abs(ta), abs(tb)))
+
+    def search_step(self):
+        """The scan step of the compiled search (:func:`pympc.dynamics._dop853.first_crossing_dense`): that of
+        :meth:`TimeScale.window` where the time scale is the same everywhere, else None (and where it is too
+        short a step: the Python search raises)."""
+        fixed = self.opts["timescale"]._fixed
+        if fixed is None:
             return None
         cap = self.opts["scan_step"]
-        step = min(cap, fixed / 8)             # TimeScale.window's step; too short a one: the Python search raises
-        if not step >= 1e-4 * cap:
-            return None
-        return search(stack, ta, tb, extra, cap, step, 1e-11 * max(1.0, abs(ta), abs(tb)))
+        step = min(cap, fixed / 8)
+        return step if step >= 1e-4 * cap else None
 
     def on_dense(self, sol, t, tb, funcs):
         """The first event of an integrated piece on [t, tb], searched on its dense output ``sol.sol``

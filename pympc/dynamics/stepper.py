@@ -21,6 +21,7 @@ from scipy.integrate import solve_ivp
 
 from . import _dop853 as dop853
 from ._variational import variational_run
+from .crossings import SPLIT
 from .locate import lowest
 from .modes import Mode
 from .trajectory import SimulationStatus
@@ -84,33 +85,39 @@ class PhaseStepper:
         # (solve_ivp's own event location only compares step ends, and takes a function that
         # starts at zero for a root): the first crossing ends the phase
         ta, xa, te = t, x, None
+        compiled = self._compiled_window(mode, funcs)
         while True:
             tb = self.locator.window(ta, t1, 64)[0]
             ins = inside[(inside > ta) & (inside < tb)]
-            # solve_ivp stops at the first step-end sign change of a function that starts positive
-            # (a hint that ends the piece early); the scan decides
-            # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
-            # one hint function, the lowest of the event functions watched (one evaluation per step)
-            g0 = funcs.vector(ta, xa)
-            for strict in (False, True):
-                watched = np.flatnonzero(g0 > 0) if strict else np.flatnonzero(g0 >= 0)
-                sol = self.integrate(mode, funcs, ta, tb, xa, np.append(ins, tb) if tb >= t1 else ins, step, watched)
-                tend, hint = tb, None
-                if sol.status == 1:
-                    th, xh = sol.t_events[0][0], sol.y_events[0][0]
-                    tend, hint = th, (th, watched, xh)      # (which function: read only when needed)
-                    if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[_lowest_at(funcs, hint)] <= 0:
-                        continue
-                break
             start = ta == t or ta in inside
-            if sol.status == -1:
-                out.status = SimulationStatus.INTEGRATION_FAILED
-                out.message = f"solve_ivp failed after t = {ta:.9g}: {sol.message}"
-                out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
-                return out
-            te, i, xe = self.locator.on_dense(sol, ta, tend, funcs)
-            if te is None and hint is not None:
-                te, i, xe = hint[0], _lowest_at(funcs, hint), hint[2]
+            window = self._window(compiled, ta, tb, t1, xa, ins, step) if compiled is not None else None
+            if window is not None:           # the whole window in one compiled call
+                sol, tend, te, i, xe = window
+            else:
+                # solve_ivp stops at the first step-end sign change of a function that starts positive
+                # (a hint that ends the piece early); the scan decides
+                # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
+                # one hint function, the lowest of the event functions watched (one evaluation per step)
+                g0 = funcs.vector(ta, xa)
+                for strict in (False, True):
+                    watched = np.flatnonzero(g0 > 0) if strict else np.flatnonzero(g0 >= 0)
+                    sol = self.integrate(mode, funcs, ta, tb, xa, np.append(ins, tb) if tb >= t1 else ins, step,
+                                         watched)
+                    tend, hint = tb, None
+                    if sol.status == 1:
+                        th, xh = sol.t_events[0][0], sol.y_events[0][0]
+                        tend, hint = th, (th, watched, xh)      # (which function: read only when needed)
+                        if th <= ta + 1e-9 * max(1.0, abs(ta)) and g0[_lowest_at(funcs, hint)] <= 0:
+                            continue
+                    break
+                if sol.status == -1:
+                    out.status = SimulationStatus.INTEGRATION_FAILED
+                    out.message = f"solve_ivp failed after t = {ta:.9g}: {sol.message}"
+                    out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
+                    return out
+                te, i, xe = self.locator.on_dense(sol, ta, tend, funcs)
+                if te is None and hint is not None:
+                    te, i, xe = hint[0], _lowest_at(funcs, hint), hint[2]
             if te is not None or tend >= t1:
                 break
             out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
@@ -121,6 +128,43 @@ class PhaseStepper:
         out.pieces.append(phase_samples(sol, ta, xa, te, xe, mode, start=start))
         out.time, out.index, out.state = te, i, xe
         return out
+
+    def _compiled_window(self, mode, funcs):
+        """What :func:`pympc.dynamics._dop853.dop853_window` takes besides the window, for a phase in ``mode``
+        whose windows it can do — DOP853 (the default) on a compiled mode, no sensitivities, the search of
+        :meth:`EventLocator.on_dense` compiled (a time scale that is the same everywhere) — else None."""
+        o, ev = self.opts, self.ev
+        if not (dop853.AVAILABLE and self.sens is None and ev._fast is not None and isinstance(o["method"], str)
+                and o["method"] == "DOP853" and isinstance(mode, Mode)):
+            return None
+        flat = ev._fast.flat(mode)
+        hstep = self.locator.search_step()
+        if flat is None or hstep is None or funcs.vector.split != SPLIT:
+            return None
+        fl, il, (ovT, olam, oF) = flat
+        slot, cv, cl, cf, bands = funcs.vector.table
+        return fl, il, (ovT, olam, oF, slot, cv, cl, cf, bands), hstep
+
+    def _window(self, compiled, ta, tb, t1, xa, ins, step):
+        """The window [ta, tb] of a phase by :func:`pympc.dynamics._dop853.dop853_window`: ``(sol, tend, te, i,
+        xe)`` as the Python code of :meth:`advance` finds them (``sol``: its samples ``t``, ``y`` and dense output
+        ``sol``), or None where that code must do it."""
+        if not tb > ta:
+            return None
+        fl, il, tab, hstep = compiled
+        o = self.opts
+        t_eval = np.append(ins, tb) if tb >= t1 else ins
+        code, te, i, tend, ts, told, hs, yold, F, st, Y, xe = dop853.dop853_window(
+            ta, np.ascontiguousarray(xa, dtype=float), tb, np.ascontiguousarray(t_eval, dtype=float),
+            float(o["rtol"]), float(o["atol"]), float(step), fl, il, tab, float(o["scan_step"]), hstep, SPLIT)
+        self.ev.forget()                 # the compiled buffers hold other points
+        if code == dop853.WINDOW_PYTHON:
+            return None
+        self.integrators.add("compiled DOP853")
+        sol = dop853.Dop853Result(t=st, y=Y.T, sol=dop853.Dop853Solution(ts, told, hs, yold, F))
+        if code == dop853.WINDOW_END:
+            return sol, tend, None, None, None
+        return sol, tend, te, int(i), xe
 
     def integrate(self, mode, funcs, ta, tb, xa, t_eval, max_step, watched):
         """One piece of a smooth phase from (ta, xa) to tb with dense output, stopping at the first step end
