@@ -32,32 +32,40 @@ RUIZ_SWEEPS = 20
 def _pivot(T, r, s, prow, nzcol):
     """Exchange pivot on the condensed tableau at row ``r``, column ``s``.
 
-    Only the columns where the pivot row is nonzero change (``nzcol``: an integer work array of the
-    tableau's width), so a sparse pivot row costs its nonzeros per row, not the width.  An entry
-    skipped would have become ``T[i, j] - f * 0.0``, itself: the same tableau bit for bit."""
+    A sparse pivot row (at most half its entries nonzero) changes only the columns where it is nonzero
+    (``nzcol``: an integer work array of the tableau's width), so it costs its nonzeros per row, not the
+    width; a dense one updates whole rows in a plain loop (which vectorizes).  An entry skipped would have
+    become ``T[i, j] - f * 0.0``, itself: the same tableau bit for bit."""
     n, m = T.shape
     p = T[r, s]
     nnz = 0
     for j in range(m):
         v = T[r, j] / p
         prow[j] = v
-        if v != 0.0 and j != s:
-            nzcol[nnz] = j
-            nnz += 1
+        nnz += v != 0.0
     prow[s] = 1.0 / p
-    dense = 2 * nnz > m
-    for i in range(n):
-        if i != r:
-            f = T[i, s]
-            if f != 0.0:
-                if dense:
+    if 2 * nnz > m + 2:     # dense (the rule was 2 * (nonzeros but column s) > m): whole rows
+        for i in range(n):
+            if i != r:
+                f = T[i, s]
+                if f != 0.0:
                     for j in range(m):
                         T[i, j] -= f * prow[j]
-                else:
+                    T[i, s] = -f / p
+    else:
+        nnz = 0
+        for j in range(m):
+            if prow[j] != 0.0 and j != s:
+                nzcol[nnz] = j
+                nnz += 1
+        for i in range(n):
+            if i != r:
+                f = T[i, s]
+                if f != 0.0:
                     for k in range(nnz):
                         j = nzcol[k]
                         T[i, j] -= f * prow[j]
-                T[i, s] = -f / p
+                    T[i, s] = -f / p
     for j in range(m):
         T[r, j] = prow[j]
 
@@ -365,7 +373,36 @@ _MAGNITUDE = 0x7FFFFFFFFFFFFFFF
 
 @njit(cache=True, nogil=True)
 def _ruiz_scales(norms, scales):
-    """One step of Ruiz's method on one side (see :func:`_ruiz_step`); True if no scale changed."""
+    """One step of Ruiz's method on one side (see :func:`_ruiz_step`); True if no scale changed.
+
+    Where every nonzero norm allows the exact reading from the bits (the usual case), one branch-free pass
+    (which vectorizes) adds the powers to the exponents of the scales; otherwise :func:`_ruiz_scales_each`
+    takes each norm its way (the same scales, bit for bit: the norms are independent)."""
+    bits = norms.view(np.int64)
+    sbits = scales.view(np.int64)
+    m = norms.shape[0]
+    other = False
+    for i in range(m):
+        b = bits[i]
+        e = (b >> 52) & 0x7FF
+        frac = b & 0xFFFFFFFFFFFFF
+        se = ((sbits[i] >> 52) & 0x7FF) - ((e - 1022) >> 1)
+        exact = (e != 0) & (e != 2047) & (45036 < frac) & (frac < 4503599627325460) & (0 < se) & (se < 2047)
+        other |= (b > 0) & (not exact)     # a positive norm (NaN included) that the bits do not settle
+    if other:
+        return _ruiz_scales_each(norms, scales)
+    changed = 0
+    for i in range(m):
+        b = bits[i]
+        k = -((((b >> 52) & 0x7FF) - 1022) >> 1) if b > 0 else 0     # (b > 0: a positive norm, not 0 or -0)
+        sbits[i] += k << 52
+        changed |= k
+    return changed == 0
+
+
+@njit(cache=True, nogil=True)
+def _ruiz_scales_each(norms, scales):
+    """:func:`_ruiz_scales` norm by norm: the power from the bits where that is exact, else by ``log2``."""
     bits = norms.view(np.int64)
     sbits = scales.view(np.int64)
     done = True

@@ -240,24 +240,29 @@ def _certify(problem, status, message, info):
     return status, message + f"; yet enumeration finds solutions ({sols.kind.name.lower()}): Lemke's method cannot reach them from this start"
 
 
+def lemke_lcp_default(problem):
+    """``lemke(problem)`` for an :class:`LCP` (its type exactly) with every option at its default (what
+    ``pympc.solve(lcp)`` calls): one compiled call, whose verified point is the result at once (its arrays and
+    ``info`` made when first read); a point that is not clean goes the general way."""
+    code, pivots, clean, out = answer = solve_lcp_default(problem.M, problem.q)
+    n = problem.q.shape[0]
+    if clean:
+        return Result._packed(problem, out, n, pivots, _VERIFIED, (_lcp_info, out, n))
+    return _lemke_lcp_result(problem, None, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL, VERIFY_TOL,
+                             False, n <= 8, answer)
+
+
 def _lemke_default(problem):
-    """``lemke(problem)`` with every option at its default (what ``pympc.solve`` calls): one compiled call
-    for an :class:`LCP`, or an HLCP with a diagonal A (its LCP form), whose verified point is the result at
-    once; anything else, or a point that is not clean, goes the general way."""
+    """``lemke(problem)`` with every option at its default: one compiled call for an :class:`LCP`, or an HLCP
+    with a diagonal A (its LCP form), whose verified point is the result at once; anything else, or a point
+    that is not clean, goes the general way."""
     if type(problem) is LCP:
-        code, pivots, clean, out = answer = solve_lcp_default(problem.M, problem.q)
-        n = problem.q.shape[0]
-        if clean:
-            return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
-                                (_lcp_info, out, n))
-        return _lemke_lcp_result(problem, None, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL, VERIFY_TOL,
-                                 False, n <= 8, answer)
+        return lemke_lcp_default(problem)
     if type(problem) is HLCP and problem._a_diagonal:
         code, pivots, clean, out = solve_lcp_form_default(problem.A, problem.B, problem.c)
         if clean:
             n = problem.c.shape[0]
-            return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
-                                (_lcp_form_info, out, n))
+            return Result._packed(problem, out, n, pivots, _VERIFIED, (_lcp_form_info, out, n))
     return _lemke_general(problem, {})
 
 
@@ -271,8 +276,7 @@ def _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify, an
     code, pivots, clean, out = answer
     n = q.shape[0]
     if clean and not verbose:   # the usual case: a verified point, nothing more to decide or to print
-        return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
-                            (_lcp_info, out, n))
+        return Result._packed(problem, out, n, pivots, _VERIFIED, (_lcp_info, out, n))
     code, pivots, z, w, log, res, scaling = _unpacked(M, q, code, pivots, clean, out, tol)
     status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
     info = {"log": log, "scaling": scaling}
