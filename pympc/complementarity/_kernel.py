@@ -29,48 +29,6 @@ RUIZ_SWEEPS = 20
 
 
 @njit(cache=True, nogil=True)
-def _pivot(T, r, s, prow, nzcol):
-    """Exchange pivot on the condensed tableau at row ``r``, column ``s``.
-
-    A sparse pivot row (at most half its entries nonzero) changes only the columns where it is nonzero
-    (``nzcol``: an integer work array of the tableau's width), so it costs its nonzeros per row, not the
-    width; a dense one updates whole rows in a plain loop (which vectorizes).  An entry skipped would have
-    become ``T[i, j] - f * 0.0``, itself: the same tableau bit for bit."""
-    n, m = T.shape
-    p = T[r, s]
-    nnz = 0
-    for j in range(m):
-        v = T[r, j] / p
-        prow[j] = v
-        nnz += v != 0.0
-    prow[s] = 1.0 / p
-    if 2 * nnz > m + 2:     # dense (the rule was 2 * (nonzeros but column s) > m): whole rows
-        for i in range(n):
-            if i != r:
-                f = T[i, s]
-                if f != 0.0:
-                    for j in range(m):
-                        T[i, j] -= f * prow[j]
-                    T[i, s] = -f / p
-    else:
-        nnz = 0
-        for j in range(m):
-            if prow[j] != 0.0 and j != s:
-                nzcol[nnz] = j
-                nnz += 1
-        for i in range(n):
-            if i != r:
-                f = T[i, s]
-                if f != 0.0:
-                    for k in range(nnz):
-                        j = nzcol[k]
-                        T[i, j] -= f * prow[j]
-                    T[i, s] = -f / p
-    for j in range(m):
-        T[r, j] = prow[j]
-
-
-@njit(cache=True, nogil=True)
 def _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, initial, d, live):
     """Reduce the candidate rows by the lexicographic rule over the columns of B⁻¹.
 
@@ -213,9 +171,45 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     entering = 2 * n
     pivots = 0
     code = KERNEL_PIVOT_LIMIT
+    m = n + 2
     while True:
         s = colpos[entering]
-        _pivot(T, r, s, prow, nzcol)
+        # the exchange pivot at (r, s), written here (a call passing the arrays costs atomic reference counts,
+        # about as much as the arithmetic at n = 20).  A sparse pivot row (at most half its entries nonzero)
+        # changes only the columns where it is nonzero (nzcol), so it costs its nonzeros per row, not the
+        # width; a dense one updates whole rows in a plain loop (which vectorizes).  An entry skipped would
+        # have become T[i, j] - f * 0.0, itself: the same tableau bit for bit.
+        p = T[r, s]
+        nnz = 0
+        for j in range(m):
+            v = T[r, j] / p
+            prow[j] = v
+            nnz += v != 0.0
+        prow[s] = 1.0 / p
+        if 2 * nnz > m + 2:     # dense: more than half the entries but column s's are nonzero
+            for i in range(n):
+                if i != r:
+                    f = T[i, s]
+                    if f != 0.0:
+                        for j in range(m):
+                            T[i, j] -= f * prow[j]
+                        T[i, s] = -f / p
+        else:
+            nnz = 0
+            for j in range(m):
+                if prow[j] != 0.0 and j != s:
+                    nzcol[nnz] = j
+                    nnz += 1
+            for i in range(n):
+                if i != r:
+                    f = T[i, s]
+                    if f != 0.0:
+                        for k in range(nnz):
+                            j = nzcol[k]
+                            T[i, j] -= f * prow[j]
+                        T[i, s] = -f / p
+        for j in range(m):
+            T[r, j] = prow[j]
         leaving = basis[r]
         basis[r] = entering
         rowpos[entering] = r
@@ -356,53 +350,14 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
     return code, pivots, w, z, el, ll
 
 
-@njit(cache=True, nogil=True)
-def _balanced(norms, count):
-    """Are the nonzero entries of ``norms[:count]`` between 1/8 and 8?"""
-    for i in range(count):
-        v = norms[i]
-        if v > 0.0 and not 0.125 <= v <= 8.0:
-            return False
-    return True
-
-
 #: the bits of a double but its sign: ``bits & _MAGNITUDE`` of finite doubles compare as their magnitudes do
 #: (and integer maxima vectorize where floating-point ones, with their NaN rules, do not)
 _MAGNITUDE = 0x7FFFFFFFFFFFFFFF
 
 
 @njit(cache=True, nogil=True)
-def _ruiz_scales(norms, scales):
-    """One step of Ruiz's method on one side (see :func:`_ruiz_step`); True if no scale changed.
-
-    Where every nonzero norm allows the exact reading from the bits (the usual case), one branch-free pass
-    (which vectorizes) adds the powers to the exponents of the scales; otherwise :func:`_ruiz_scales_each`
-    takes each norm its way (the same scales, bit for bit: the norms are independent)."""
-    bits = norms.view(np.int64)
-    sbits = scales.view(np.int64)
-    m = norms.shape[0]
-    other = False
-    for i in range(m):
-        b = bits[i]
-        e = (b >> 52) & 0x7FF
-        frac = b & 0xFFFFFFFFFFFFF
-        se = ((sbits[i] >> 52) & 0x7FF) - ((e - 1022) >> 1)
-        exact = (e != 0) & (e != 2047) & (45036 < frac) & (frac < 4503599627325460) & (0 < se) & (se < 2047)
-        other |= (b > 0) & (not exact)     # a positive norm (NaN included) that the bits do not settle
-    if other:
-        return _ruiz_scales_each(norms, scales)
-    changed = 0
-    for i in range(m):
-        b = bits[i]
-        k = -((((b >> 52) & 0x7FF) - 1022) >> 1) if b > 0 else 0     # (b > 0: a positive norm, not 0 or -0)
-        sbits[i] += k << 52
-        changed |= k
-    return changed == 0
-
-
-@njit(cache=True, nogil=True)
 def _ruiz_scales_each(norms, scales):
-    """:func:`_ruiz_scales` norm by norm: the power from the bits where that is exact, else by ``log2``."""
+    """One step of Ruiz's method on one side, norm by norm (see :func:`_ruiz_step`); True if no scale changed."""
     bits = norms.view(np.int64)
     sbits = scales.view(np.int64)
     done = True
@@ -425,32 +380,56 @@ def _ruiz_scales_each(norms, scales):
 
 
 @njit(cache=True, nogil=True)
-def _ruiz_step(sweep, rn, cn, r, s, rhs):
-    """After the row and column norms ``rn``, ``cn`` of sweep ``sweep``: settle the scaling or take a step of
+def _ruiz_step(sweep, W, Wb, n, m, rhs):
+    """After sweep ``sweep`` has measured the row and column norms: settle the scaling or take a step of
     Ruiz's method.  True if it is settled (nothing to change).
 
-    Sweep 0 of balanced data (nonzero row and column norms between 1/8 and 8; the right-hand side, if ``rhs``,
-    not counted) is settled as it is, with the right-hand side brought to the size of the largest column.
-    Otherwise each scale (a power of two) is multiplied by ``2 ** round(-log2(norm) / 2)``, the power of two
-    that brings its nonzero norm nearest 1; settled when no scale changes.  The power is read from the bits
-    of the norm where that is exact (a normal norm whose mantissa is not within 1e-11 of a power of two:
-    there ``log2`` lies strictly between two integers) and added to the exponent of the scale; elsewhere it
-    is computed by ``log2`` and ``round`` (the same answer, bit for bit).  (No slices or array tuples here:
-    each array made in a compiled function costs atomic reference counts, which this step, once a sweep,
-    once cost more than the sweep's arithmetic at n = 20.)
+    ``W = [r (n) | s (m) | rn (n) | cn (m) | ...]`` holds the scales of the rows and columns and the norms
+    (``Wb`` is its int64 view): one array, since each array passed to a compiled function costs atomic
+    reference counts, which here cost more than the arithmetic at n = 20.
+
+    Sweep 0 of balanced data (nonzero row and column norms between 1/8 and 8; the right-hand side, the last
+    column if ``rhs``, not counted) is settled as it is, with the right-hand side brought to the size of the
+    largest column.  Otherwise each scale (a power of two) is multiplied by ``2 ** round(-log2(norm) / 2)``,
+    the power of two that brings its nonzero norm nearest 1; settled when no scale changes.  The power is
+    read from the bits of the norm where that is exact (a normal norm whose mantissa is not within 1e-11 of
+    a power of two: there ``log2`` lies strictly between two integers) and added to the exponent of the
+    scale: where every positive norm allows that (the usual case), in one branch-free pass (which
+    vectorizes); otherwise norm by norm (:func:`_ruiz_scales_each`), with ``log2`` and ``round`` where the
+    bits do not settle it (the same answer, bit for bit).
     """
-    m = cn.shape[0]
-    if sweep == 0 and _balanced(rn, rn.shape[0]) and _balanced(cn, m - 1 if rhs else m):
-        if rhs and cn[m - 1] > 0.0 and m > 1:
-            big = 0.0
-            for j in range(m - 1):
-                big = max(big, cn[j])
-            if big > 0.0:
-                s[m - 1] = 2.0 ** np.round(np.log2(big / cn[m - 1]))
-        return True
-    done_rows = _ruiz_scales(rn, r)
-    done_cols = _ruiz_scales(cn, s)
-    return done_rows and done_cols
+    k0 = n + m                 # the norms [rn | cn]; the scales [r | s] are W[:k0]
+    if sweep == 0:
+        balanced = True
+        for k in range(k0, 2 * k0 - 1 if rhs else 2 * k0):
+            v = W[k]
+            if v > 0.0 and not 0.125 <= v <= 8.0:
+                balanced = False
+        if balanced:
+            if rhs and W[2 * k0 - 1] > 0.0 and m > 1:
+                big = 0.0
+                for j in range(k0 + n, 2 * k0 - 1):
+                    big = max(big, W[j])
+                if big > 0.0:
+                    W[k0 - 1] = 2.0 ** np.round(np.log2(big / W[2 * k0 - 1]))
+            return True
+    other = False
+    for i in range(k0):
+        b = Wb[k0 + i]
+        e = (b >> 52) & 0x7FF
+        frac = b & 0xFFFFFFFFFFFFF
+        se = ((Wb[i] >> 52) & 0x7FF) - ((e - 1022) >> 1)
+        exact = (e != 0) & (e != 2047) & (45036 < frac) & (frac < 4503599627325460) & (0 < se) & (se < 2047)
+        other |= (b > 0) & (not exact)     # a positive norm (NaN included) that the bits do not settle
+    if other:
+        return _ruiz_scales_each(W[k0:2 * k0], W[:k0])
+    changed = 0
+    for i in range(k0):
+        b = Wb[k0 + i]
+        k = -((((b >> 52) & 0x7FF) - 1022) >> 1) if b > 0 else 0     # (b > 0: a positive norm, not 0 or -0)
+        Wb[i] += k << 52
+        changed |= k
+    return changed == 0
 
 
 @njit(cache=True, nogil=True)
@@ -465,25 +444,26 @@ def ruiz_scaling(X, sweeps, rhs):
     and is then brought to the size of the largest column (one factor).
     """
     n, m = X.shape
-    r = np.ones(n)
-    s = np.ones(m)
-    rn = np.empty(n)
-    cn = np.empty(m)
+    W = np.ones(2 * (n + m))       # [r | s | rn | cn] (see _ruiz_step)
+    Wb = W.view(np.int64)
+    r, s = W[:n], W[n:n + m]
+    rn0, cn0 = n + m, 2 * n + m
     buf = np.empty((1, m))
-    rnb, cnb, bufb = rn.view(np.int64), cn.view(np.int64), buf.view(np.int64)
+    bufb = buf.view(np.int64)
     for sweep in range(sweeps):
-        cn[:] = 0.0
+        for j in range(m):
+            W[cn0 + j] = 0.0
         for i in range(n):
-            ri = r[i]
+            ri = W[i]
             for j in range(m):
-                buf[0, j] = X[i, j] * ri * s[j]
+                buf[0, j] = X[i, j] * ri * W[n + j]
             rm = 0
             for j in range(m):    # magnitudes by their bits: integer maxima vectorize (see _MAGNITUDE)
                 b = bufb[0, j] & _MAGNITUDE
                 rm = max(rm, b)
-                cnb[j] = max(cnb[j], b)
-            rnb[i] = rm
-        if _ruiz_step(sweep, rn, cn, r, s, rhs):
+                Wb[cn0 + j] = max(Wb[cn0 + j], b)
+            Wb[rn0 + i] = rm
+        if _ruiz_step(sweep, W, Wb, n, m, rhs):
             break
     return r, s
 
@@ -499,7 +479,8 @@ def _equilibrated_tableau(M, q, sweeps, T):
     ``(r, s, largest |M'|)`` with the scales of :func:`equilibrate_lcp` (``z = s z'``, ``w = w' / r``).
     """
     n = q.shape[0]
-    work = np.ones(6 * n + 2)
+    work = np.ones(6 * n + 2)      # [r | s | rn | cn] as _ruiz_step takes them, then rs, ss
+    workb = work.view(np.int64)
     r, s, rn, cn = work[:n], work[n:2 * n + 1], work[2 * n + 1:3 * n + 1], work[3 * n + 1:4 * n + 2]
     rs, ss = work[4 * n + 2:5 * n + 2], work[5 * n + 2:]
     rnb, cnb, Tb, Mb = rn.view(np.int64), cn.view(np.int64), T.view(np.int64), M.view(np.int64)
@@ -531,7 +512,7 @@ def _equilibrated_tableau(M, q, sweeps, T):
             v = abs(q[i]) * ri * s[n]
             cn[n] = max(cn[n], v)
             rn[i] = max(rn[i], v)
-        if _ruiz_step(sweep, rn, cn, r, s, True):
+        if _ruiz_step(sweep, work, workb, n, n + 1, True):
             settled = True
             break
     if not (settled and written):    # settled by sweep 0, or the sweeps ran out (the last step changed the scales)
