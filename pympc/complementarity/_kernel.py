@@ -172,96 +172,105 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     pivots = 0
     code = KERNEL_PIVOT_LIMIT
     m = n + 2
-    while True:
-        s = colpos[entering]
-        # the exchange pivot at (r, s), written here (a call passing the arrays costs atomic reference counts,
-        # about as much as the arithmetic at n = 20).  A sparse pivot row (at most half its entries nonzero)
-        # changes only the columns where it is nonzero (nzcol), so it costs its nonzeros per row, not the
-        # width; a dense one updates whole rows in a plain loop (which vectorizes).  An entry skipped would
-        # have become T[i, j] - f * 0.0, itself: the same tableau bit for bit.
-        p = T[r, s]
-        nnz = 0
-        for j in range(m):
-            v = T[r, j] / p
-            prow[j] = v
-            nnz += v != 0.0
-        prow[s] = 1.0 / p
-        if 2 * nnz > m + 2:     # dense: more than half the entries but column s's are nonzero
-            for i in range(n):
-                if i != r:
-                    f = T[i, s]
-                    if f != 0.0:
-                        for j in range(m):
-                            T[i, j] -= f * prow[j]
-                        T[i, s] = -f / p
-        else:
-            nnz = 0
-            for j in range(m):
-                if prow[j] != 0.0 and j != s:
-                    nzcol[nnz] = j
-                    nnz += 1
-            for i in range(n):
-                if i != r:
-                    f = T[i, s]
-                    if f != 0.0:
-                        for k in range(nnz):
-                            j = nzcol[k]
-                            T[i, j] -= f * prow[j]
-                        T[i, s] = -f / p
-        for j in range(m):
-            T[r, j] = prow[j]
-        leaving = basis[r]
-        basis[r] = entering
-        rowpos[entering] = r
-        colpos[entering] = -1
-        rowpos[leaving] = -1
-        colpos[leaving] = s
-        nb[s] = leaving
-        if pivots == L and L <= max_pivots:
+    done = False
+    while not done:
+        if pivots == L and L <= max_pivots:     # the log is full: room for more
             grown = np.empty(4 * L if 2 * L <= max_pivots + 1 else 2 * (max_pivots + 1), np.int64)
             L2 = grown.shape[0] // 2
             grown[:L] = log[:L]
             grown[L2:L2 + L] = log[L:]
             log = grown
             L = L2
-        if pivots < L:
-            log[pivots] = entering
-            log[L + pivots] = leaving
-        pivots += 1
-        if leaving == 2 * n:
-            code = KERNEL_SOLVED
-            break
-        if pivots > max_pivots:
-            break
-        entering = leaving + n if leaving < n else leaving - n
-        s = colpos[entering]
-        # minimum ratio over rows with a positive entry in the entering column (each ratio computed once)
-        best = np.inf
-        for i in range(n):
-            a = T[i, s]
-            if a > piv_tol:
-                v = T[i, rhs] / a
-                ratio[i] = v
-                if v < best:
-                    best = v
+        # the pivots while the log has room: no array is assigned in this loop (an array assigned in a loop
+        # costs atomic reference counts on every pass)
+        while True:
+            s = colpos[entering]
+            # the exchange pivot at (r, s), written here (a call passing the arrays costs atomic reference counts,
+            # about as much as the arithmetic at n = 20).  A sparse pivot row (at most half its entries nonzero)
+            # changes only the columns where it is nonzero (nzcol), so it costs its nonzeros per row, not the
+            # width; a dense one updates whole rows in a plain loop (which vectorizes).  An entry skipped would
+            # have become T[i, j] - f * 0.0, itself: the same tableau bit for bit.
+            p = T[r, s]
+            nnz = 0
+            for j in range(m):
+                v = T[r, j] / p
+                prow[j] = v
+                nnz += v != 0.0
+            prow[s] = 1.0 / p
+            if 2 * nnz > m + 2:     # dense: more than half the entries but column s's are nonzero
+                for i in range(n):
+                    if i != r:
+                        f = T[i, s]
+                        if f != 0.0:
+                            for j in range(m):
+                                T[i, j] -= f * prow[j]
+                            T[i, s] = -f / p
             else:
-                ratio[i] = np.nan       # not a candidate (NaN passes no comparison)
-        if best == np.inf:
-            code = KERNEL_RAY
-            break
-        ncand = 0
-        z0row = -1
-        lim = best + tie_tol * (1.0 + abs(best))
-        for i in range(n):
-            if ratio[i] <= lim:
-                cand[ncand] = i
-                ncand += 1
-                if basis[i] == 2 * n:
-                    z0row = i
-        if z0row >= 0:
-            r = z0row
-        else:
-            r = cand[0] if ncand == 1 else _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d, live)
+                nnz = 0
+                for j in range(m):
+                    if prow[j] != 0.0 and j != s:
+                        nzcol[nnz] = j
+                        nnz += 1
+                for i in range(n):
+                    if i != r:
+                        f = T[i, s]
+                        if f != 0.0:
+                            for k in range(nnz):
+                                j = nzcol[k]
+                                T[i, j] -= f * prow[j]
+                            T[i, s] = -f / p
+            for j in range(m):
+                T[r, j] = prow[j]
+            leaving = basis[r]
+            basis[r] = entering
+            rowpos[entering] = r
+            colpos[entering] = -1
+            rowpos[leaving] = -1
+            colpos[leaving] = s
+            nb[s] = leaving
+            if pivots < L:
+                log[pivots] = entering
+                log[L + pivots] = leaving
+            pivots += 1
+            if leaving == 2 * n:
+                code = KERNEL_SOLVED
+                done = True
+                break
+            if pivots > max_pivots:
+                done = True
+                break
+            entering = leaving + n if leaving < n else leaving - n
+            s = colpos[entering]
+            # minimum ratio over rows with a positive entry in the entering column (each ratio computed once)
+            best = np.inf
+            for i in range(n):
+                a = T[i, s]
+                if a > piv_tol:
+                    v = T[i, rhs] / a
+                    ratio[i] = v
+                    if v < best:
+                        best = v
+                else:
+                    ratio[i] = np.nan       # not a candidate (NaN passes no comparison)
+            if best == np.inf:
+                code = KERNEL_RAY
+                done = True
+                break
+            ncand = 0
+            z0row = -1
+            lim = best + tie_tol * (1.0 + abs(best))
+            for i in range(n):
+                if ratio[i] <= lim:
+                    cand[ncand] = i
+                    ncand += 1
+                    if basis[i] == 2 * n:
+                        z0row = i
+            if z0row >= 0:
+                r = z0row
+            else:
+                r = cand[0] if ncand == 1 else _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d, live)
+            if pivots == L and L <= max_pivots:
+                break
     for i in range(n):
         v = T[i, rhs]
         if not np.isfinite(v):
@@ -475,61 +484,60 @@ def _equilibrated_tableau(M, q, sweeps, T):
 
     Ruiz's sweeps on ``[M | q]`` (as :func:`ruiz_scaling` with ``rhs``) write ``-diag(r) M diag(s)`` into
     ``T`` as they measure it (from the second on), so the sweep that finds the scaling settled has built the
-    tableau.  Returns
-    ``(r, s, largest |M'|)`` with the scales of :func:`equilibrate_lcp` (``z = s z'``, ``w = w' / r``).
+    tableau.  Returns ``(W, largest |M'|)``: ``W[4n + 2:5n + 2]`` and ``W[5n + 2:6n + 2]`` hold the scales
+    ``rs, ss`` of :func:`equilibrate_lcp` (``z = ss z'``, ``w = w' / rs``).  (One work array read by offsets,
+    no views: each array made or passed costs atomic reference counts.)
     """
     n = q.shape[0]
-    work = np.ones(6 * n + 2)      # [r | s | rn | cn] as _ruiz_step takes them, then rs, ss
-    workb = work.view(np.int64)
-    r, s, rn, cn = work[:n], work[n:2 * n + 1], work[2 * n + 1:3 * n + 1], work[3 * n + 1:4 * n + 2]
-    rs, ss = work[4 * n + 2:5 * n + 2], work[5 * n + 2:]
-    rnb, cnb, Tb, Mb = rn.view(np.int64), cn.view(np.int64), T.view(np.int64), M.view(np.int64)
+    W = np.ones(6 * n + 2)      # [r (n) | s (n + 1) | rn (n) | cn (n + 1)] as _ruiz_step takes them, then rs, ss
+    Wb = W.view(np.int64)
+    Tb, Mb = T.view(np.int64), M.view(np.int64)
+    s0, rn0, cn0, rs0, ss0 = n, 2 * n + 1, 3 * n + 1, 4 * n + 2, 5 * n + 2
     settled = False
     written = False            # does T hold -diag(r) M diag(s) of the current scales?
     mmax = 0
     for sweep in range(sweeps):
         for j in range(n + 1):
-            cn[j] = 0.0
+            W[cn0 + j] = 0.0
         mmax = 0
         written = sweep > 0    # sweep 0 (unit scales) measures M itself and writes nothing
         for i in range(n):
-            ri = r[i]
+            ri = W[i]
             rm = 0
             if written:
                 for j in range(n):
-                    T[i, j] = -(M[i, j] * ri) * s[j]
+                    T[i, j] = -(M[i, j] * ri) * W[s0 + j]
                 for j in range(n):    # magnitudes by their bits, as in ruiz_scaling
                     b = Tb[i, j] & _MAGNITUDE
                     rm = max(rm, b)
-                    cnb[j] = max(cnb[j], b)
+                    Wb[cn0 + j] = max(Wb[cn0 + j], b)
             else:
                 for j in range(n):
                     b = Mb[i, j] & _MAGNITUDE
                     rm = max(rm, b)
-                    cnb[j] = max(cnb[j], b)
-            rnb[i] = rm
+                    Wb[cn0 + j] = max(Wb[cn0 + j], b)
+            Wb[rn0 + i] = rm
             mmax = max(mmax, rm)
-            v = abs(q[i]) * ri * s[n]
-            cn[n] = max(cn[n], v)
-            rn[i] = max(rn[i], v)
-        if _ruiz_step(sweep, work, workb, n, n + 1, True):
+            v = abs(q[i]) * ri * W[s0 + n]
+            W[cn0 + n] = max(W[cn0 + n], v)
+            W[rn0 + i] = max(W[rn0 + i], v)
+        if _ruiz_step(sweep, W, Wb, n, n + 1, True):
             settled = True
             break
     if not (settled and written):    # settled by sweep 0, or the sweeps ran out (the last step changed the scales)
         mmax = 0
         for i in range(n):
             for j in range(n):
-                T[i, j] = -(M[i, j] * r[i]) * s[j]
+                T[i, j] = -(M[i, j] * W[i]) * W[s0 + j]
                 mmax = max(mmax, Tb[i, j] & _MAGNITUDE)
-    rn[0] = 0.0
-    rnb[0] = mmax                   # the largest |M'| from its bits
-    mabs = rn[0]
-    g = s[n]
+    Wb[rn0] = mmax                  # the largest |M'| from its bits
+    mabs = W[rn0]
+    g = W[s0 + n]
     for i in range(n):
-        rs[i] = r[i] * g
-        ss[i] = s[i] / g
-        T[i, n + 1] = q[i] * rs[i]
-    return rs, ss, mabs
+        W[rs0 + i] = W[i] * g
+        W[ss0 + i] = W[s0 + i] / g
+        T[i, n + 1] = q[i] * W[rs0 + i]
+    return W, mabs
 
 
 @njit(cache=True, nogil=True)
@@ -631,23 +639,25 @@ def lcp_relative_residual(M, q, z, w):
         t[i] = a
         if s != 0.0:
             eq = max(eq, abs(s) / a if a > 0.0 else np.inf)
-    wz = np.zeros(n if weights else 0)  # weight of z_j: the largest share of a row it carries
-    nz = np.zeros(n if weights else 0, np.bool_)  # column j of M has a nonzero
-    if weights:
-        for i in range(n):
-            for j in range(n):
-                if M[i, j] != 0.0:
-                    nz[j] = True
-                    if t[i] > 0.0:
-                        wz[j] = max(wz[j], abs(M[i, j] * z[j]) / t[i])
     neg = 0.0
     comp = 0.0
+    if not weights:
+        for j in range(n):
+            if w[j] < 0.0:
+                neg = max(neg, abs(w[j]) / t[j] if t[j] > 0.0 else 0.0)
+        return eq, neg, comp
+    wz = np.zeros(n)  # weight of z_j: the largest share of a row it carries
+    nz = np.zeros(n, np.bool_)  # column j of M has a nonzero
+    for i in range(n):
+        for j in range(n):
+            if M[i, j] != 0.0:
+                nz[j] = True
+                if t[i] > 0.0:
+                    wz[j] = max(wz[j], abs(M[i, j] * z[j]) / t[i])
     for j in range(n):
         ww = abs(w[j]) / t[j] if t[j] > 0.0 else 0.0
         if w[j] < 0.0:
             neg = max(neg, ww)
-        if not weights:
-            continue
         if not nz[j]:
             wz[j] = abs(z[j]) / (1.0 + umax)
         if z[j] < 0.0:
@@ -761,7 +771,8 @@ def solve_lcp(M, q, d, max_pivots, piv_rel, tie_tol, sweeps, tol):
     """
     n = q.shape[0]
     T = np.empty((n, n + 2))
-    r, s, mmax = _equilibrated_tableau(M, q, sweeps, T)
+    W, mmax = _equilibrated_tableau(M, q, sweeps, T)
+    r, s = W[4 * n + 2:5 * n + 2], W[5 * n + 2:]
     scale = max(1.0, mmax)
     if d.shape[0] == 0:
         ds = np.ones(n)
