@@ -90,19 +90,19 @@ class Result:
         return self
 
     @classmethod
-    def _packed(cls, problem, out, n, pivots, message, info_from):
+    def _packed(cls, problem, out, pivots, message, make_info):
         """A verified Lemke result (``SOLVED``, method ``"lemke"``) whose point is packed in the kernel's answer
         ``out = [y | x | ...]`` (an LCP's ``[z | w | ...]``): ``x, y`` are its slices, made when first read (see
-        :meth:`__getattr__`), and ``info`` is made when first read (as in :meth:`_lazy`)."""
+        :meth:`__getattr__`), and ``info`` is ``make_info(out, problem)``, made when first read."""
         self = cls.__new__(cls)
         self.problem = problem
-        self.status = Status.SOLVED
+        self.status = _SOLVED
         self.message = message
         self.pivots = pivots
         self.method = "lemke"
         self._info = None
-        self._info_from = info_from
-        self._point_from = out, n
+        self._info_from = make_info, out, problem
+        self._point_from = out
         return self
 
     def __getattr__(self, name):
@@ -110,9 +110,9 @@ class Result:
         (a value assigned before stays).  Python calls it for any attribute not found, and also when a property
         raises AttributeError: the property's own error is raised again (an HLCP result's ``z``)."""
         if name == "x" or name == "y":
-            packed = self.__dict__.pop("_point_from", None)
-            if packed is not None:
-                out, n = packed
+            out = self.__dict__.pop("_point_from", None)
+            if out is not None:
+                n = self.problem.n
                 self.__dict__.setdefault("x", out[n:2 * n])
                 self.__dict__.setdefault("y", out[:n])
                 return self.__dict__[name]
@@ -207,6 +207,8 @@ class Result:
         """The summary and the message."""
         return f"{self!r}\n{self.message}"
 
+
+_SOLVED = Status.SOLVED
 
 #: other names of :class:`Result` (one type for LCPs and HLCPs)
 LCPResult = HLCPResult = Result
