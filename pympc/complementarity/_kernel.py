@@ -615,25 +615,39 @@ def relative_residual(A, B, c, x, y):
 def lcp_relative_residual(M, q, z, w):
     """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z`` (row-major loops)."""
     n = q.shape[0]
-    umax = _abs_max(z, w)
-    if not umax < np.inf:
-        return np.inf, np.inf, np.inf
+    u = np.empty(2 * n)
+    for j in range(n):
+        u[j] = z[j]
+        u[n + j] = w[j]
+    return _lcp_residual(M, q, u)
+
+
+@njit(cache=True, nogil=True)
+def _lcp_residual(M, q, u):
+    """:func:`lcp_relative_residual` of the point ``z = u[:n]``, ``w = u[n:2n]`` (read by offsets: no views,
+    each of which costs atomic reference counts)."""
+    n = q.shape[0]
+    umax = 0.0                # _abs_max(z, w)
+    for j in range(2 * n):
+        if not np.isfinite(u[j]):
+            return np.inf, np.inf, np.inf
+        umax = max(umax, abs(u[j]))
     t = np.empty(n)
     # the terms of a zero z_j are zero: the sums run over the others (the same sums, in the same order)
     cols = np.empty(n, np.int64)
     nnz = 0
     weights = False           # does a weight of z count (a negative z_j, or a pair with both members nonzero)?
     for j in range(n):
-        if z[j] != 0.0:
+        if u[j] != 0.0:
             cols[nnz] = j
             nnz += 1
-            weights = weights or z[j] < 0.0 or w[j] != 0.0
+            weights = weights or u[j] < 0.0 or u[n + j] != 0.0
     eq = 0.0
     for i in range(n):
-        s = w[i] - q[i]
-        a = abs(w[i]) + abs(q[i])
+        s = u[n + i] - q[i]
+        a = abs(u[n + i]) + abs(q[i])
         for k in range(nnz):
-            v = M[i, cols[k]] * z[cols[k]]
+            v = M[i, cols[k]] * u[cols[k]]
             s -= v
             a += abs(v)
         t[i] = a
@@ -643,8 +657,8 @@ def lcp_relative_residual(M, q, z, w):
     comp = 0.0
     if not weights:
         for j in range(n):
-            if w[j] < 0.0:
-                neg = max(neg, abs(w[j]) / t[j] if t[j] > 0.0 else 0.0)
+            if u[n + j] < 0.0:
+                neg = max(neg, abs(u[n + j]) / t[j] if t[j] > 0.0 else 0.0)
         return eq, neg, comp
     wz = np.zeros(n)  # weight of z_j: the largest share of a row it carries
     nz = np.zeros(n, np.bool_)  # column j of M has a nonzero
@@ -653,18 +667,20 @@ def lcp_relative_residual(M, q, z, w):
             if M[i, j] != 0.0:
                 nz[j] = True
                 if t[i] > 0.0:
-                    wz[j] = max(wz[j], abs(M[i, j] * z[j]) / t[i])
+                    wz[j] = max(wz[j], abs(M[i, j] * u[j]) / t[i])
     for j in range(n):
-        ww = abs(w[j]) / t[j] if t[j] > 0.0 else 0.0
-        if w[j] < 0.0:
+        ww = abs(u[n + j]) / t[j] if t[j] > 0.0 else 0.0
+        if u[n + j] < 0.0:
             neg = max(neg, ww)
         if not nz[j]:
-            wz[j] = abs(z[j]) / (1.0 + umax)
-        if z[j] < 0.0:
+            wz[j] = abs(u[j]) / (1.0 + umax)
+        if u[j] < 0.0:
             neg = max(neg, wz[j])
-        if w[j] != 0.0 and z[j] != 0.0:
+        if u[n + j] != 0.0 and u[j] != 0.0:
             comp = max(comp, min(ww, wz[j]))
     return eq, neg, comp
+
+
 
 
 @njit(cache=True, nogil=True)
@@ -772,29 +788,30 @@ def solve_lcp(M, q, d, max_pivots, piv_rel, tie_tol, sweeps, tol):
     n = q.shape[0]
     T = np.empty((n, n + 2))
     W, mmax = _equilibrated_tableau(M, q, sweeps, T)
-    r, s = W[4 * n + 2:5 * n + 2], W[5 * n + 2:]
+    r0, s0 = 4 * n + 2, 5 * n + 2    # the scales r, s in W (read by offsets: a view costs reference counts)
     scale = max(1.0, mmax)
     if d.shape[0] == 0:
         ds = np.ones(n)
     else:
-        ds = d * r
+        ds = np.empty(n)
         for i in range(n):
+            ds[i] = d[i] * W[r0 + i]
             scale = max(scale, ds[i])
     for i in range(n):
         T[i, n] = -ds[i]
     code, pivots, zs, ws, el, ll = lemke_tableau(T, ds, max_pivots, piv_rel * scale, tie_tol)
     m = el.shape[0]
     out = np.empty(4 * n + 3 + 2 * m)
-    z = out[:n]
-    w = out[n:2 * n]
     clean = code == KERNEL_SOLVED
     for i in range(n):
-        z[i] = zs[i] * s[i]
-        w[i] = ws[i] / r[i]
-        out[2 * n + i] = r[i]
-        out[3 * n + i] = s[i]
-        clean = clean and z[i] >= 0.0 and w[i] >= 0.0
-    eq, neg, comp = lcp_relative_residual(M, q, z, w)
+        z = zs[i] * W[s0 + i]
+        w = ws[i] / W[r0 + i]
+        out[i] = z
+        out[n + i] = w
+        out[2 * n + i] = W[r0 + i]
+        out[3 * n + i] = W[s0 + i]
+        clean = clean and z >= 0.0 and w >= 0.0
+    eq, neg, comp = _lcp_residual(M, q, out)
     out[4 * n] = eq
     out[4 * n + 1] = neg
     out[4 * n + 2] = comp
