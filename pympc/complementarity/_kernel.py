@@ -125,34 +125,35 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     # for the limit at once was a large allocation (tens of kB, malloc's slow path) on every call
     L = min(max_pivots + 1, 4 * n + 16)
     log = np.empty(2 * L, np.int64)
-    ints = np.empty(2 * nv + 5 * n + 3, np.int64)
-    colpos, rowpos = ints[:nv], ints[nv:2 * nv]
-    k = 2 * nv
-    nb, basis, cand = ints[k:k + n + 1], ints[k + n + 1:k + 2 * n + 1], ints[k + 2 * n + 1:k + 3 * n + 1]
-    nzcol, live = ints[k + 3 * n + 1:k + 4 * n + 3], ints[k + 4 * n + 3:]
-    live[:] = 0
+    # [colpos (nv) | rowpos (nv) | basis (n) | cand (n) | nzcol (n + 2) | live (n)] and [z | w | prow (n + 2) |
+    # ratio (n)], read by offsets (each view costs atomic reference counts)
+    ints = np.empty(2 * nv + 4 * n + 2, np.int64)
+    RP, BS = nv, 2 * nv
+    CD = BS + n
+    NZ = CD + n
+    LV = NZ + n + 2
+    for i in range(n):
+        ints[LV + i] = 0
     floats = np.zeros(5 * n + 2)
-    z, w, prow, ratio = floats[:n], floats[n:2 * n], floats[2 * n:3 * n + 2], floats[3 * n + 2:]
+    PR, RA = 2 * n, 3 * n + 2
     qmin = T[0, rhs]
     for i in range(n):
         if T[i, rhs] < qmin:
             qmin = T[i, rhs]
     if qmin >= 0.0:
         for i in range(n):
-            w[i] = T[i, rhs]
-        return KERNEL_SOLVED, 0, z, w, log[:0], log[L:L]
+            floats[n + i] = T[i, rhs]
+        return KERNEL_SOLVED, 0, floats[:n], floats[n:2 * n], log[:0], log[L:L]
 
     # condensed tableau [-M | -d | q]: column j < n holds z_j, column n holds z0
-    colpos[:] = -1
-    rowpos[:] = -1
+    for j in range(2 * nv):
+        ints[j] = -1
     for i in range(n):
-        basis[i] = i
-        rowpos[i] = i
+        ints[BS + i] = i
+        ints[RP + i] = i
     for j in range(n):
-        nb[j] = n + j
-        colpos[n + j] = j
-    nb[n] = 2 * n
-    colpos[2 * n] = n
+        ints[n + j] = j
+    ints[2 * n] = n
 
     # Initial pivot: z0 enters at the level that makes every rhs >= 0; the
     # leaving row is the lexicographic minimum of (q_i, e_i) / d_i.
@@ -164,10 +165,11 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     ncand = 0
     for i in range(n):
         if T[i, rhs] / d[i] <= best + tie_tol * (1.0 + abs(best)):
-            cand[ncand] = i
+            ints[CD + ncand] = i
             ncand += 1
     # (a call passing arrays costs atomic reference counts: one candidate, the usual case, needs none)
-    r = cand[0] if ncand == 1 else _lex_rows(T, n, cand, ncand, n, tie_tol, colpos, rowpos, True, d, live)
+    r = ints[CD] if ncand == 1 else _lex_rows(T, n, ints[CD:CD + n], ncand, n, tie_tol, ints[:nv], ints[RP:RP + nv],
+                                              True, d, ints[LV:LV + n])
     entering = 2 * n
     pivots = 0
     code = KERNEL_PIVOT_LIMIT
@@ -184,7 +186,7 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
         # the pivots while the log has room: no array is assigned in this loop (an array assigned in a loop
         # costs atomic reference counts on every pass)
         while True:
-            s = colpos[entering]
+            s = ints[entering]
             # the exchange pivot at (r, s), written here (a call passing the arrays costs atomic reference counts,
             # about as much as the arithmetic at n = 20).  A sparse pivot row (at most half its entries nonzero)
             # changes only the columns where it is nonzero (nzcol), so it costs its nonzeros per row, not the
@@ -194,40 +196,39 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
             nnz = 0
             for j in range(m):
                 v = T[r, j] / p
-                prow[j] = v
+                floats[PR + j] = v
                 nnz += v != 0.0
-            prow[s] = 1.0 / p
+            floats[PR + s] = 1.0 / p
             if 2 * nnz > m + 2:     # dense: more than half the entries but column s's are nonzero
                 for i in range(n):
                     if i != r:
                         f = T[i, s]
                         if f != 0.0:
                             for j in range(m):
-                                T[i, j] -= f * prow[j]
+                                T[i, j] -= f * floats[PR + j]
                             T[i, s] = -f / p
             else:
                 nnz = 0
                 for j in range(m):
-                    if prow[j] != 0.0 and j != s:
-                        nzcol[nnz] = j
+                    if floats[PR + j] != 0.0 and j != s:
+                        ints[NZ + nnz] = j
                         nnz += 1
                 for i in range(n):
                     if i != r:
                         f = T[i, s]
                         if f != 0.0:
                             for k in range(nnz):
-                                j = nzcol[k]
-                                T[i, j] -= f * prow[j]
+                                j = ints[NZ + k]
+                                T[i, j] -= f * floats[PR + j]
                             T[i, s] = -f / p
             for j in range(m):
-                T[r, j] = prow[j]
-            leaving = basis[r]
-            basis[r] = entering
-            rowpos[entering] = r
-            colpos[entering] = -1
-            rowpos[leaving] = -1
-            colpos[leaving] = s
-            nb[s] = leaving
+                T[r, j] = floats[PR + j]
+            leaving = ints[BS + r]
+            ints[BS + r] = entering
+            ints[RP + entering] = r
+            ints[entering] = -1
+            ints[RP + leaving] = -1
+            ints[leaving] = s
             if pivots < L:
                 log[pivots] = entering
                 log[L + pivots] = leaving
@@ -240,18 +241,18 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
                 done = True
                 break
             entering = leaving + n if leaving < n else leaving - n
-            s = colpos[entering]
+            s = ints[entering]
             # minimum ratio over rows with a positive entry in the entering column (each ratio computed once)
             best = np.inf
             for i in range(n):
                 a = T[i, s]
                 if a > piv_tol:
                     v = T[i, rhs] / a
-                    ratio[i] = v
+                    floats[RA + i] = v
                     if v < best:
                         best = v
                 else:
-                    ratio[i] = np.nan       # not a candidate (NaN passes no comparison)
+                    floats[RA + i] = np.nan       # not a candidate (NaN passes no comparison)
             if best == np.inf:
                 code = KERNEL_RAY
                 done = True
@@ -260,15 +261,16 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
             z0row = -1
             lim = best + tie_tol * (1.0 + abs(best))
             for i in range(n):
-                if ratio[i] <= lim:
-                    cand[ncand] = i
+                if floats[RA + i] <= lim:
+                    ints[CD + ncand] = i
                     ncand += 1
-                    if basis[i] == 2 * n:
+                    if ints[BS + i] == 2 * n:
                         z0row = i
             if z0row >= 0:
                 r = z0row
             else:
-                r = cand[0] if ncand == 1 else _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d, live)
+                r = ints[CD] if ncand == 1 else _lex_rows(T, s, ints[CD:CD + n], ncand, n, tie_tol, ints[:nv],
+                                                          ints[RP:RP + nv], False, d, ints[LV:LV + n])
             if pivots == L and L <= max_pivots:
                 break
     for i in range(n):
@@ -277,13 +279,13 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
             code = KERNEL_NUMERICAL
         if v < 0.0 and v > -tie_tol * (1.0 + abs(qmin)):
             v = 0.0  # rounding below zero of a basic variable at a degenerate vertex
-        b = basis[i]
+        b = ints[BS + i]
         if b < n:
-            w[b] = v
+            floats[n + b] = v
         elif b < 2 * n:
-            z[b - n] = v
+            floats[b - n] = v
     m = min(pivots, max_pivots + 1)
-    return code, pivots, z, w, log[:m], log[L:L + m]
+    return code, pivots, floats[:n], floats[n:2 * n], log[:m], log[L:L + m]
 
 
 @njit(cache=True, nogil=True)
