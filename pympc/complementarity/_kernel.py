@@ -824,10 +824,14 @@ def solve_lcp(M, q, d, max_pivots, piv_rel, tie_tol, sweeps, tol):
     return code, pivots, clean, out
 
 
+#: the empty covering vector (all ones after equilibration), a constant of the compiled code (no allocation)
+_NO_COVERING = np.empty(0)
+
+
 @njit(cache=True, nogil=True)
 def solve_lcp_default(M, q):
     """:func:`solve_lcp` with Lemke's default options (two arguments: each costs the call from Python time)."""
-    return solve_lcp(M, q, np.empty(0), MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * q.shape[0], PIV_TOL, TIE_TOL,
+    return solve_lcp(M, q, _NO_COVERING, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * q.shape[0], PIV_TOL, TIE_TOL,
                      RUIZ_SWEEPS, VERIFY_TOL)
 
 
