@@ -144,11 +144,14 @@ def test_ruiz_power_of_two_from_the_bits_equals_log2_and_round():
     p2 = 2.0 ** np.arange(-1070, 1020)
     v = np.concatenate([np.exp(rng.uniform(-690, 690, 20000)), p2, np.nextafter(p2, 0), np.nextafter(p2, np.inf),
                         p2 * (1 + 1e-11), p2 * (1 - 1e-11), p2 * np.sqrt(2), [5e-324, 1e-310, 0.0]])
-    scales = np.ones(v.size)
-    K._ruiz_step(1, v, np.zeros(1), scales, np.ones(1), False)     # rows of norms v, one zero column
-    with np.errstate(divide="ignore"):
-        expected = np.where(v > 0, 2.0 ** np.round(-0.5 * np.log2(v)), 1.0)
-    assert np.array_equal(scales, expected)
+    # all of v (some norms the bits do not settle: norm by norm), and the norms the bits settle (one pass)
+    for norms in (v, np.concatenate([np.exp(rng.uniform(-690, 690, 20000)), p2[10:-10] * np.sqrt(2)])):
+        N = norms.size
+        W = np.concatenate([np.ones(N + 1), norms, [0.0]])     # [r | s | rn | cn]: rows of norms v, one zero column
+        K._ruiz_step(1, W, W.view(np.int64), N, 1, False)
+        with np.errstate(divide="ignore"):
+            expected = np.where(norms > 0, 2.0 ** np.round(-0.5 * np.log2(norms)), 1.0)
+        assert np.array_equal(W[:N], expected) and W[N] == 1.0
 
 
 def test_info_is_made_when_read_and_behaves_as_a_dict():

@@ -29,40 +29,6 @@ RUIZ_SWEEPS = 20
 
 
 @njit(cache=True, nogil=True)
-def _pivot(T, r, s, prow, nzcol):
-    """Exchange pivot on the condensed tableau at row ``r``, column ``s``.
-
-    Only the columns where the pivot row is nonzero change (``nzcol``: an integer work array of the
-    tableau's width), so a sparse pivot row costs its nonzeros per row, not the width.  An entry
-    skipped would have become ``T[i, j] - f * 0.0``, itself: the same tableau bit for bit."""
-    n, m = T.shape
-    p = T[r, s]
-    nnz = 0
-    for j in range(m):
-        v = T[r, j] / p
-        prow[j] = v
-        if v != 0.0 and j != s:
-            nzcol[nnz] = j
-            nnz += 1
-    prow[s] = 1.0 / p
-    dense = 2 * nnz > m
-    for i in range(n):
-        if i != r:
-            f = T[i, s]
-            if f != 0.0:
-                if dense:
-                    for j in range(m):
-                        T[i, j] -= f * prow[j]
-                else:
-                    for k in range(nnz):
-                        j = nzcol[k]
-                        T[i, j] -= f * prow[j]
-                T[i, s] = -f / p
-    for j in range(m):
-        T[r, j] = prow[j]
-
-
-@njit(cache=True, nogil=True)
 def _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, initial, d, live):
     """Reduce the candidate rows by the lexicographic rule over the columns of B⁻¹.
 
@@ -159,34 +125,35 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     # for the limit at once was a large allocation (tens of kB, malloc's slow path) on every call
     L = min(max_pivots + 1, 4 * n + 16)
     log = np.empty(2 * L, np.int64)
-    ints = np.empty(2 * nv + 5 * n + 3, np.int64)
-    colpos, rowpos = ints[:nv], ints[nv:2 * nv]
-    k = 2 * nv
-    nb, basis, cand = ints[k:k + n + 1], ints[k + n + 1:k + 2 * n + 1], ints[k + 2 * n + 1:k + 3 * n + 1]
-    nzcol, live = ints[k + 3 * n + 1:k + 4 * n + 3], ints[k + 4 * n + 3:]
-    live[:] = 0
+    # [colpos (nv) | rowpos (nv) | basis (n) | cand (n) | nzcol (n + 2) | live (n)] and [z | w | prow (n + 2) |
+    # ratio (n)], read by offsets (each view costs atomic reference counts)
+    ints = np.empty(2 * nv + 4 * n + 2, np.int64)
+    RP, BS = nv, 2 * nv
+    CD = BS + n
+    NZ = CD + n
+    LV = NZ + n + 2
+    for i in range(n):
+        ints[LV + i] = 0
     floats = np.zeros(5 * n + 2)
-    z, w, prow, ratio = floats[:n], floats[n:2 * n], floats[2 * n:3 * n + 2], floats[3 * n + 2:]
+    PR, RA = 2 * n, 3 * n + 2
     qmin = T[0, rhs]
     for i in range(n):
         if T[i, rhs] < qmin:
             qmin = T[i, rhs]
     if qmin >= 0.0:
         for i in range(n):
-            w[i] = T[i, rhs]
-        return KERNEL_SOLVED, 0, z, w, log[:0], log[L:L]
+            floats[n + i] = T[i, rhs]
+        return KERNEL_SOLVED, 0, floats[:n], floats[n:2 * n], log[:0], log[L:L]
 
     # condensed tableau [-M | -d | q]: column j < n holds z_j, column n holds z0
-    colpos[:] = -1
-    rowpos[:] = -1
+    for j in range(2 * nv):
+        ints[j] = -1
     for i in range(n):
-        basis[i] = i
-        rowpos[i] = i
+        ints[BS + i] = i
+        ints[RP + i] = i
     for j in range(n):
-        nb[j] = n + j
-        colpos[n + j] = j
-    nb[n] = 2 * n
-    colpos[2 * n] = n
+        ints[n + j] = j
+    ints[2 * n] = n
 
     # Initial pivot: z0 enters at the level that makes every rhs >= 0; the
     # leaving row is the lexicographic minimum of (q_i, e_i) / d_i.
@@ -198,81 +165,127 @@ def lemke_tableau(T, d, max_pivots, piv_tol, tie_tol):
     ncand = 0
     for i in range(n):
         if T[i, rhs] / d[i] <= best + tie_tol * (1.0 + abs(best)):
-            cand[ncand] = i
+            ints[CD + ncand] = i
             ncand += 1
     # (a call passing arrays costs atomic reference counts: one candidate, the usual case, needs none)
-    r = cand[0] if ncand == 1 else _lex_rows(T, n, cand, ncand, n, tie_tol, colpos, rowpos, True, d, live)
+    r = ints[CD] if ncand == 1 else _lex_rows(T, n, ints[CD:CD + n], ncand, n, tie_tol, ints[:nv], ints[RP:RP + nv],
+                                              True, d, ints[LV:LV + n])
     entering = 2 * n
     pivots = 0
     code = KERNEL_PIVOT_LIMIT
-    while True:
-        s = colpos[entering]
-        _pivot(T, r, s, prow, nzcol)
-        leaving = basis[r]
-        basis[r] = entering
-        rowpos[entering] = r
-        colpos[entering] = -1
-        rowpos[leaving] = -1
-        colpos[leaving] = s
-        nb[s] = leaving
-        if pivots == L and L <= max_pivots:
+    m = n + 2
+    done = False
+    while not done:
+        if pivots == L and L <= max_pivots:     # the log is full: room for more
             grown = np.empty(4 * L if 2 * L <= max_pivots + 1 else 2 * (max_pivots + 1), np.int64)
             L2 = grown.shape[0] // 2
             grown[:L] = log[:L]
             grown[L2:L2 + L] = log[L:]
             log = grown
             L = L2
-        if pivots < L:
-            log[pivots] = entering
-            log[L + pivots] = leaving
-        pivots += 1
-        if leaving == 2 * n:
-            code = KERNEL_SOLVED
-            break
-        if pivots > max_pivots:
-            break
-        entering = leaving + n if leaving < n else leaving - n
-        s = colpos[entering]
-        # minimum ratio over rows with a positive entry in the entering column (each ratio computed once)
-        best = np.inf
-        for i in range(n):
-            a = T[i, s]
-            if a > piv_tol:
-                v = T[i, rhs] / a
-                ratio[i] = v
-                if v < best:
-                    best = v
+        # the pivots while the log has room: no array is assigned in this loop (an array assigned in a loop
+        # costs atomic reference counts on every pass)
+        while True:
+            s = ints[entering]
+            # the exchange pivot at (r, s), written here (a call passing the arrays costs atomic reference counts,
+            # about as much as the arithmetic at n = 20).  A sparse pivot row (at most half its entries nonzero)
+            # changes only the columns where it is nonzero (nzcol), so it costs its nonzeros per row, not the
+            # width; a dense one updates whole rows in a plain loop (which vectorizes).  An entry skipped would
+            # have become T[i, j] - f * 0.0, itself: the same tableau bit for bit.
+            p = T[r, s]
+            nnz = 0
+            for j in range(m):
+                v = T[r, j] / p
+                floats[PR + j] = v
+                nnz += v != 0.0
+            floats[PR + s] = 1.0 / p
+            if 2 * nnz > m + 2:     # dense: more than half the entries but column s's are nonzero
+                for i in range(n):
+                    if i != r:
+                        f = T[i, s]
+                        if f != 0.0:
+                            for j in range(m):
+                                T[i, j] -= f * floats[PR + j]
+                            T[i, s] = -f / p
             else:
-                ratio[i] = np.nan       # not a candidate (NaN passes no comparison)
-        if best == np.inf:
-            code = KERNEL_RAY
-            break
-        ncand = 0
-        z0row = -1
-        lim = best + tie_tol * (1.0 + abs(best))
-        for i in range(n):
-            if ratio[i] <= lim:
-                cand[ncand] = i
-                ncand += 1
-                if basis[i] == 2 * n:
-                    z0row = i
-        if z0row >= 0:
-            r = z0row
-        else:
-            r = cand[0] if ncand == 1 else _lex_rows(T, s, cand, ncand, n, tie_tol, colpos, rowpos, False, d, live)
+                nnz = 0
+                for j in range(m):
+                    if floats[PR + j] != 0.0 and j != s:
+                        ints[NZ + nnz] = j
+                        nnz += 1
+                for i in range(n):
+                    if i != r:
+                        f = T[i, s]
+                        if f != 0.0:
+                            for k in range(nnz):
+                                j = ints[NZ + k]
+                                T[i, j] -= f * floats[PR + j]
+                            T[i, s] = -f / p
+            for j in range(m):
+                T[r, j] = floats[PR + j]
+            leaving = ints[BS + r]
+            ints[BS + r] = entering
+            ints[RP + entering] = r
+            ints[entering] = -1
+            ints[RP + leaving] = -1
+            ints[leaving] = s
+            if pivots < L:
+                log[pivots] = entering
+                log[L + pivots] = leaving
+            pivots += 1
+            if leaving == 2 * n:
+                code = KERNEL_SOLVED
+                done = True
+                break
+            if pivots > max_pivots:
+                done = True
+                break
+            entering = leaving + n if leaving < n else leaving - n
+            s = ints[entering]
+            # minimum ratio over rows with a positive entry in the entering column (each ratio computed once)
+            best = np.inf
+            for i in range(n):
+                a = T[i, s]
+                if a > piv_tol:
+                    v = T[i, rhs] / a
+                    floats[RA + i] = v
+                    if v < best:
+                        best = v
+                else:
+                    floats[RA + i] = np.nan       # not a candidate (NaN passes no comparison)
+            if best == np.inf:
+                code = KERNEL_RAY
+                done = True
+                break
+            ncand = 0
+            z0row = -1
+            lim = best + tie_tol * (1.0 + abs(best))
+            for i in range(n):
+                if floats[RA + i] <= lim:
+                    ints[CD + ncand] = i
+                    ncand += 1
+                    if ints[BS + i] == 2 * n:
+                        z0row = i
+            if z0row >= 0:
+                r = z0row
+            else:
+                r = ints[CD] if ncand == 1 else _lex_rows(T, s, ints[CD:CD + n], ncand, n, tie_tol, ints[:nv],
+                                                          ints[RP:RP + nv], False, d, ints[LV:LV + n])
+            if pivots == L and L <= max_pivots:
+                break
     for i in range(n):
         v = T[i, rhs]
         if not np.isfinite(v):
             code = KERNEL_NUMERICAL
         if v < 0.0 and v > -tie_tol * (1.0 + abs(qmin)):
             v = 0.0  # rounding below zero of a basic variable at a degenerate vertex
-        b = basis[i]
+        b = ints[BS + i]
         if b < n:
-            w[b] = v
+            floats[n + b] = v
         elif b < 2 * n:
-            z[b - n] = v
+            floats[b - n] = v
     m = min(pivots, max_pivots + 1)
-    return code, pivots, z, w, log[:m], log[L:L + m]
+    return code, pivots, floats[:n], floats[n:2 * n], log[:m], log[L:L + m]
 
 
 @njit(cache=True, nogil=True)
@@ -348,24 +361,14 @@ def solve_diagonal_hlcp_kernel(A, B, c, d, max_pivots, piv_rel, tie_tol):
     return code, pivots, w, z, el, ll
 
 
-@njit(cache=True, nogil=True)
-def _balanced(norms, count):
-    """Are the nonzero entries of ``norms[:count]`` between 1/8 and 8?"""
-    for i in range(count):
-        v = norms[i]
-        if v > 0.0 and not 0.125 <= v <= 8.0:
-            return False
-    return True
-
-
 #: the bits of a double but its sign: ``bits & _MAGNITUDE`` of finite doubles compare as their magnitudes do
 #: (and integer maxima vectorize where floating-point ones, with their NaN rules, do not)
 _MAGNITUDE = 0x7FFFFFFFFFFFFFFF
 
 
 @njit(cache=True, nogil=True)
-def _ruiz_scales(norms, scales):
-    """One step of Ruiz's method on one side (see :func:`_ruiz_step`); True if no scale changed."""
+def _ruiz_scales_each(norms, scales):
+    """One step of Ruiz's method on one side, norm by norm (see :func:`_ruiz_step`); True if no scale changed."""
     bits = norms.view(np.int64)
     sbits = scales.view(np.int64)
     done = True
@@ -388,32 +391,56 @@ def _ruiz_scales(norms, scales):
 
 
 @njit(cache=True, nogil=True)
-def _ruiz_step(sweep, rn, cn, r, s, rhs):
-    """After the row and column norms ``rn``, ``cn`` of sweep ``sweep``: settle the scaling or take a step of
+def _ruiz_step(sweep, W, Wb, n, m, rhs):
+    """After sweep ``sweep`` has measured the row and column norms: settle the scaling or take a step of
     Ruiz's method.  True if it is settled (nothing to change).
 
-    Sweep 0 of balanced data (nonzero row and column norms between 1/8 and 8; the right-hand side, if ``rhs``,
-    not counted) is settled as it is, with the right-hand side brought to the size of the largest column.
-    Otherwise each scale (a power of two) is multiplied by ``2 ** round(-log2(norm) / 2)``, the power of two
-    that brings its nonzero norm nearest 1; settled when no scale changes.  The power is read from the bits
-    of the norm where that is exact (a normal norm whose mantissa is not within 1e-11 of a power of two:
-    there ``log2`` lies strictly between two integers) and added to the exponent of the scale; elsewhere it
-    is computed by ``log2`` and ``round`` (the same answer, bit for bit).  (No slices or array tuples here:
-    each array made in a compiled function costs atomic reference counts, which this step, once a sweep,
-    once cost more than the sweep's arithmetic at n = 20.)
+    ``W = [r (n) | s (m) | rn (n) | cn (m) | ...]`` holds the scales of the rows and columns and the norms
+    (``Wb`` is its int64 view): one array, since each array passed to a compiled function costs atomic
+    reference counts, which here cost more than the arithmetic at n = 20.
+
+    Sweep 0 of balanced data (nonzero row and column norms between 1/8 and 8; the right-hand side, the last
+    column if ``rhs``, not counted) is settled as it is, with the right-hand side brought to the size of the
+    largest column.  Otherwise each scale (a power of two) is multiplied by ``2 ** round(-log2(norm) / 2)``,
+    the power of two that brings its nonzero norm nearest 1; settled when no scale changes.  The power is
+    read from the bits of the norm where that is exact (a normal norm whose mantissa is not within 1e-11 of
+    a power of two: there ``log2`` lies strictly between two integers) and added to the exponent of the
+    scale: where every positive norm allows that (the usual case), in one branch-free pass (which
+    vectorizes); otherwise norm by norm (:func:`_ruiz_scales_each`), with ``log2`` and ``round`` where the
+    bits do not settle it (the same answer, bit for bit).
     """
-    m = cn.shape[0]
-    if sweep == 0 and _balanced(rn, rn.shape[0]) and _balanced(cn, m - 1 if rhs else m):
-        if rhs and cn[m - 1] > 0.0 and m > 1:
-            big = 0.0
-            for j in range(m - 1):
-                big = max(big, cn[j])
-            if big > 0.0:
-                s[m - 1] = 2.0 ** np.round(np.log2(big / cn[m - 1]))
-        return True
-    done_rows = _ruiz_scales(rn, r)
-    done_cols = _ruiz_scales(cn, s)
-    return done_rows and done_cols
+    k0 = n + m                 # the norms [rn | cn]; the scales [r | s] are W[:k0]
+    if sweep == 0:
+        balanced = True
+        for k in range(k0, 2 * k0 - 1 if rhs else 2 * k0):
+            v = W[k]
+            if v > 0.0 and not 0.125 <= v <= 8.0:
+                balanced = False
+        if balanced:
+            if rhs and W[2 * k0 - 1] > 0.0 and m > 1:
+                big = 0.0
+                for j in range(k0 + n, 2 * k0 - 1):
+                    big = max(big, W[j])
+                if big > 0.0:
+                    W[k0 - 1] = 2.0 ** np.round(np.log2(big / W[2 * k0 - 1]))
+            return True
+    other = False
+    for i in range(k0):
+        b = Wb[k0 + i]
+        e = (b >> 52) & 0x7FF
+        frac = b & 0xFFFFFFFFFFFFF
+        se = ((Wb[i] >> 52) & 0x7FF) - ((e - 1022) >> 1)
+        exact = (e != 0) & (e != 2047) & (45036 < frac) & (frac < 4503599627325460) & (0 < se) & (se < 2047)
+        other |= (b > 0) & (not exact)     # a positive norm (NaN included) that the bits do not settle
+    if other:
+        return _ruiz_scales_each(W[k0:2 * k0], W[:k0])
+    changed = 0
+    for i in range(k0):
+        b = Wb[k0 + i]
+        k = -((((b >> 52) & 0x7FF) - 1022) >> 1) if b > 0 else 0     # (b > 0: a positive norm, not 0 or -0)
+        Wb[i] += k << 52
+        changed |= k
+    return changed == 0
 
 
 @njit(cache=True, nogil=True)
@@ -428,25 +455,26 @@ def ruiz_scaling(X, sweeps, rhs):
     and is then brought to the size of the largest column (one factor).
     """
     n, m = X.shape
-    r = np.ones(n)
-    s = np.ones(m)
-    rn = np.empty(n)
-    cn = np.empty(m)
+    W = np.ones(2 * (n + m))       # [r | s | rn | cn] (see _ruiz_step)
+    Wb = W.view(np.int64)
+    r, s = W[:n], W[n:n + m]
+    rn0, cn0 = n + m, 2 * n + m
     buf = np.empty((1, m))
-    rnb, cnb, bufb = rn.view(np.int64), cn.view(np.int64), buf.view(np.int64)
+    bufb = buf.view(np.int64)
     for sweep in range(sweeps):
-        cn[:] = 0.0
+        for j in range(m):
+            W[cn0 + j] = 0.0
         for i in range(n):
-            ri = r[i]
+            ri = W[i]
             for j in range(m):
-                buf[0, j] = X[i, j] * ri * s[j]
+                buf[0, j] = X[i, j] * ri * W[n + j]
             rm = 0
             for j in range(m):    # magnitudes by their bits: integer maxima vectorize (see _MAGNITUDE)
                 b = bufb[0, j] & _MAGNITUDE
                 rm = max(rm, b)
-                cnb[j] = max(cnb[j], b)
-            rnb[i] = rm
-        if _ruiz_step(sweep, rn, cn, r, s, rhs):
+                Wb[cn0 + j] = max(Wb[cn0 + j], b)
+            Wb[rn0 + i] = rm
+        if _ruiz_step(sweep, W, Wb, n, m, rhs):
             break
     return r, s
 
@@ -458,60 +486,60 @@ def _equilibrated_tableau(M, q, sweeps, T):
 
     Ruiz's sweeps on ``[M | q]`` (as :func:`ruiz_scaling` with ``rhs``) write ``-diag(r) M diag(s)`` into
     ``T`` as they measure it (from the second on), so the sweep that finds the scaling settled has built the
-    tableau.  Returns
-    ``(r, s, largest |M'|)`` with the scales of :func:`equilibrate_lcp` (``z = s z'``, ``w = w' / r``).
+    tableau.  Returns ``(W, largest |M'|)``: ``W[4n + 2:5n + 2]`` and ``W[5n + 2:6n + 2]`` hold the scales
+    ``rs, ss`` of :func:`equilibrate_lcp` (``z = ss z'``, ``w = w' / rs``).  (One work array read by offsets,
+    no views: each array made or passed costs atomic reference counts.)
     """
     n = q.shape[0]
-    work = np.ones(6 * n + 2)
-    r, s, rn, cn = work[:n], work[n:2 * n + 1], work[2 * n + 1:3 * n + 1], work[3 * n + 1:4 * n + 2]
-    rs, ss = work[4 * n + 2:5 * n + 2], work[5 * n + 2:]
-    rnb, cnb, Tb, Mb = rn.view(np.int64), cn.view(np.int64), T.view(np.int64), M.view(np.int64)
+    W = np.ones(6 * n + 2)      # [r (n) | s (n + 1) | rn (n) | cn (n + 1)] as _ruiz_step takes them, then rs, ss
+    Wb = W.view(np.int64)
+    Tb, Mb = T.view(np.int64), M.view(np.int64)
+    s0, rn0, cn0, rs0, ss0 = n, 2 * n + 1, 3 * n + 1, 4 * n + 2, 5 * n + 2
     settled = False
     written = False            # does T hold -diag(r) M diag(s) of the current scales?
     mmax = 0
     for sweep in range(sweeps):
         for j in range(n + 1):
-            cn[j] = 0.0
+            W[cn0 + j] = 0.0
         mmax = 0
         written = sweep > 0    # sweep 0 (unit scales) measures M itself and writes nothing
         for i in range(n):
-            ri = r[i]
+            ri = W[i]
             rm = 0
             if written:
                 for j in range(n):
-                    T[i, j] = -(M[i, j] * ri) * s[j]
+                    T[i, j] = -(M[i, j] * ri) * W[s0 + j]
                 for j in range(n):    # magnitudes by their bits, as in ruiz_scaling
                     b = Tb[i, j] & _MAGNITUDE
                     rm = max(rm, b)
-                    cnb[j] = max(cnb[j], b)
+                    Wb[cn0 + j] = max(Wb[cn0 + j], b)
             else:
                 for j in range(n):
                     b = Mb[i, j] & _MAGNITUDE
                     rm = max(rm, b)
-                    cnb[j] = max(cnb[j], b)
-            rnb[i] = rm
+                    Wb[cn0 + j] = max(Wb[cn0 + j], b)
+            Wb[rn0 + i] = rm
             mmax = max(mmax, rm)
-            v = abs(q[i]) * ri * s[n]
-            cn[n] = max(cn[n], v)
-            rn[i] = max(rn[i], v)
-        if _ruiz_step(sweep, rn, cn, r, s, True):
+            v = abs(q[i]) * ri * W[s0 + n]
+            W[cn0 + n] = max(W[cn0 + n], v)
+            W[rn0 + i] = max(W[rn0 + i], v)
+        if _ruiz_step(sweep, W, Wb, n, n + 1, True):
             settled = True
             break
     if not (settled and written):    # settled by sweep 0, or the sweeps ran out (the last step changed the scales)
         mmax = 0
         for i in range(n):
             for j in range(n):
-                T[i, j] = -(M[i, j] * r[i]) * s[j]
+                T[i, j] = -(M[i, j] * W[i]) * W[s0 + j]
                 mmax = max(mmax, Tb[i, j] & _MAGNITUDE)
-    rn[0] = 0.0
-    rnb[0] = mmax                   # the largest |M'| from its bits
-    mabs = rn[0]
-    g = s[n]
+    Wb[rn0] = mmax                  # the largest |M'| from its bits
+    mabs = W[rn0]
+    g = W[s0 + n]
     for i in range(n):
-        rs[i] = r[i] * g
-        ss[i] = s[i] / g
-        T[i, n + 1] = q[i] * rs[i]
-    return rs, ss, mabs
+        W[rs0 + i] = W[i] * g
+        W[ss0 + i] = W[s0 + i] / g
+        T[i, n + 1] = q[i] * W[rs0 + i]
+    return W, mabs
 
 
 @njit(cache=True, nogil=True)
@@ -589,54 +617,72 @@ def relative_residual(A, B, c, x, y):
 def lcp_relative_residual(M, q, z, w):
     """:func:`relative_residual` of LCP(M, q) as HLCP(I, -M, q) with ``x = w``, ``y = z`` (row-major loops)."""
     n = q.shape[0]
-    umax = _abs_max(z, w)
-    if not umax < np.inf:
-        return np.inf, np.inf, np.inf
+    u = np.empty(2 * n)
+    for j in range(n):
+        u[j] = z[j]
+        u[n + j] = w[j]
+    return _lcp_residual(M, q, u)
+
+
+@njit(cache=True, nogil=True)
+def _lcp_residual(M, q, u):
+    """:func:`lcp_relative_residual` of the point ``z = u[:n]``, ``w = u[n:2n]`` (read by offsets: no views,
+    each of which costs atomic reference counts)."""
+    n = q.shape[0]
+    umax = 0.0                # _abs_max(z, w)
+    for j in range(2 * n):
+        if not np.isfinite(u[j]):
+            return np.inf, np.inf, np.inf
+        umax = max(umax, abs(u[j]))
     t = np.empty(n)
     # the terms of a zero z_j are zero: the sums run over the others (the same sums, in the same order)
     cols = np.empty(n, np.int64)
     nnz = 0
     weights = False           # does a weight of z count (a negative z_j, or a pair with both members nonzero)?
     for j in range(n):
-        if z[j] != 0.0:
+        if u[j] != 0.0:
             cols[nnz] = j
             nnz += 1
-            weights = weights or z[j] < 0.0 or w[j] != 0.0
+            weights = weights or u[j] < 0.0 or u[n + j] != 0.0
     eq = 0.0
     for i in range(n):
-        s = w[i] - q[i]
-        a = abs(w[i]) + abs(q[i])
+        s = u[n + i] - q[i]
+        a = abs(u[n + i]) + abs(q[i])
         for k in range(nnz):
-            v = M[i, cols[k]] * z[cols[k]]
+            v = M[i, cols[k]] * u[cols[k]]
             s -= v
             a += abs(v)
         t[i] = a
         if s != 0.0:
             eq = max(eq, abs(s) / a if a > 0.0 else np.inf)
-    wz = np.zeros(n if weights else 0)  # weight of z_j: the largest share of a row it carries
-    nz = np.zeros(n if weights else 0, np.bool_)  # column j of M has a nonzero
-    if weights:
-        for i in range(n):
-            for j in range(n):
-                if M[i, j] != 0.0:
-                    nz[j] = True
-                    if t[i] > 0.0:
-                        wz[j] = max(wz[j], abs(M[i, j] * z[j]) / t[i])
     neg = 0.0
     comp = 0.0
+    if not weights:
+        for j in range(n):
+            if u[n + j] < 0.0:
+                neg = max(neg, abs(u[n + j]) / t[j] if t[j] > 0.0 else 0.0)
+        return eq, neg, comp
+    wz = np.zeros(n)  # weight of z_j: the largest share of a row it carries
+    nz = np.zeros(n, np.bool_)  # column j of M has a nonzero
+    for i in range(n):
+        for j in range(n):
+            if M[i, j] != 0.0:
+                nz[j] = True
+                if t[i] > 0.0:
+                    wz[j] = max(wz[j], abs(M[i, j] * u[j]) / t[i])
     for j in range(n):
-        ww = abs(w[j]) / t[j] if t[j] > 0.0 else 0.0
-        if w[j] < 0.0:
+        ww = abs(u[n + j]) / t[j] if t[j] > 0.0 else 0.0
+        if u[n + j] < 0.0:
             neg = max(neg, ww)
-        if not weights:
-            continue
         if not nz[j]:
-            wz[j] = abs(z[j]) / (1.0 + umax)
-        if z[j] < 0.0:
+            wz[j] = abs(u[j]) / (1.0 + umax)
+        if u[j] < 0.0:
             neg = max(neg, wz[j])
-        if w[j] != 0.0 and z[j] != 0.0:
+        if u[n + j] != 0.0 and u[j] != 0.0:
             comp = max(comp, min(ww, wz[j]))
     return eq, neg, comp
+
+
 
 
 @njit(cache=True, nogil=True)
@@ -743,29 +789,31 @@ def solve_lcp(M, q, d, max_pivots, piv_rel, tie_tol, sweeps, tol):
     """
     n = q.shape[0]
     T = np.empty((n, n + 2))
-    r, s, mmax = _equilibrated_tableau(M, q, sweeps, T)
+    W, mmax = _equilibrated_tableau(M, q, sweeps, T)
+    r0, s0 = 4 * n + 2, 5 * n + 2    # the scales r, s in W (read by offsets: a view costs reference counts)
     scale = max(1.0, mmax)
     if d.shape[0] == 0:
         ds = np.ones(n)
     else:
-        ds = d * r
+        ds = np.empty(n)
         for i in range(n):
+            ds[i] = d[i] * W[r0 + i]
             scale = max(scale, ds[i])
     for i in range(n):
         T[i, n] = -ds[i]
     code, pivots, zs, ws, el, ll = lemke_tableau(T, ds, max_pivots, piv_rel * scale, tie_tol)
     m = el.shape[0]
     out = np.empty(4 * n + 3 + 2 * m)
-    z = out[:n]
-    w = out[n:2 * n]
     clean = code == KERNEL_SOLVED
     for i in range(n):
-        z[i] = zs[i] * s[i]
-        w[i] = ws[i] / r[i]
-        out[2 * n + i] = r[i]
-        out[3 * n + i] = s[i]
-        clean = clean and z[i] >= 0.0 and w[i] >= 0.0
-    eq, neg, comp = lcp_relative_residual(M, q, z, w)
+        z = zs[i] * W[s0 + i]
+        w = ws[i] / W[r0 + i]
+        out[i] = z
+        out[n + i] = w
+        out[2 * n + i] = W[r0 + i]
+        out[3 * n + i] = W[s0 + i]
+        clean = clean and z >= 0.0 and w >= 0.0
+    eq, neg, comp = _lcp_residual(M, q, out)
     out[4 * n] = eq
     out[4 * n + 1] = neg
     out[4 * n + 2] = comp
@@ -776,10 +824,14 @@ def solve_lcp(M, q, d, max_pivots, piv_rel, tie_tol, sweeps, tol):
     return code, pivots, clean, out
 
 
+#: the empty covering vector (all ones after equilibration), a constant of the compiled code (no allocation)
+_NO_COVERING = np.empty(0)
+
+
 @njit(cache=True, nogil=True)
 def solve_lcp_default(M, q):
     """:func:`solve_lcp` with Lemke's default options (two arguments: each costs the call from Python time)."""
-    return solve_lcp(M, q, np.empty(0), MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * q.shape[0], PIV_TOL, TIE_TOL,
+    return solve_lcp(M, q, _NO_COVERING, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * q.shape[0], PIV_TOL, TIE_TOL,
                      RUIZ_SWEEPS, VERIFY_TOL)
 
 

@@ -145,16 +145,16 @@ def _log_and_scaling(out, n):
     return (out[k:k + m].astype(np.int64), out[k + m:].astype(np.int64)), (out[2 * n:3 * n], out[3 * n:4 * n])
 
 
-def _lcp_info(out, n):
+def _lcp_info(out, problem):
     """The ``info`` of a Lemke result on an LCP (made when first read): the pivot log and the scales."""
-    log, scaling = _log_and_scaling(out, n)
+    log, scaling = _log_and_scaling(out, problem.n)
     return {"log": log, "scaling": scaling}
 
 
-def _lcp_form_info(out, n):
+def _lcp_form_info(out, problem):
     """The ``info`` of a Lemke result on an HLCP solved through its LCP form (A diagonal): log, basis, scales."""
-    log, scaling = _log_and_scaling(out, n)
-    return {"log": log, "basis": np.ones(n, bool), "scaling": scaling}
+    log, scaling = _log_and_scaling(out, problem.n)
+    return {"log": log, "basis": np.ones(problem.n, bool), "scaling": scaling}
 
 
 def _hlcp_info(el, ll, basis, dx, dy):
@@ -240,24 +240,28 @@ def _certify(problem, status, message, info):
     return status, message + f"; yet enumeration finds solutions ({sols.kind.name.lower()}): Lemke's method cannot reach them from this start"
 
 
+def lemke_lcp_default(problem):
+    """``lemke(problem)`` for an :class:`LCP` (its type exactly) with every option at its default (what
+    ``pympc.solve(lcp)`` calls): one compiled call, whose verified point is the result at once (its arrays and
+    ``info`` made when first read); a point that is not clean goes the general way."""
+    code, pivots, clean, out = answer = solve_lcp_default(problem.M, problem.q)
+    if clean:
+        return Result._packed(problem, out, pivots, _VERIFIED, _lcp_info)
+    n = problem.q.shape[0]
+    return _lemke_lcp_result(problem, None, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL, VERIFY_TOL,
+                             False, n <= 8, answer)
+
+
 def _lemke_default(problem):
-    """``lemke(problem)`` with every option at its default (what ``pympc.solve`` calls): one compiled call
-    for an :class:`LCP`, or an HLCP with a diagonal A (its LCP form), whose verified point is the result at
-    once; anything else, or a point that is not clean, goes the general way."""
+    """``lemke(problem)`` with every option at its default: one compiled call for an :class:`LCP`, or an HLCP
+    with a diagonal A (its LCP form), whose verified point is the result at once; anything else, or a point
+    that is not clean, goes the general way."""
     if type(problem) is LCP:
-        code, pivots, clean, out = answer = solve_lcp_default(problem.M, problem.q)
-        n = problem.q.shape[0]
-        if clean:
-            return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
-                                (_lcp_info, out, n))
-        return _lemke_lcp_result(problem, None, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL, VERIFY_TOL,
-                                 False, n <= 8, answer)
+        return lemke_lcp_default(problem)
     if type(problem) is HLCP and problem._a_diagonal:
         code, pivots, clean, out = solve_lcp_form_default(problem.A, problem.B, problem.c)
         if clean:
-            n = problem.c.shape[0]
-            return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
-                                (_lcp_form_info, out, n))
+            return Result._packed(problem, out, pivots, _VERIFIED, _lcp_form_info)
     return _lemke_general(problem, {})
 
 
@@ -271,8 +275,7 @@ def _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify, an
     code, pivots, clean, out = answer
     n = q.shape[0]
     if clean and not verbose:   # the usual case: a verified point, nothing more to decide or to print
-        return Result._lazy(problem, Status.SOLVED, _VERIFIED, out[n:2 * n], out[:n], pivots, "lemke",
-                            (_lcp_info, out, n))
+        return Result._packed(problem, out, pivots, _VERIFIED, _lcp_info)
     code, pivots, z, w, log, res, scaling = _unpacked(M, q, code, pivots, clean, out, tol)
     status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)
     info = {"log": log, "scaling": scaling}
@@ -344,7 +347,7 @@ def _lemke_general(problem, options):
             x, y = out[n:2 * n], out[:n]
             if max(relative_residual(problem.A, problem.B, problem.c, x, y)) <= tol:
                 return Result._lazy(problem, Status.SOLVED, _VERIFIED, x, y, answer[1], "lemke",
-                                    (_lcp_form_info, out, n))
+                                    (_lcp_form_info, out, problem))
         code, pivots, y, x, log, _, scaling = _unpacked(M, q, *answer, tol)
         res = relative_residual(problem.A, problem.B, problem.c, x, y)
         status, message = _interpret(code, pivots, res, tol, max_pivots, log, verbose, n)

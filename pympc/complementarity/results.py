@@ -89,6 +89,38 @@ class Result:
         self.pivots, self.method, self._info, self._info_from = pivots, method, None, info_from
         return self
 
+    @classmethod
+    def _packed(cls, problem, out, pivots, message, make_info):
+        """A verified Lemke result (``SOLVED``, method ``"lemke"``) whose point is packed in the kernel's answer
+        ``out = [y | x | ...]`` (an LCP's ``[z | w | ...]``): ``x, y`` are its slices, made when first read (see
+        :meth:`__getattr__`), and ``info`` is ``make_info(out, problem)``, made when first read."""
+        self = cls.__new__(cls)
+        self.problem = problem
+        self.status = _SOLVED
+        self.message = message
+        self.pivots = pivots
+        self.method = "lemke"
+        self._info = None
+        self._info_from = make_info, out, problem
+        self._point_from = out
+        return self
+
+    def __getattr__(self, name):
+        """``x`` and ``y`` of a result made by :meth:`_packed`, sliced from the packed answer when first read
+        (a value assigned before stays).  Python calls it for any attribute not found, and also when a property
+        raises AttributeError: the property's own error is raised again (an HLCP result's ``z``)."""
+        if name == "x" or name == "y":
+            out = self.__dict__.pop("_point_from", None)
+            if out is not None:
+                n = self.problem.n
+                self.__dict__.setdefault("x", out[n:2 * n])
+                self.__dict__.setdefault("y", out[:n])
+                return self.__dict__[name]
+        prop = getattr(type(self), name, None)
+        if isinstance(prop, property):
+            return prop.__get__(self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     @property
     def info(self):
         """Solver-specific details (pivot log, certificate, ...): a dict."""
@@ -175,6 +207,8 @@ class Result:
         """The summary and the message."""
         return f"{self!r}\n{self.message}"
 
+
+_SOLVED = Status.SOLVED
 
 #: other names of :class:`Result` (one type for LCPs and HLCPs)
 LCPResult = HLCPResult = Result

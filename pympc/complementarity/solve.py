@@ -19,7 +19,7 @@ import numpy as np
 from .._plugins import SOLVE_METHODS
 from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
-from .lemke import lemke
+from .lemke import lemke, lemke_lcp_default
 from .milp import milp
 from .problems import HLCP, LCP
 from .results import Result, Status
@@ -120,7 +120,13 @@ def _after_lemke(problem, r, time_limit):
     return out
 
 
-def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, **options):
+#: the name and the default fallback time limit of ``solve``'s usual call, as objects: ``solve`` tells its
+#: defaults by identity (``is``), the cheapest test (an equal value made elsewhere takes the general way)
+_LEMKE = "lemke"
+_FALLBACK_TIME_LIMIT = 10.0
+
+
+def solve(problem, method=_LEMKE, *, fallback=True, fallback_time_limit=_FALLBACK_TIME_LIMIT, **options):
     """Solve an LCP or HLCP.
 
     Parameters
@@ -155,27 +161,34 @@ def solve(problem, method="lemke", *, fallback=True, fallback_time_limit=10.0, *
     >>> pympc.solve(pympc.LCP([[2.0]], [-4.0]), method="milp").z
     array([2.])
     """
-    if isinstance(method, str):
-        fn = _ENTRIES.get(method)      # the function itself, once looked up (a name is imported first)
-        if type(fn) is str:
-            fn = METHODS[method]
-    elif callable(method):
-        fn, method = method, getattr(method, "__name__", "callable")
+    if (method is _LEMKE and type(problem) is LCP and fallback_time_limit is _FALLBACK_TIME_LIMIT and not options
+            and _ENTRIES[_LEMKE] is lemke):
+        # the usual call (an LCP, the defaults, pympc's own Lemke): its compiled call at once
+        r = lemke_lcp_default(problem)
+        if r.status is _SOLVED:
+            return r
     else:
-        fn = None
-    if fn is None:
-        raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} or a function "
-                             "f(problem, **options) returning a Result")
-    if not isinstance(problem, (LCP, HLCP)):
-        raise ProblemError(f"solve: expected a complementarity problem, got {type(problem).__name__}; wrap the data "
-                           "in pympc.LCP(M, q) or pympc.HLCP(A, B, c)")
-    fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
-    if options:
-        if "time_limit" in options:
-            options["time_limit"] = check_time_limit(options["time_limit"])
-        r = fn(problem, **options)
-    else:
-        r = fn(problem)
+        if isinstance(method, str):
+            fn = _ENTRIES.get(method)      # the function itself, once looked up (a name is imported first)
+            if type(fn) is str:
+                fn = METHODS[method]
+        elif callable(method):
+            fn, method = method, getattr(method, "__name__", "callable")
+        else:
+            fn = None
+        if fn is None:
+            raise SolverNotFound(f"unknown method {method!r}; available: {sorted(METHODS)} or a function "
+                                 "f(problem, **options) returning a Result")
+        if not isinstance(problem, (LCP, HLCP)):
+            raise ProblemError(f"solve: expected a complementarity problem, got {type(problem).__name__}; wrap the "
+                               "data in pympc.LCP(M, q) or pympc.HLCP(A, B, c)")
+        fallback_time_limit = check_time_limit(fallback_time_limit, "fallback_time_limit")
+        if options:
+            if "time_limit" in options:
+                options["time_limit"] = check_time_limit(options["time_limit"])
+            r = fn(problem, **options)
+        else:
+            r = fn(problem)
     if (r.status is not _SOLVED and method == "lemke" and fallback and options.get("certify") is not False
             and r.status in _UNDECIDED_BY_LEMKE):
         return _after_lemke(problem, r, fallback_time_limit)
