@@ -129,14 +129,16 @@ def test_a_pinned_value_outside_the_bounds_is_left_to_ipopt_and_a_contradicting_
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_hock_schittkowski_through_the_presolve(name):
     build, f_star = PROBLEMS[name]
-    if name == "hs055":
-        pytest.skip("two optima on its feasible line (tests/test_ipopt_nlp.py)")
     m = build()
     red = Presolved(CompiledNLP(m, drop_redundant=True))
     x, info = solve_nlp(red, red.start(), {"mu_strategy": "adaptive", "tol": 1e-10, "max_iter": 3000})
     assert info["status"] in (0, 1)
     red.load(x)
-    assert pyo.value(m.o) == pytest.approx(f_star, rel=1e-6, abs=1e-6)
+    f = pyo.value(m.o)
+    if name == "hs055":    # a local minimum at the book's start (f = 20/3) besides the global one (tests/test_ipopt_nlp.py)
+        assert min(abs(f - 19 / 3), abs(f - 20 / 3)) <= 1e-6
+    else:
+        assert f == pytest.approx(f_star, rel=1e-6, abs=1e-6)
 
 
 def test_fesd_fit_estimate_is_the_same_without_the_presolve(monkeypatch):
