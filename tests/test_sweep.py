@@ -14,7 +14,7 @@ import pympc
 import pympc.cli
 from pympc.errors import ModelError, OptionError
 from pympc.sweep import SweepSpec, load_results, load_spec, plot_regime, run_sweep
-from pympc.sweep.engine import ANSWERS, TASK_SECONDS, _Sizer
+from pympc.sweep.engine import _TASK_SECONDS, ANSWERS, _Sizer
 from pympc.sweep.observables import evaluate
 from pympc.sweep.store import ResultStore
 
@@ -232,18 +232,18 @@ def _plan(sizer, n, per_run, load=1.0):
 @pytest.mark.parametrize("per_run", [1e-4, 0.005, 0.013, 0.5, 30.0])
 @pytest.mark.parametrize("load", [1.0, 3.0])
 def test_task_sizes_hold_the_measured_run_time(workers, per_run, load):
-    lo, hi = TASK_SECONDS
+    lo, hi = _TASK_SECONDS
     sizes = _plan(_Sizer(workers), 1000, per_run, load)
     assert sum(sizes) == 1000 and min(sizes) >= 1
     assert sizes[0] <= 4                            # a run's time is not known before the first task
     left = 1000 - sizes[0]
     for k in sizes[1:]:
-        assert k * per_run * load <= hi or k == 1   # at most TASK_SECONDS[1] of wall time per task
-        assert k * per_run >= lo or k == left       # at least TASK_SECONDS[0] of CPU, unless it is the rest
+        assert k * per_run * load <= hi or k == 1   # at most _TASK_SECONDS[1] of wall time per task
+        assert k * per_run >= lo or k == left       # at least _TASK_SECONDS[0] of CPU, unless it is the rest
         left -= k
     assert sizes[1:] == sorted(sizes[1:], reverse=True)     # guided: large tasks first, the small ones last
     if per_run == 0.005 and workers == 1 and load == 1.0:
-        assert len(sizes) <= 12                     # 1000 runs of 5 ms: a dozen tasks, not 30 shrinking to 1
+        assert len(sizes) <= 10                     # 1000 runs of 5 ms: 8 tasks, not 30 shrinking to 1
     assert _plan(_Sizer(workers, size=7), 20, per_run) == [7, 7, 6]       # a given batch_size is kept
 
 

@@ -55,10 +55,11 @@ def local_cluster(n_workers=None, dashboard=False):
         raise OptionError("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1' (or run without --dashboard)")
     import dask
     n = n_workers or os.cpu_count() or 1
-    # without a dashboard, the workers' housekeeping that feeds it runs seldom or not at all (1.3-2 % of an idle
-    # worker's CPU, and as much while it runs a task: 0.3 % after): the profiler (a stack sample of the running
-    # task every 10 ms), the event-loop tick (every 20 ms), the system monitor (500 ms), the memory monitor
-    # (100 ms; it pauses a worker past 80 % of its memory, its nanny still stops it past 95 % every 100 ms).
+    # without a dashboard, the workers' housekeeping that feeds it runs seldom or not at all: the profiler (a
+    # stack sample of the running task every 10 ms), the event-loop tick (every 20 ms), the system monitor
+    # (500 ms), the memory monitor (100 ms; it pauses a worker past 80 % of its memory, its nanny still stops it
+    # past 95 % every 100 ms).  Measured: 2 % of an idle worker's CPU -> 0.3 %, and the runs of a task took
+    # 5-10 % more CPU with them (the profiler interrupts the task's thread).
     # This config goes to these workers alone (their nannies pass it on); this process's config is untouched.
     config = dask.config.merge(dask.config.config, {} if dashboard else _QUIET_WORKERS)
     # the scheduler's HTTP server (health, metrics; the dashboard if asked) runs in any case: on the loopback
@@ -176,16 +177,16 @@ class _Bar:
             self.stream.flush()
 
 
-TASK_SECONDS = (0.2, 2.0)
-"""Work per Dask task in seconds, once a run's time is known: at least 0.2 s of CPU, so that a task's own cost
-(scheduling, transfers, one part file: about 10 ms of CPU) stays a few per cent of it; at most 2 s of wall time,
+_TASK_SECONDS = (0.3, 3.0)
+"""Work per Dask task in seconds, once a run's time is known: at least 0.3 s of CPU, so that a task's own cost
+(scheduling, transfers, one part file: about 10 ms of CPU) stays a few per cent of it; at most 3 s of wall time,
 so that a killed worker loses little, the progress moves and the workers finish together."""
 
 
 class _Sizer:
-    """How many runs the next task gets: ``size`` if given, else guided — a quarter of the unsubmitted runs'
-    share per worker (few tasks carry the work, the last ones are small so that the workers finish together) —
-    held to :data:`TASK_SECONDS` by the measured time of a run (mean CPU and wall time of the runs of the last
+    """How many runs the next task gets: ``size`` if given, else guided — half the unsubmitted runs' share per
+    worker (few tasks carry the work, the last ones are small so that the workers finish together) —
+    held to :data:`_TASK_SECONDS` by the measured time of a run (mean CPU and wall time of the runs of the last
     finished batches); before any batch finished, at most ``first`` runs (a run's time is not known yet)."""
 
     def __init__(self, workers, size=None, first=4, window=None):
@@ -199,11 +200,11 @@ class _Sizer:
     def __call__(self, remaining):
         if self.size:
             return min(self.size, remaining)
-        k = math.ceil(remaining / (4 * self.workers))
+        k = math.ceil(remaining / (2 * self.workers))
         if self.recent:
             n, cpu, wall = (sum(x) for x in zip(*self.recent))
-            lo = math.ceil(TASK_SECONDS[0] * n / max(cpu, 1e-9))
-            hi = max(1, math.floor(TASK_SECONDS[1] * n / max(wall, 1e-9)))
+            lo = math.ceil(_TASK_SECONDS[0] * n / max(cpu, 1e-9))
+            hi = max(1, math.floor(_TASK_SECONDS[1] * n / max(wall, 1e-9)))
             k = min(max(k, lo), hi)
         else:
             k = min(k, self.first)
@@ -284,9 +285,9 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
     n_workers : int, optional
         Worker processes of the local cluster (default: one per core).
     batch_size : int, optional
-        Runs per task (default: the spec's, else chosen as the sweep goes: guided — large tasks
-        first, smaller ones at the end so that the workers finish together — within 0.2 to 2 s of
-        work per task by the measured time of a run, see :data:`TASK_SECONDS`).
+        Runs per task (default: the spec's, else chosen as the sweep goes from the measured time of
+        a run: 0.3 s of CPU to 3 s of wall time per task, large tasks first and smaller ones at the
+        end so that the workers finish together).
     resume : bool
         Require an existing store of this sweep to continue (finished runs are
         skipped in any case: a rerun is a resume).
