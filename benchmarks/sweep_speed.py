@@ -1,134 +1,183 @@
-"""Sweep throughput: a plain Python loop over ``simulate`` against the Dask sweep, one run.
+"""Sweep throughput per core: a plain Python loop over ``simulate`` against ``run_sweep`` on 1 and 2 workers.
 
-1,000 runs of ``friction_oscillator.toml`` for 10 s each (a 40 × 25 grid over F0 and μ_s):
+1,000 runs of ``friction_oscillator.toml`` for 30 s each with varied friction (a 40 × 25 grid over the
+kinetic μ and the static μ_s), measured as **CPU time** (the machine is shared: wall time says how busy
+the others are, CPU time what the work costs):
 
-1. a loop in this process over ``pympc.simulate(system, (0, 10), params=params)`` (the model read
-   once, its parameters bound per run: what a user would write)
-   (after one warm-up run: the numba kernels are loaded from their disk cache);
-2. ``pympc.sweep.run_sweep`` on a fresh ``LocalCluster`` of 2 single-threaded worker
-   processes — cluster start, worker warm-up, batching, observables and the Parquet
-   store all inside the measured time;
-   1 and 2 alternate over slices of the runs (``--rounds``, default 4: on a shared machine
-   the others' load then weighs on both alike);
-3. the same ``run_sweep`` again on the finished stores (what ``--resume`` costs when
-   nothing is left to do; each slice has its own store, since a store holds one spec).
+* ``loop``: ``pympc.simulate(system, (0, 30), params=p)`` for every run in one process (the model read
+  once, its parameters bound per run: what a user would write), after one warm-up run;
+* ``sweep, N workers``: ``run_sweep(spec, store, client=client)`` on a ``local_cluster(N)`` started and
+  warmed before (start-up = cluster start + ``import pympc`` and a first run on every worker, measured
+  and stated separately: a fixed cost per sweep, not per run); the sweep's CPU is that of every process
+  (this one: the client, the scheduler and the store writes; the nannies; the workers), observables,
+  the Parquet store, the manifest and the final tally all included.
 
-Overhead per run = (sweep wall time × workers − Σ time inside the runs) / runs: the
-worker time not spent simulating (cluster start, scheduling, transfers, store writes,
-idle workers at the end).  Targets (issue 15): ≥ 1.6× the loop's throughput on 2
-workers, ≤ 5 ms overhead per run, resume ≤ 2 % of the sweep.
+runs/CPU-s = runs / CPU seconds, the throughput of one core; the ratio sweep / loop is the issue's
+"within 20 % per core" (target >= 0.80).  Sweep overhead per run = (sweep CPU - CPU inside the runs, as the
+workers measured them) / runs (target <= 1 ms).  Every measurement runs in a fresh child process; with
+``--tree DIR`` (repeatable: e.g. a checkout of main and this tree) each child imports pympc from that
+tree, and the trees alternate within every round, so before and after see the same machine load.
+The sweep's statuses are checked against the loop's, run by run.
 
-    python benchmarks/sweep_speed.py [--runs 1000] [--t-end 10] [--workers 2]
+    python benchmarks/sweep_speed.py [--runs 1000] [--t-end 30] [--workers 1 2] [--rounds 2] [--tree DIR ...]
 """
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-from dask.distributed import Client
 
-import pympc
-from pympc.sweep import SweepSpec, load_results, local_cluster, run_sweep
+MODEL = Path(__file__).resolve().parents[1] / "models" / "friction_oscillator.toml"
+OBSERVABLES = ["status", "events", "stick_phases", "stick_fraction", "dissipated"]
 
-MODEL = Path(__file__).parents[1] / "models" / "friction_oscillator.toml"
+
+def _spec(runs, t_end):
+    from pympc.sweep import SweepSpec
+    n_mu = 40 if runs >= 40 else runs
+    n_mus = max(1, runs // n_mu)
+    return SweepSpec.from_dict({"sweep": {"model": str(MODEL), "t_span": [0.0, t_end], "observables": OBSERVABLES},
+                                "grid": {"mu": [float(x) for x in np.linspace(0.05, 0.3, n_mu)],
+                                         "mu_s": [float(x) for x in np.linspace(0.35, 1.0, n_mus)]}})
+
+
+def _cpu():
+    """CPU seconds of this process and of all its descendants (nannies, workers), by process."""
+    import psutil
+    me = psutil.Process()
+    out = {"client": sum(me.cpu_times()[:2])}
+    for c in me.children(recursive=True):
+        try:
+            out[c.pid] = sum(c.cpu_times()[:2])
+        except psutil.Error:
+            pass
+    return out
+
+
+def _delta(after, before):
+    return sum(v - before.get(k, 0.0) for k, v in after.items())
 
 
 def _warm_up(model):
     import pympc
-    pympc.simulate(model, (0.0, 0.5))
+    pympc.simulate(pympc.load_model(model), (0.0, 0.5))
 
 
-def _spec(model, t_end, F0, mu_s):
-    return SweepSpec.from_dict({"sweep": {"model": str(model), "t_span": [0.0, t_end],
-                                          "observables": ["status", "events", "stick_phases", "stick_fraction",
-                                                          "dissipated"]},
-                                "grid": {"F0": F0, "mu_s": mu_s}})
+def _loop(system, runs, t_end):
+    """The plain loop over these runs: (CPU seconds of this thread, statuses)."""
+    import pympc
+    c = time.thread_time()
+    statuses = [pympc.simulate(system, (0.0, t_end), params=p).status.name for p in runs]
+    return time.thread_time() - c, statuses
+
+
+def _child(args):
+    """Start-up, loop over the first half of the runs, the sweep of all runs, loop over the second half."""
+    from dask.distributed import Client
+
+    import pympc
+    from pympc.sweep import load_results, local_cluster, run_sweep
+    spec = _spec(args.runs, args.t_end)
+    c0, t0 = _cpu(), time.perf_counter()
+    cluster = local_cluster(int(args.child))
+    client = Client(cluster)
+    client.run(_warm_up, str(MODEL))           # what every fresh worker pays once: import pympc, first run
+    c1, t1 = _cpu(), time.perf_counter()
+    c = time.process_time()
+    import pyarrow                             # what the store's writer pays once per process: import pyarrow,
+    pyarrow.array([0.0])                       # which imports pandas at its first array
+    imports = time.process_time() - c
+    system = pympc.load_model(MODEL)
+    pympc.simulate(system, (0.0, args.t_end))                      # warm-up: numba kernels from the disk cache
+    half = len(spec.runs) // 2
+    loop1, statuses1 = _loop(system, spec.runs[:half], args.t_end)
+    with tempfile.TemporaryDirectory(prefix="pympc-sweep-bench-") as tmp:
+        c2, t2 = _cpu(), time.perf_counter()
+        report = run_sweep(spec, Path(tmp) / "store", client=client)
+        c3, t3 = _cpu(), time.perf_counter()
+        df = load_results(Path(tmp) / "store")
+        again = run_sweep(spec, Path(tmp) / "store", client=client, resume=True)
+    loop2, statuses2 = _loop(system, spec.runs[half:], args.t_end)
+    client.close()
+    cluster.close()
+    assert report.complete and report.ran == len(spec.runs) and again.ran == 0, (report.summary(), again.summary())
+    order = {spec.key(p): i for i, p in enumerate(spec.runs)}
+    stored = [None] * len(spec.runs)
+    for k, st in zip(df.key, df.status):
+        stored[order[k]] = st
+    assert stored == statuses1 + statuses2, "the sweep's statuses differ from the loop's"
+    out = {"loop": loop1 + loop2, "cpu": _delta(c3, c2), "wall": t3 - t2, "client": c3["client"] - c2["client"],
+           "inside": float(df.cpu_time.sum()), "start_cpu": _delta(c1, c0), "start_wall": t1 - t0,
+           "resume_wall": again.wall_time, "imports": imports}
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def _run_child(tree, what, args):
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [sys.executable, __file__, "--child", what, "--runs", str(args.runs), "--t-end", str(args.t_end)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    if p.returncode or not lines:
+        raise SystemExit(f"{tree}: {what} failed (exit {p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
+    return json.loads(lines[-1][7:])
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
-    ap.add_argument("--t-end", type=float, default=10.0)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=4,
-                    help="alternate loop and sweep over this many slices of the runs (a shared machine's load "
-                         "then weighs on both alike)")
+    ap.add_argument("--t-end", type=float, default=30.0)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--rounds", type=int, default=2, help="repetitions; the trees alternate within each")
+    ap.add_argument("--tree", action="append", default=None,
+                    help="a source tree to import pympc from (repeat to compare trees; default: this one)")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    n_f = 40 if args.runs >= 40 else args.runs
-    n_mu = max(1, args.runs // n_f)
-    F0 = [float(x) for x in np.linspace(2.0, 20.0, n_f)]
-    mus = [float(x) for x in np.linspace(0.35, 1.0, n_mu)]
-    spec = _spec(MODEL, args.t_end, F0, mus)
-    slices = [_spec(MODEL, args.t_end, F0, part) for part in np.array_split(mus, min(args.rounds, n_mu))]
-    n = len(spec.runs)
-    print(f"{n} runs of {MODEL.name} for {args.t_end:g} s; {os.cpu_count()} cores; loop and sweep alternate over "
-          f"{len(slices)} slices (load average before: {os.getloadavg()[0]:.2f})", flush=True)
+    if args.child:
+        return _child(args)
+    trees = [Path(t).resolve() for t in (args.tree or [Path(__file__).resolve().parents[1]])]
+    names = {t: t.name for t in trees}
+    what = [str(w) for w in args.workers]
+    print(f"{args.runs} runs of {MODEL.name} for {args.t_end:g} s; {os.cpu_count()} cores; trees "
+          f"{', '.join(names.values())}; {args.rounds} rounds (load average before: {os.getloadavg()[0]:.2f})",
+          flush=True)
+    res = {(t, w): [] for t in trees for w in what}
+    for r in range(args.rounds):
+        for w in what:
+            for t in (trees if r % 2 == 0 else trees[::-1]):
+                out = _run_child(t, w, args)
+                res[t, w].append(out)
+                print(f"  round {r + 1} {names[t]:>14s} {w} worker(s): loop CPU {out['loop']:6.2f} s, sweep CPU "
+                      f"{out['cpu']:6.2f} s, wall {out['wall']:6.2f} s", flush=True)
 
-    system = pympc.load_model(MODEL)
-    pympc.simulate(system, (0.0, args.t_end))                    # warm-up: numba kernels from the disk cache
-    loop = sweep = loop_cpu = 0.0
-    statuses = []
-    with tempfile.TemporaryDirectory(prefix="pympc-sweep-bench-") as tmp:
-        stores = [Path(tmp) / f"slice{k}" for k in range(len(slices))]     # a store holds one spec
-        t = time.perf_counter()
-        cluster = local_cluster(args.workers)
-        client = Client(cluster)
-        start = time.perf_counter() - t
-        t = time.perf_counter()
-        client.run(_warm_up, str(MODEL))         # what every fresh worker pays once: import pympc, first run
-        warm = time.perf_counter() - t
-        for k, part in enumerate(slices):
-            t, c = time.perf_counter(), time.process_time()
-            statuses += [pympc.simulate(system, (0.0, args.t_end), params=p).status.name for p in part.runs]
-            loop += time.perf_counter() - t
-            loop_cpu += time.process_time() - c
-            t = time.perf_counter()
-            report = run_sweep(part, stores[k], client=client)
-            sweep += time.perf_counter() - t
-            assert report.complete and report.ran == len(part.runs)
-            print(f"slice {k + 1}/{len(slices)}: loop {loop:.1f} s, sweep {sweep:.1f} s so far "
-                  f"(load average {os.getloadavg()[0]:.2f})", flush=True)
-        client.close()
-        cluster.close()
-        dask = start + warm + sweep
-        t = time.perf_counter()
-        again = [run_sweep(part, st, n_workers=args.workers, resume=True) for part, st in zip(slices, stores)]
-        resume = time.perf_counter() - t
-        df = pd.concat([load_results(st) for st in stores], ignore_index=True)
-    assert sum(a.ran for a in again) == 0 and sum(a.skipped for a in again) == n
-    order = {tuple(sorted(p.items())): i for i, p in enumerate(r for part in slices for r in part.runs)}
-    assert [statuses[order[tuple(sorted({"F0": a, "mu_s": b}.items()))]] for a, b in zip(df.F0, df.mu_s)] == \
-        list(df.status), "the sweep's statuses differ from the loop's"
-    inside = float(df.wall_time.sum())
-    overhead = (dask * args.workers - inside) / n
-    steady = (sweep * args.workers - inside) / n
-    rows = [("loop over simulate (1 process)", loop, n / loop, 1000 * loop / n),
-            (f"Dask sweep ({args.workers} workers)", dask, n / dask, 1000 * dask / n)]
-    print(f"\n{'':34s} {'wall [s]':>9s} {'runs/s':>8s} {'ms/run':>8s}")
-    for name, w, rate, ms in rows:
-        print(f"{name:34s} {w:9.1f} {rate:8.2f} {ms:8.1f}")
-    print(f"{'speed-up (throughput ratio)':34s} {loop / dask:9.2f}x   (target >= 1.6x)")
-    print(f"{'per worker / loop, all included':34s} {loop / dask / args.workers:9.2f}    (issue 28: within 20 %, "
-          ">= 0.80)")
-    print(f"{'per worker / loop, warm workers':34s} {loop / sweep / args.workers:9.2f}    (the sweep's own time: "
-          "no cluster start, no warm-up)")
-    print(f"{'  of which cluster start':34s} {start:9.1f} s")
-    print(f"{'  of which worker warm-up':34s} {warm:9.1f} s   (import pympc + first run, all workers in parallel)")
-    print(f"{'overhead per run, all included':34s} {1000 * overhead:9.2f} ms  (target <= 5 ms; worker time outside the runs)")
-    print(f"{'overhead per run, warm workers':34s} {1000 * steady:9.2f} ms  (scheduling, transfers, store, idle tail)")
-    print(f"{'time inside a run, loop / sweep':34s} {1000 * loop / n:9.1f} / {1000 * inside / n:.1f} ms")
-    cpu = float(df.cpu_time.sum())
-    print(f"{'CPU time of a run, loop / sweep':34s} {1000 * loop_cpu / n:9.1f} / {1000 * cpu / n:.1f} ms  "
-          f"(CPU share the machine gave: loop {loop_cpu / loop:.2f}, sweep {cpu / sweep:.2f} cores)")
-    print(f"{'resume on the finished sweep':34s} {resume:9.2f} s = {100 * resume / dask:.2f} % of the sweep "
-          f"(target <= 2 %)")
-    print(f"statuses: {dict(zip(*np.unique(df.status, return_counts=True)))}; "
-          f"load average after: {os.getloadavg()[0]:.2f}")
-
+    def med(t, w, f):
+        return statistics.median(f(o) for o in res[t, w])
+    n = args.runs
+    print(f"\nmedians of {args.rounds} rounds; runs/CPU-s = runs per CPU second (one core's throughput); the loop "
+          "runs in each sweep's process, half before and half after it")
+    print(f"{'tree':>14s} {'workers':>7s} {'loop runs/CPU-s':>15s} {'sweep runs/CPU-s':>16s} {'ratio':>6s} "
+          f"{'sweep-loop':>10s} {'outside':>8s} {'client':>7s} {'sweep runs/s wall':>17s} {'start-up CPU/wall':>18s} "
+          f"{'imports':>7s} {'resume':>7s}")
+    for t in trees:
+        for w in what:
+            print(f"{names[t]:>14s} {w:>7s} {n / med(t, w, lambda o: o['loop']):15.1f} "
+                  f"{n / med(t, w, lambda o: o['cpu']):16.1f} {med(t, w, lambda o: o['loop'] / o['cpu']):6.3f} "
+                  f"{med(t, w, lambda o: 1e3 * (o['cpu'] - o['loop']) / n):7.2f} ms "
+                  f"{med(t, w, lambda o: 1e3 * (o['cpu'] - o['inside']) / n):5.2f} ms "
+                  f"{med(t, w, lambda o: 1e3 * o['client'] / n):4.2f} ms {n / med(t, w, lambda o: o['wall']):17.1f} "
+                  f"{med(t, w, lambda o: o['start_cpu']):8.2f} / {med(t, w, lambda o: o['start_wall']):5.2f} s "
+                  f"{med(t, w, lambda o: o['imports']):5.2f} s {med(t, w, lambda o: o['resume_wall']):5.2f} s")
+    print("ratio = loop CPU / sweep CPU (issue 28: >= 0.80); sweep-loop = the sweep's CPU per run beyond the loop's "
+          "(target <= 1 ms); outside = sweep CPU outside the runs as the workers timed them; client = this "
+          "process's share (client, scheduler, store); sweep CPU = all processes (client, scheduler, nannies, "
+          "workers), cluster start-up excluded (stated apart: cluster start and worker warm-up, once per sweep) and "
+          "so is the store writer's one-time import (imports: pyarrow, which imports pandas; once per process); "
+          f"resume = run_sweep again on the finished store (wall).  load average after: {os.getloadavg()[0]:.2f}")
 
 if __name__ == "__main__":
     main()

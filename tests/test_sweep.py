@@ -14,7 +14,7 @@ import pympc
 import pympc.cli
 from pympc.errors import ModelError, OptionError
 from pympc.sweep import SweepSpec, load_results, load_spec, plot_regime, run_sweep
-from pympc.sweep.engine import ANSWERS
+from pympc.sweep.engine import _TASK_SECONDS, ANSWERS, _Sizer
 from pympc.sweep.observables import evaluate
 from pympc.sweep.store import ResultStore
 
@@ -214,6 +214,45 @@ def test_interrupted_sweep_resumes_to_the_same_results(client, tmp_path):
     with pytest.raises(OptionError, match="holds the results of another sweep spec.*t_span"):     # would mix two studies in one store
         run_sweep(cross_spec({"mu1": [0.5, 2.0, 8.0], "mu2": [0.1, 1.0, 3.0]}, t_end=0.3), tmp_path / "a", client=client)
     assert (load_results(tmp_path / "a").status == "PARADOX").any()
+
+
+def _plan(sizer, n, per_run, load=1.0):
+    """The task sizes a sweep of n runs gets when every run takes per_run s of CPU and load times that of wall
+    time (tasks finish in order)."""
+    sizes = []
+    while n:
+        k = sizer(n)
+        sizes.append(k)
+        n -= k
+        sizer.observe([{"wall_time": per_run * load, "cpu_time": per_run}] * k)
+    return sizes
+
+
+@pytest.mark.parametrize("workers", [1, 2, 8])
+@pytest.mark.parametrize("per_run", [1e-4, 0.005, 0.013, 0.5, 30.0])
+@pytest.mark.parametrize("load", [1.0, 3.0])
+def test_task_sizes_hold_the_measured_run_time(workers, per_run, load):
+    lo, hi = _TASK_SECONDS
+    sizes = _plan(_Sizer(workers), 1000, per_run, load)
+    assert sum(sizes) == 1000 and min(sizes) >= 1
+    assert sizes[0] <= 4                            # a run's time is not known before the first task
+    left = 1000 - sizes[0]
+    for k in sizes[1:]:
+        assert k * per_run * load <= hi or k == 1   # at most _TASK_SECONDS[1] of wall time per task
+        assert k * per_run >= lo or k == left       # at least _TASK_SECONDS[0] of CPU, unless it is the rest
+        left -= k
+    assert sizes[1:] == sorted(sizes[1:], reverse=True)     # guided: large tasks first, the small ones last
+    if per_run == 0.005 and workers == 1 and load == 1.0:
+        assert len(sizes) <= 10                     # 1000 runs of 5 ms: 8 tasks, not 30 shrinking to 1
+    assert _plan(_Sizer(workers, size=7), 20, per_run) == [7, 7, 6]       # a given batch_size is kept
+
+
+def test_default_task_sizes_store_what_single_run_tasks_store(client, tmp_path):
+    spec = cross_spec({"mu1": [0.5, 2.0, 8.0], "mu2": [0.1, 1.0, 3.0, 5.0]})
+    report = run_sweep(spec, tmp_path / "a", client=client)
+    assert report.complete and report.ran == 12 and len(ResultStore(tmp_path / "a").parts()) < 12
+    run_sweep(spec, tmp_path / "b", client=client, batch_size=1)
+    same(load_results(tmp_path / "a"), load_results(tmp_path / "b"))
 
 
 class KillOnce:

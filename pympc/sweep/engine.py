@@ -13,6 +13,7 @@ cluster pympc started and propagates: what was stored stays, and the same call
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import math
@@ -37,21 +38,41 @@ HLCP is ambiguous (a Painlevé-type paradox), or its events accumulate.  Any oth
 did not answer (it raised, ran out of time or of events, or the simulation failed numerically)."""
 
 
+_TICK = 1.0             # s between the event-loop ticks of a local cluster's servers without dashboard (Dask: 0.02)
+_QUIET_WORKERS = {"distributed": {"worker": {"profile": {"enabled": False}, "memory": {"monitor-interval": "1s"}},
+                                  "admin": {"tick": {"interval": f"{_TICK}s"}, "system-monitor": {"interval": "5s"}}}}
+
+
 def local_cluster(n_workers=None, dashboard=False):
     """A :class:`dask.distributed.LocalCluster` for sweeps: one single-threaded worker process per core,
-    on the loopback address, ports chosen by the system, dashboard only if asked (then on a free port)."""
+    on the loopback address, ports chosen by the system, dashboard only if asked (then on a free port;
+    without it, the workers' profiler and monitors that feed it are off or slow)."""
     import importlib.util
     import logging
 
     from dask.distributed import LocalCluster
     if dashboard and importlib.util.find_spec("bokeh") is None:
         raise OptionError("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1' (or run without --dashboard)")
+    import dask
     n = n_workers or os.cpu_count() or 1
+    # without a dashboard, the workers' housekeeping that feeds it runs seldom or not at all: the profiler (a
+    # stack sample of the running task every 10 ms), the event-loop tick (every 20 ms), the system monitor
+    # (500 ms), the memory monitor (100 ms; it pauses a worker past 80 % of its memory, its nanny still stops it
+    # past 95 % every 100 ms).  Measured: 2 % of an idle worker's CPU -> 0.3 %, and the runs of a task took
+    # 5-10 % more CPU with them (the profiler interrupts the task's thread).
+    # This config goes to these workers alone (their nannies pass it on); this process's config is untouched.
+    config = dask.config.merge(dask.config.config, {} if dashboard else _QUIET_WORKERS)
     # the scheduler's HTTP server (health, metrics; the dashboard if asked) runs in any case: on the loopback
     # address at a port the system chooses, not on 0.0.0.0 or a fixed 8787
-    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
-                        dashboard_address=None, silence_logs=logging.ERROR,
-                        scheduler_kwargs={"dashboard": bool(dashboard), "dashboard_address": "127.0.0.1:0"})
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1", scheduler_port=0,
+                           dashboard_address=None, silence_logs=logging.ERROR, config=config,
+                           scheduler_kwargs={"dashboard": bool(dashboard), "dashboard_address": "127.0.0.1:0"})
+    if not dashboard:       # the same tick for the scheduler and the nannies, which run in this process (1 % of a core)
+        for server in (cluster.scheduler, *cluster.workers.values()):
+            tick = getattr(server, "periodic_callbacks", {}).get("tick")
+            if tick is not None:
+                tick.callback_time = 1000.0 * _TICK
+    return cluster
 
 
 @dataclass
@@ -156,16 +177,38 @@ class _Bar:
             self.stream.flush()
 
 
-def _batches(pending, workers, size=None):
-    """Split the pending runs: ``size`` each, or guided — a quarter of the remaining runs' share per worker
-    (at most 100), shrinking to single runs at the end, so that few tasks carry the work and the workers
-    finish together."""
-    out, i, n = [], 0, len(pending)
-    while i < n:
-        k = size or max(1, min(100, math.ceil((n - i) / (4 * workers))))
-        out.append(pending[i:i + k])
-        i += k
-    return out
+_TASK_SECONDS = (0.3, 3.0)
+"""Work per Dask task in seconds, once a run's time is known: at least 0.3 s of CPU, so that a task's own cost
+(scheduling, transfers, one part file: about 10 ms of CPU) stays a few per cent of it; at most 3 s of wall time,
+so that a killed worker loses little, the progress moves and the workers finish together."""
+
+
+class _Sizer:
+    """How many runs the next task gets: ``size`` if given, else guided — half the unsubmitted runs' share per
+    worker (few tasks carry the work, the last ones are small so that the workers finish together) —
+    held to :data:`_TASK_SECONDS` by the measured time of a run (mean CPU and wall time of the runs of the last
+    finished batches); before any batch finished, at most ``first`` runs (a run's time is not known yet)."""
+
+    def __init__(self, workers, size=None, first=4, window=None):
+        self.workers, self.size, self.first = workers, size, first
+        self.recent = collections.deque(maxlen=window or 2 * workers)   # (runs, CPU s, wall s) of finished batches
+
+    def observe(self, rows):
+        if rows:
+            self.recent.append((len(rows), sum(r["cpu_time"] for r in rows), sum(r["wall_time"] for r in rows)))
+
+    def __call__(self, remaining):
+        if self.size:
+            return min(self.size, remaining)
+        k = math.ceil(remaining / (2 * self.workers))
+        if self.recent:
+            n, cpu, wall = (sum(x) for x in zip(*self.recent))
+            lo = math.ceil(_TASK_SECONDS[0] * n / max(cpu, 1e-9))
+            hi = max(1, math.floor(_TASK_SECONDS[1] * n / max(wall, 1e-9)))
+            k = min(max(k, lo), hi)
+        else:
+            k = min(k, self.first)
+        return max(1, min(k, remaining))
 
 
 def _check_count(name, value):
@@ -242,8 +285,9 @@ def run_sweep(spec, store=None, *, client=None, scheduler=None, n_workers=None, 
     n_workers : int, optional
         Worker processes of the local cluster (default: one per core).
     batch_size : int, optional
-        Runs per task (default: the spec's, else guided: batches of at most 100 runs shrinking to
-        single runs at the end, so that the workers finish together).
+        Runs per task (default: the spec's, else chosen as the sweep goes from the measured time of
+        a run: 0.3 s of CPU to 3 s of wall time per task, large tasks first and smaller ones at the
+        end so that the workers finish together).
     resume : bool
         Require an existing store of this sweep to continue (finished runs are
         skipped in any case: a rerun is a resume).
@@ -343,25 +387,35 @@ def _execute(spec, store, pending, report, client, scheduler, n_workers, batch_s
                         print(f"dashboard {report.dashboard} (open while the sweep runs)", file=sys.stderr, flush=True)
             ctrl_c.check()
             workers = max(1, sum(client.nthreads().values()))          # parallel slots now on the cluster
-            for batch in _batches(pending, workers, batch_size or spec.batch_size):
-                f = client.submit(run_batch, spec.model, batch, spec.t_span, spec.options, spec.observables,
-                                  timeout, pure=False)
-                futures[f] = batch
+            size = _Sizer(workers, batch_size or spec.batch_size)
+            queue = collections.deque(pending)
+            finished = as_completed()
+
+            def submit():
+                """Keep two tasks per slot in flight (the next one waits on the worker), sized by what finished."""
+                while queue and len(futures) < 2 * workers:
+                    batch = [queue.popleft() for _ in range(size(len(queue)))]
+                    f = client.submit(run_batch, spec.model, batch, spec.t_span, spec.options, spec.observables,
+                                      timeout, pure=False)
+                    futures[f] = batch
+                    finished.add(f)
+            submit()
             done, failed = report.skipped, 0
-            finished = as_completed(list(futures))
-            while not finished.is_empty():
+            while futures:
                 ctrl_c.check()
                 ready = finished.next_batch(block=False)
                 if not ready:
                     time.sleep(0.02)
                 for f in ready:
-                    batch = futures.pop(f)
+                    batch, rows = futures.pop(f), None
                     try:
                         rows = f.result()
                     except Exception as exc:      # noqa: BLE001 — a worker died twice, or the task could not run
                         report.lost += len(batch)
                         report.lost_errors.append(f"runs {batch[0][0]}..{batch[-1][0]}: {type(exc).__name__}: {exc}")
-                    else:
+                    size.observe(rows)
+                    submit()                      # before the store write: the slot has its next task meanwhile
+                    if rows is not None:
                         store.write_part(rows)
                         report.ran += len(rows)
                         failed += sum(r["status"] not in ANSWERS for r in rows)
