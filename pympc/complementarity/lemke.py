@@ -280,11 +280,19 @@ def lemke_hlcp_default(problem):
     form, fast = _fast_hlcp(problem, scaled, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * c.shape[0], PIV_TOL)
     if fast is None:
         return None
-    basis, (code, pivots, _xs, _ys, el, ll) = form
+    code, pivots, _xs, _ys, el, ll = form[1]
+    return verified_hlcp_result(problem, code, pivots, el, ll, fast, scaled[3], scaled[4])
+
+
+def verified_hlcp_result(problem, code, pivots, el, ll, fast, dx, dy):
+    """The result of :func:`lemke` with the defaults on an HLCP with a non-diagonal A from the answer of its
+    compiled calls (the kernel's ``code, pivots`` and pivot log ``el, ll``; ``fast``: :func:`mapped_point`'s
+    ``(x, y, residual, negative)``; ``dx, dy``: the scales) when it is a verified point; None otherwise (the
+    general path decides)."""
     if code != KERNEL_SOLVED or fast[3] or max(fast[2]) > VERIFY_TOL:
         return None
     return Result._lazy(problem, _SOLVED, _VERIFIED, fast[0], fast[1], pivots, "lemke",
-                        (_hlcp_info, el, ll, basis, scaled[3], scaled[4]))
+                        (_hlcp_info, el, ll, np.ones(problem.c.shape[0], bool), dx, dy))
 
 
 def _fast_hlcp(problem, scaled, max_pivots, piv_tol):

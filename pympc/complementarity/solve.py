@@ -126,6 +126,12 @@ _LEMKE = "lemke"
 _FALLBACK_TIME_LIMIT = 10.0
 
 
+def lemke_by_default():
+    """Whether ``solve(problem)`` with the defaults calls pympc's own :func:`lemke` (the registry's ``lemke``
+    not replaced): a caller with a compiled path to its answer takes it only then."""
+    return _ENTRIES[_LEMKE] is lemke
+
+
 def solve(problem, method=_LEMKE, *, fallback=True, fallback_time_limit=_FALLBACK_TIME_LIMIT, **options):
     """Solve an LCP or HLCP.
 
