@@ -410,6 +410,18 @@ def test_small_event_hlcp_solution_sets_equal_the_enumeration(rng):
     assert pympc.enumerate_solutions(h).kind.name == "CONTINUUM"
 
 
+def _oscillator_event_hlcps(rng):
+    """The event HLCPs of the friction oscillator at 20 times and random positions, each slip direction."""
+    form = GeneralMethod(pympc.load_model(MODELS / "friction_oscillator.toml"))
+    q, qd = form.initial_state()
+    out = []
+    for t in np.linspace(0.0, 6.0, 20):
+        a = form.assemble(q + rng.standard_normal(q.size) * [0.3, 0.0], qd, float(t))
+        out += [event_problem(a, [d], np.array([0.3]), np.array([0.4]), Baumgarte(), form.mass_diagonal).hlcp
+                for d in (0, 1, -1)]
+    return out
+
+
 def test_the_compiled_solution_set_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng):
     """EventProblem.solution_set (one compiled call where it decides) = pympc.enumerate_solutions: the same kind
     and the same points, exactly, on random and integer HLCPs of 1–6 pairs (several or no solutions, singular
@@ -417,13 +429,7 @@ def test_the_compiled_solution_set_of_an_event_hlcp_is_the_enumerations_bit_for_
     from pympc.complementarity.enumeration import _SUPPORTS
     from pympc.dynamics._transition import small_solution_set
     from pympc.dynamics.events import EventProblem
-    problems = _random_hlcps(rng, 300, 6)
-    form = GeneralMethod(pympc.load_model(MODELS / "friction_oscillator.toml"))
-    q, qd = form.initial_state()
-    for t in np.linspace(0.0, 6.0, 20):
-        a = form.assemble(q + rng.standard_normal(q.size) * [0.3, 0.0], qd, float(t))
-        problems += [event_problem(a, [d], np.array([0.3]), np.array([0.4]), Baumgarte(), form.mass_diagonal).hlcp
-                     for d in (0, 1, -1)]
+    problems = _random_hlcps(rng, 300, 6) + _oscillator_event_hlcps(rng)
     decided, kinds = 0, set()
     for h in problems:
         fast = EventProblem(h, [], np.zeros(0), None, None).solution_set(16)
@@ -570,3 +576,41 @@ def test_kernels_without_reference_counting_return_no_arrays():
     compiled = [(f.py_func.__name__, s.return_type) for f in plain for s in f.nopython_signatures]
     assert compiled, "no kernel without NRT was compiled"
     assert [name for name, rt in compiled if has_array(rt)] == []
+
+
+def _same_result(r, ref):
+    """Two Lemke results alike to the bit: status, message, method, pivots, point, pivot log, basis, scales."""
+    assert (r.status, r.message, r.method, r.pivots) == (ref.status, ref.message, ref.method, ref.pivots)
+    assert np.array_equal(r.x, ref.x) and np.array_equal(r.y, ref.y)
+    assert r.info.keys() == ref.info.keys()
+    for key in ("log", "basis", "scaling"):
+        if key in ref.info:
+            for u, v in zip(np.atleast_1d(r.info[key]) if key == "basis" else r.info[key],
+                            np.atleast_1d(ref.info[key]) if key == "basis" else ref.info[key]):
+                assert np.array_equal(u, v)
+
+
+def test_the_compiled_event_lemke_gives_solves_result_bit_for_bit(rng, monkeypatch):
+    """EventProblem.solve (Lemke's usual path in one compiled call, event_lemke, where it ends on a verified
+    point) = pympc.solve on the HLCP: the same status, message, point, pivots and info, exactly, on random and
+    integer HLCPs of 1–8 pairs (rays, singular bases, failed verification: declined, solve decides) and on event
+    HLCPs of the oscillator; the compiled call decides many of them, not all.  A 'lemke' replaced in the
+    registry is what EventProblem.solve calls."""
+    from pympc.complementarity.lemke import verified_hlcp_result
+    from pympc.dynamics._transition import event_lemke
+    from pympc.dynamics.events import EventProblem
+    problems = [h for h in _random_hlcps(rng, 400, 8) if not h._a_diagonal] + _oscillator_event_hlcps(rng)
+    decided, statuses = 0, set()
+    for h in problems:
+        r, ref = EventProblem(h, [], np.zeros(0), None, None).solve(), pympc.solve(h)
+        _same_result(r, ref)
+        statuses.add(ref.status.name)
+        answer = event_lemke(h.A, h.B, h.c)
+        decided += answer[0] and verified_hlcp_result(h, *answer[1:5], answer[5:9], *answer[9:]) is not None
+    assert decided > 0.3 * len(problems) and decided < len(problems)
+    assert {"SOLVED", "INFEASIBLE"} <= statuses
+    solve_module = __import__("importlib").import_module("pympc.complementarity.solve")
+    seen = []
+    monkeypatch.setitem(solve_module.METHODS._entries, "lemke", lambda p: seen.append(p) or pympc.lemke(p))
+    EventProblem(problems[-1], [], np.zeros(0), None, None).solve()
+    assert seen == [problems[-1]]

@@ -136,6 +136,7 @@ _NO_D = np.empty(0)
 
 #: the message of a verified Lemke point
 _VERIFIED = "solution found and verified"
+_SOLVED = Status.SOLVED
 
 
 def _log_and_scaling(out, n):
@@ -252,17 +253,61 @@ def lemke_lcp_default(problem):
                              False, n <= 8, answer)
 
 
-def _lemke_default(problem):
+def lemke_default(problem):
     """``lemke(problem)`` with every option at its default: one compiled call for an :class:`LCP`, or an HLCP
     with a diagonal A (its LCP form), whose verified point is the result at once; anything else, or a point
     that is not clean, goes the general way."""
     if type(problem) is LCP:
         return lemke_lcp_default(problem)
-    if type(problem) is HLCP and problem._a_diagonal:
-        code, pivots, clean, out = solve_lcp_form_default(problem.A, problem.B, problem.c)
-        if clean:
-            return Result._packed(problem, out, pivots, _VERIFIED, _lcp_form_info)
+    if type(problem) is HLCP:
+        if problem._a_diagonal:
+            code, pivots, clean, out = solve_lcp_form_default(problem.A, problem.B, problem.c)
+            if clean:
+                return Result._packed(problem, out, pivots, _VERIFIED, _lcp_form_info)
+        else:
+            r = lemke_hlcp_default(problem)
+            if r is not None:
+                return r
     return _lemke_general(problem, {})
+
+
+def lemke_hlcp_default(problem):
+    """``lemke(problem)`` for an :class:`HLCP` (its type exactly) with a non-diagonal A (an event HLCP) and every
+    option at its default, when its compiled calls end on a verified point (the result of the general path,
+    made at once); None otherwise (the general path decides)."""
+    c = problem.c
+    scaled = equilibrate_hlcp(problem.A, problem.B, c, False, _SWEEPS)
+    form, fast = _fast_hlcp(problem, scaled, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * c.shape[0], PIV_TOL)
+    if fast is None:
+        return None
+    code, pivots, _xs, _ys, el, ll = form[1]
+    return verified_hlcp_result(problem, code, pivots, el, ll, fast, scaled[3], scaled[4])
+
+
+def verified_hlcp_result(problem, code, pivots, el, ll, fast, dx, dy):
+    """The result of :func:`lemke` with the defaults on an HLCP with a non-diagonal A from the answer of its
+    compiled calls (the kernel's ``code, pivots`` and pivot log ``el, ll``; ``fast``: :func:`mapped_point`'s
+    ``(x, y, residual, negative)``; ``dx, dy``: the scales) when it is a verified point; None otherwise (the
+    general path decides)."""
+    if code != KERNEL_SOLVED or fast[3] or max(fast[2]) > VERIFY_TOL:
+        return None
+    return Result._lazy(problem, _SOLVED, _VERIFIED, fast[0], fast[1], pivots, "lemke",
+                        (_hlcp_info, el, ll, np.ones(problem.c.shape[0], bool), dx, dy))
+
+
+def _fast_hlcp(problem, scaled, max_pivots, piv_tol):
+    """``(form, fast)`` of an HLCP with a non-diagonal A, equilibrated (``scaled``), and the all-ones covering
+    vector: _solve_hlcp's dgesv and Lemke (``form``: the basis "every x basic" and the kernel's answer) and the
+    point mapped back and checked (``fast``: :func:`mapped_point`), in few calls; ``(None, None)`` when that
+    basis is singular."""
+    As, Bs, cs, dx, dy = scaled
+    n = cs.shape[0]
+    lu, _piv, sol, info = _dgesv(As, gesv_rhs(Bs, cs))
+    if info == 0:
+        out = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), sol, lu, _ones(n), max_pivots, piv_tol, TIE_TOL)
+        if out[0] != KERNEL_SINGULAR:
+            return (np.ones(n, bool), out), mapped_point(out[2], out[3], dx, dy, problem.A, problem.B, problem.c)
+    return None, None
 
 
 def _lemke_lcp_result(problem, d, max_pivots, piv_tol, tol, verbose, certify, answer=None):
@@ -317,7 +362,7 @@ def lemke(problem, **options):
     (True, 1.0)
     """
     if not options:   # the usual call: the defaults, without the keyword machinery
-        return _lemke_default(problem)
+        return lemke_default(problem)
     return _lemke_general(problem, options)
 
 
@@ -356,17 +401,12 @@ def _lemke_general(problem, options):
             status, message = _certify(problem, status, message, info)
         return Result(problem, status, message, x, y, pivots, "lemke", info)
     # equilibrate [A | B | c]: (R A Dx) x' + (R B Dy) y' = g R c with x = Dx x' / g, y = Dy y' / g
-    As, Bs, cs, dx, dy = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
+    As, Bs, cs, dx, dy = scaled = equilibrate_hlcp(problem.A, problem.B, problem.c, problem._a_diagonal, _SWEEPS)
     form = fast = None
     if not problem._a_diagonal and d is None:
-        # the usual case (an event HLCP): _solve_hlcp's dgesv and Lemke, and the point mapped back and checked,
-        # in few calls (the arithmetic of the general path below, which takes whatever this one does not decide)
-        lu, _piv, sol, info = _dgesv(As, gesv_rhs(Bs, cs))
-        if info == 0:
-            out = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), sol, lu, _ones(n), max_pivots, piv_tol, TIE_TOL)
-            if out[0] != KERNEL_SINGULAR:
-                form = np.ones(n, bool), out
-                fast = mapped_point(out[2], out[3], dx, dy, problem.A, problem.B, problem.c)
+        # the usual case (an event HLCP): in few calls (the arithmetic of the general path below, which takes
+        # whatever this one does not decide)
+        form, fast = _fast_hlcp(problem, scaled, max_pivots, piv_tol)
     if form is None:
         form = _solve_hlcp(As, Bs, cs, problem._a_diagonal, None if d is None else d / dx, max_pivots, piv_tol)
         if form is None:

@@ -19,7 +19,7 @@ import numpy as np
 from .._plugins import SOLVE_METHODS
 from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
-from .lemke import lemke, lemke_lcp_default
+from .lemke import lemke, lemke_default
 from .milp import milp
 from .problems import HLCP, LCP
 from .results import Result, Status
@@ -126,6 +126,12 @@ _LEMKE = "lemke"
 _FALLBACK_TIME_LIMIT = 10.0
 
 
+def lemke_by_default():
+    """Whether ``solve(problem)`` with the defaults calls pympc's own :func:`lemke` (the registry's ``lemke``
+    not replaced): a caller with a compiled path to its answer takes it only then."""
+    return _ENTRIES[_LEMKE] is lemke
+
+
 def solve(problem, method=_LEMKE, *, fallback=True, fallback_time_limit=_FALLBACK_TIME_LIMIT, **options):
     """Solve an LCP or HLCP.
 
@@ -161,10 +167,10 @@ def solve(problem, method=_LEMKE, *, fallback=True, fallback_time_limit=_FALLBAC
     >>> pympc.solve(pympc.LCP([[2.0]], [-4.0]), method="milp").z
     array([2.])
     """
-    if (method is _LEMKE and type(problem) is LCP and fallback_time_limit is _FALLBACK_TIME_LIMIT and not options
-            and _ENTRIES[_LEMKE] is lemke):
-        # the usual call (an LCP, the defaults, pympc's own Lemke): its compiled call at once
-        r = lemke_lcp_default(problem)
+    if (method is _LEMKE and (type(problem) is LCP or type(problem) is HLCP)
+            and fallback_time_limit is _FALLBACK_TIME_LIMIT and not options and _ENTRIES[_LEMKE] is lemke):
+        # the usual call (an LCP or HLCP, the defaults, pympc's own Lemke): its compiled calls at once
+        r = lemke_default(problem)
         if r.status is _SOLVED:
             return r
     else:

@@ -17,12 +17,15 @@ the NumPy path, which raises or falls back exactly as before.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.np.linalg import _LAPACK, F_INT_nptype, ensure_lapack
 
 from .._linalg import back_substitute, lu_solve, rcond_1
-from ..complementarity._kernel import batched_leaves, equilibrate_hlcp, relative_residual
+from ..complementarity._kernel import (KERNEL_SINGULAR, MAX_PIVOTS_BASE, MAX_PIVOTS_PER_PAIR, PIV_TOL, RUIZ_SWEEPS,
+                                       TIE_TOL, batched_leaves, equilibrate_hlcp, gesv_rhs, mapped_point,
+                                       relative_residual, solve_hlcp_kernel)
 
-__all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
+__all__ = ["event_lemke", "as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
            "slip_directions", "small_solution_set"]
 
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
@@ -458,6 +461,40 @@ def _python_max(t):
 
 EQUILIBRATION_SWEEPS = 20
 """The Ruiz sweeps of :meth:`pympc.HLCP.equilibrated` (the enumeration's scaling)."""
+
+
+ensure_lapack()
+#: LAPACK's dgesv as numba's own ``np.linalg.solve`` calls it (scipy's ``cython_lapack``: the routine that
+#: ``scipy.linalg.lapack.dgesv`` wraps, so the factors and the solutions are the same to the bit)
+_dgesv = _LAPACK().numba_xgesv(types.float64)
+_D = ord("d")
+
+
+@njit(cache=True, nogil=True)
+def event_lemke(A, B, c):
+    """Lemke with the default options on an event HLCP(A, B, c) (A not diagonal) in one call: what
+    :func:`pympc.lemke`'s usual path does in five (:func:`equilibrate_hlcp`, ``[−B | c]`` through LAPACK's dgesv,
+    :func:`solve_hlcp_kernel` with the basis "every x basic" and the covering vector of ones,
+    :func:`mapped_point`), the same arithmetic.
+
+    Returns ``(decided, code, pivots, el, ll, x, y, residual, negative, dx, dy)``; ``decided`` False when the basis
+    is singular (dgesv's ``info`` or the kernel's pivots): the general path then decides."""
+    n = c.shape[0]
+    As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, False, RUIZ_SWEEPS)
+    S = gesv_rhs(Bs, cs)               # a fresh Fortran-ordered array: dgesv overwrites it with the solutions
+    lu = np.empty((n, n)).T            # dgesv factorizes a Fortran-ordered copy of As in place
+    lu[:, :] = As
+    piv = np.empty(n, F_INT_nptype)
+    info = _dgesv(_D, n, n + 1, lu.ctypes, n, piv.ctypes, S.ctypes, n)
+    if info != 0:
+        e = np.zeros(0, np.int64)
+        return False, KERNEL_SINGULAR, 0, e, e, np.zeros(n), np.zeros(n), (0.0, 0.0, 0.0), False, dx, dy
+    code, pivots, xs, ys, el, ll = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), S, lu, np.ones(n),
+                                                     MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL, TIE_TOL)
+    if code == KERNEL_SINGULAR:
+        return False, code, pivots, el, ll, xs, ys, (0.0, 0.0, 0.0), False, dx, dy
+    x, y, res, negative = mapped_point(xs, ys, dx, dy, A, B, c)
+    return True, code, pivots, el, ll, x, y, res, negative, dx, dy
 
 
 @njit(cache=True, nogil=True)

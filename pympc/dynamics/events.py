@@ -20,9 +20,11 @@ import numpy as np
 
 from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutions, solve
 from ..complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
+from ..complementarity.lemke import verified_hlcp_result
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
-from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, small_solution_set
+from ..complementarity.solve import lemke_by_default
+from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, event_lemke, small_solution_set
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
@@ -120,7 +122,16 @@ class EventProblem:
         else — a singular A, a ray, a point that fails verification — is
         :func:`pympc.solve` on the HLCP itself, which decides and reports.
         """
-        red = self.reduced() if self.hlcp.n >= REDUCE_FROM else None
+        h = self.hlcp
+        if h.n < REDUCE_FROM and not h._a_diagonal and lemke_by_default():
+            # the usual case: Lemke's usual path in one compiled call (event_lemke), its verified point the
+            # result at once (the result solve(h) gives); anything else goes through solve(h) below
+            decided, code, pivots, el, ll, x, y, res, negative, dx, dy = event_lemke(h.A, h.B, h.c)
+            if decided:
+                r = verified_hlcp_result(h, code, pivots, el, ll, (x, y, res, negative), dx, dy)
+                if r is not None:
+                    return r
+        red = self.reduced() if h.n >= REDUCE_FROM else None
         if red is not None:
             r = solve(red)
             if r.success:
