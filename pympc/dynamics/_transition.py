@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
-from numba.np.linalg import _LAPACK, F_INT_nptype, ensure_lapack
+
+try:    # numba's own LAPACK wrapper (what its np.linalg.solve calls); private: a release without it loses event_lemke only
+    from numba.np.linalg import _LAPACK, F_INT_nptype, ensure_lapack
+except ImportError:         # pragma: no cover - depends on the numba release
+    _LAPACK, F_INT_nptype = None, np.int32
 
 from .._linalg import back_substitute, lu_solve, rcond_1
 from ..complementarity._kernel import (KERNEL_SINGULAR, MAX_PIVOTS_BASE, MAX_PIVOTS_PER_PAIR, PIV_TOL, RUIZ_SWEEPS,
@@ -463,10 +467,22 @@ EQUILIBRATION_SWEEPS = 20
 """The Ruiz sweeps of :meth:`pympc.HLCP.equilibrated` (the enumeration's scaling)."""
 
 
-ensure_lapack()
-#: LAPACK's dgesv as numba's own ``np.linalg.solve`` calls it (scipy's ``cython_lapack``: the routine that
-#: ``scipy.linalg.lapack.dgesv`` wraps, so the factors and the solutions are the same to the bit)
-_dgesv = _LAPACK().numba_xgesv(types.float64)
+def _numba_dgesv():
+    """LAPACK's dgesv as numba's own ``np.linalg.solve`` calls it (scipy's ``cython_lapack``: the routine that
+    ``scipy.linalg.lapack.dgesv`` wraps, so the factors and the solutions are the same to the bit), or None where
+    this numba has not that private wrapper (then :data:`EVENT_LEMKE` is False and events take :func:`pympc.solve`)."""
+    if _LAPACK is None:
+        return None
+    try:
+        ensure_lapack()
+        return _LAPACK().numba_xgesv(types.float64)
+    except Exception:       # pragma: no cover - depends on the numba release
+        return None
+
+
+_dgesv = _numba_dgesv()
+EVENT_LEMKE = _dgesv is not None
+"""Whether :func:`event_lemke` can run here (numba's private LAPACK wrapper found)."""
 _D = ord("d")
 
 
