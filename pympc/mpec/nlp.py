@@ -93,10 +93,14 @@ def _standard_repn(expr, quadratic):
 def _fill_linear(lin, poly, index, where):
     """Set ``const``, ``idx``, ``coef`` of ``lin`` from the constant and linear part of a :func:`_polynomial`."""
     const, terms, _ = poly
-    pairs = [(index(v, where), c) for v, c in terms.values() if c != 0]
+    idx, coef = [], []
+    for v, c in terms.values():
+        if c != 0:
+            idx.append(index(v, where))
+            coef.append(c)
     lin.const = float(const)
-    lin.idx = np.array([k for k, _ in pairs], dtype=int)
-    lin.coef = np.array([c for _, c in pairs], dtype=float)
+    lin.idx = np.array(idx, dtype=int)
+    lin.coef = np.array(coef, dtype=float)
 
 
 _SUMS = (SumExpression, LinearExpression)
@@ -174,10 +178,11 @@ def _polynomial(expr, depth=0):
         p = _polynomial(num, depth + 1)
         return None if p is None else _scaled(p, 1.0 / float(pyo.value(den)))
     if cls is ProductExpression:
-        if any(a.__class__ in native_numeric_types and a == 0 for a in expr.args):
+        x, y = expr.args
+        if (x.__class__ in native_numeric_types and x == 0) or (y.__class__ in native_numeric_types and y == 0):
             return 0.0, {}, {}                           # 0 · anything (as Pyomo's repn drops it)
-        f = _polynomial(expr.args[0], depth + 1)
-        g = _polynomial(expr.args[1], depth + 1) if f is not None else None
+        f = _polynomial(x, depth + 1)
+        g = _polynomial(y, depth + 1) if f is not None else None
         if g is None:
             return None
         if not f[1] and not f[2]:
