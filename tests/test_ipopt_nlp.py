@@ -342,3 +342,37 @@ def test_redundant_equalities_are_found_among_many_rows_of_a_chain(seed):
     r, c = nlp.jacobianstructure()
     np.add.at(kept, (r, c), nlp.jacobian(np.zeros(nlp.n)))
     assert np.linalg.matrix_rank(kept) == nlp.m == rank
+
+
+def test_ipopt_runs_with_one_openblas_thread_and_restores_the_count(monkeypatch):
+    # NumPy's OpenBLAS (the wheel's) is found; inside a solve every bundled OpenBLAS has one thread, after it the
+    # count it had before (its second thread spun while MUMPS worked: twice the CPU time of a FESD fit's IPOPT)
+    libs = bridge._openblas_threads()
+    if not libs:                                       # pragma: no cover - a NumPy built against another BLAS
+        pytest.skip("NumPy and SciPy have no bundled scipy-openblas here")
+    orig = [get() for get, _ in libs]
+    for _, put in libs:
+        put(2)
+    try:
+        _solve_and_see(libs, monkeypatch)
+    finally:
+        for (_, put), n in zip(libs, orig):
+            put(n)
+
+
+def _solve_and_see(libs, monkeypatch):
+    seen = []
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(initialize=3.0)
+    m.obj = pyo.Objective(expr=(m.x - 1.0) ** 2)
+    nlp = CompiledNLP(m)
+    objective = nlp.objective
+
+    def spy(u):
+        seen.append([get() for get, _ in libs])
+        return objective(u)
+    monkeypatch.setattr(nlp, "objective", spy)
+    u, info = bridge.solve_nlp(nlp, np.array([3.0]), {})
+    assert info["status"] == 0 and abs(u[0] - 1.0) < 1e-8
+    assert seen and all(s == [1] * len(libs) for s in seen)
+    assert [get() for get, _ in libs] == [2] * len(libs)

@@ -60,6 +60,57 @@ def _cyipopt():
     return cyipopt
 
 
+def _openblas_threads():
+    """``(get, set)`` of the thread count of every OpenBLAS that NumPy and SciPy's wheels bundle and the process
+    load (ctypes functions; an OpenBLAS built otherwise, or another BLAS, is left out)."""
+    global _OPENBLAS
+    if _OPENBLAS is None:
+        import ctypes
+        import glob
+        import os
+
+        import scipy
+        _OPENBLAS = []
+        for pkg in (np, scipy):
+            root = os.path.dirname(os.path.dirname(pkg.__file__))
+            for path in sorted(glob.glob(os.path.join(root, pkg.__name__ + ".libs", "libscipy_openblas*"))):
+                try:
+                    lib = ctypes.CDLL(path)    # the library NumPy (SciPy) loads, or will
+                except OSError:
+                    continue
+                for suffix in ("64_", ""):
+                    get = getattr(lib, "scipy_openblas_get_num_threads" + suffix, None)
+                    put = getattr(lib, "scipy_openblas_set_num_threads" + suffix, None)
+                    if get is not None and put is not None:
+                        get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
+                        _OPENBLAS.append((get, put))
+                        break
+    return _OPENBLAS
+
+
+_OPENBLAS = None
+
+
+@contextmanager
+def _one_blas_thread():
+    """Run IPOPT with NumPy's and SciPy's OpenBLAS on one thread (restored after).
+
+    The callbacks' NumPy calls wake OpenBLAS's other thread, which then spins while MUMPS factors and solves
+    the KKT systems: on the FESD fit of the 30 s oscillator record (``benchmarks/fesd_speed.py``) that doubled
+    IPOPT's CPU time (0.85 and 0.54 s against 0.43 and 0.29 s for the two walks) for no shorter wall time, with
+    the same iterations and estimate.
+    """
+    libs = _openblas_threads()
+    before = [get() for get, _ in libs]
+    for _, put in libs:
+        put(1)
+    try:
+        yield
+    finally:
+        for (_, put), n in zip(libs, before):
+            put(n)
+
+
 class _Guarded:
     """cyipopt's problem object around an NLP: an exception in any callback is never swallowed.
 
@@ -136,7 +187,7 @@ def solve_nlp(nlp, u0, options, tee=False, scaling=None):
             prob.add_option(key, val)
         except TypeError as exc:
             raise OptionError(f"IPOPT option {key}={val!r}: {exc}") from None
-    with np.errstate(all="ignore"):   # overflow -> inf, log(-1) -> nan: IPOPT backtracks from such points
+    with np.errstate(all="ignore"), _one_blas_thread():   # overflow -> inf, log(-1) -> nan: IPOPT backtracks
         u, info = prob.solve(u0)
     if guard.error is not None:
         name, exc = guard.error

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.core.base.var import VarData
 from pyomo.core.expr.calculus.derivatives import Modes, differentiate
 from pyomo.core.expr.calculus.diff_with_pyomo import DifferentiationException
 from pyomo.common.numeric_types import native_numeric_types
@@ -92,13 +93,21 @@ def _standard_repn(expr, quadratic):
 def _fill_linear(lin, poly, index, where):
     """Set ``const``, ``idx``, ``coef`` of ``lin`` from the constant and linear part of a :func:`_polynomial`."""
     const, terms, _ = poly
-    pairs = [(index(v, where), c) for v, c in terms.values() if c != 0]
+    idx, coef = [], []
+    for v, c in terms.values():
+        if c != 0:
+            idx.append(index(v, where))
+            coef.append(c)
     lin.const = float(const)
-    lin.idx = np.array([k for k, _ in pairs], dtype=int)
-    lin.coef = np.array([c for _, c in pairs], dtype=float)
+    lin.idx = np.array(idx, dtype=int)
+    lin.coef = np.array(coef, dtype=float)
 
 
 _SUMS = (SumExpression, LinearExpression)
+# Operator nodes whose exact class is always a variable expression (NumericExpression's is_potentially_variable),
+# not a variable and not named: _polynomial reads them without those tests (their NPV_ subclasses are other classes).
+_VARIABLE_NODES = frozenset((SumExpression, LinearExpression, MonomialTermExpression, ProductExpression,
+                             NegationExpression, DivisionExpression))
 
 
 def _polynomial(expr, depth=0):
@@ -115,14 +124,19 @@ def _polynomial(expr, depth=0):
         return float(expr), {}, {}
     if depth > 50:
         return None
-    if expr.is_variable_type():
+    if cls is VarData:                      # the common leaf, without the generic tests below
         if expr.fixed:
             return float(pyo.value(expr)), {}, {}
         return 0.0, {id(expr): (expr, 1.0)}, {}
-    if not expr.is_potentially_variable():
-        return float(pyo.value(expr)), {}, {}
-    if expr.is_named_expression_type():
-        return _polynomial(expr.args[0], depth + 1)
+    if cls not in _VARIABLE_NODES:          # the generic tests (the operator nodes listed there need none)
+        if expr.is_variable_type():
+            if expr.fixed:
+                return float(pyo.value(expr)), {}, {}
+            return 0.0, {id(expr): (expr, 1.0)}, {}
+        if not expr.is_potentially_variable():
+            return float(pyo.value(expr)), {}, {}
+        if expr.is_named_expression_type():
+            return _polynomial(expr.args[0], depth + 1)
     if cls is MonomialTermExpression:
         c, v = expr.args
         c = float(c) if c.__class__ in native_numeric_types else float(pyo.value(c))
@@ -132,6 +146,17 @@ def _polynomial(expr, depth=0):
     if isinstance(expr, _SUMS):
         const, lin, quad = 0.0, {}, {}
         for arg in expr.args:
+            a = arg.__class__                            # a term c·v or v: added here, as its own repn would be
+            if (a is MonomialTermExpression or a is VarData) and depth < 50:   # (deeper: None, below)
+                c, v = arg.args if a is MonomialTermExpression else (1.0, arg)
+                c = float(c) if c.__class__ in native_numeric_types else float(pyo.value(c))
+                if v.fixed:
+                    const += c * float(pyo.value(v))
+                else:
+                    k = id(v)
+                    old = lin.get(k)
+                    lin[k] = (v, c if old is None else old[1] + c)
+                continue
             p = _polynomial(arg, depth + 1)
             if p is None:
                 return None
@@ -153,10 +178,11 @@ def _polynomial(expr, depth=0):
         p = _polynomial(num, depth + 1)
         return None if p is None else _scaled(p, 1.0 / float(pyo.value(den)))
     if cls is ProductExpression:
-        if any(a.__class__ in native_numeric_types and a == 0 for a in expr.args):
+        x, y = expr.args
+        if (x.__class__ in native_numeric_types and x == 0) or (y.__class__ in native_numeric_types and y == 0):
             return 0.0, {}, {}                           # 0 · anything (as Pyomo's repn drops it)
-        f = _polynomial(expr.args[0], depth + 1)
-        g = _polynomial(expr.args[1], depth + 1) if f is not None else None
+        f = _polynomial(x, depth + 1)
+        g = _polynomial(y, depth + 1) if f is not None else None
         if g is None:
             return None
         if not f[1] and not f[2]:
