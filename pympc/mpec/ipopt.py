@@ -16,6 +16,7 @@ answer is called optimal only after its KKT conditions were checked
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 
@@ -100,15 +101,26 @@ def _one_blas_thread():
     IPOPT's CPU time (0.85 and 0.54 s against 0.43 and 0.29 s for the two walks) for no shorter wall time, with
     the same iterations and estimate.
     """
-    libs = _openblas_threads()
-    before = [get() for get, _ in libs]
-    for _, put in libs:
-        put(1)
+    global _BLAS_USERS, _BLAS_BEFORE
+    with _BLAS_LOCK:            # concurrent solves (threads): the first sets one thread, the last restores the count
+        libs = _openblas_threads()
+        if _BLAS_USERS == 0:
+            _BLAS_BEFORE = [get() for get, _ in libs]
+            for _, put in libs:
+                put(1)
+        _BLAS_USERS += 1
     try:
         yield
     finally:
-        for (_, put), n in zip(libs, before):
-            put(n)
+        with _BLAS_LOCK:
+            _BLAS_USERS -= 1
+            if _BLAS_USERS == 0:
+                for (_, put), n in zip(libs, _BLAS_BEFORE):
+                    put(n)
+
+
+_BLAS_LOCK = threading.Lock()
+_BLAS_USERS, _BLAS_BEFORE = 0, []
 
 
 class _Guarded:
