@@ -66,7 +66,8 @@ def _jobs(tmp):
         rng = np.random.default_rng(0)
         for n in (2, 5):
             G = rng.standard_normal((n, n))
-            solve(LCP(G @ G.T + np.eye(n), rng.standard_normal(n)))
+            lcp = LCP(G @ G.T + np.eye(n), rng.standard_normal(n))
+            lcp.is_solution(solve(lcp).z)         # the check of the cross-check's other solvers (pympc crosscheck)
             solve(LCP(G @ G.T + np.eye(n), rng.standard_normal(n)), max_pivots=1000)   # the option path (pympc solve)
             solve(HLCP(np.eye(n) + 0.1 * G, -np.eye(n), rng.standard_normal(n)))
             solve(HLCP(np.eye(n), -(G @ G.T + np.eye(n)), rng.standard_normal(n)))       # the diagonal fast path
