@@ -8,7 +8,7 @@ several batches of CPU time: the machine is shared).
 
 Table 2: the compiled pieces against the paths they stand beside in the package, on the oscillator's own event
 states, per call: the event HLCP by one compiled call (``dense_event``) against the NumPy build, and Lemke on
-an event HLCP in three calls (``lemke_through_a``) against its general path.
+an event HLCP with the defaults (one compiled call, ``_kernel.solve_hlcp_default``) against its general path.
 
     python benchmarks/transition_speed.py
 """
@@ -117,13 +117,14 @@ def main():
     ref = per_call(lambda s: events._numpy_event_problem(*s, False),
                    [(a, d.astype(float), mu, mu_s, stab, md) for a, d, mu, mu_s, stab, md in states])
     print(f"{'event HLCP: dense_event / NumPy build':44s} {fast:9.1f} {ref:10.1f} {ref / fast:6.1f}")
-    mapped = _lemke.mapped_point          # the general path: as if the point needed _verify
+    # the general path: as if the point needed _verify (and without the one-call kernel)
+    mapped, kernel = _lemke.mapped_point, _lemke.HLCP_DEFAULT_KERNEL
     fast = per_call(_lemke.lemke, hlcps)
-    _lemke.mapped_point = lambda *args: mapped(*args)[:3] + (True,)
+    _lemke.mapped_point, _lemke.HLCP_DEFAULT_KERNEL = (lambda *args: mapped(*args)[:3] + (True,)), False
     try:
         ref = per_call(_lemke.lemke, hlcps)
     finally:
-        _lemke.mapped_point = mapped
+        _lemke.mapped_point, _lemke.HLCP_DEFAULT_KERNEL = mapped, kernel
     print(f"{'Lemke, the ' + str(len(hlcps)) + ' with a non-diagonal A':44s} {fast:9.1f} {ref:10.1f} {ref / fast:6.1f}")
 
 

@@ -590,22 +590,28 @@ def _same_result(r, ref):
                 assert np.array_equal(u, v)
 
 
-def test_the_compiled_event_lemke_gives_solves_result_bit_for_bit(rng, monkeypatch):
-    """EventProblem.solve (Lemke's usual path in one compiled call, event_lemke, where it ends on a verified
-    point) = pympc.solve on the HLCP: the same status, message, point, pivots and info, exactly, on random and
-    integer HLCPs of 1–8 pairs (rays, singular bases, failed verification: declined, solve decides) and on event
-    HLCPs of the oscillator; the compiled call decides many of them, not all.  A 'lemke' replaced in the
-    registry is what EventProblem.solve calls."""
+def test_the_compiled_hlcp_lemke_gives_the_stepwise_result_bit_for_bit(rng, monkeypatch):
+    """EventProblem.solve and pympc.solve on an HLCP with a non-diagonal A (Lemke's usual path in one compiled
+    call, solve_hlcp_default, where it ends on a verified point) = the same steps with scipy's dgesv between
+    compiled calls (HLCP_DEFAULT_KERNEL off): the same status, message, point, pivots and info, exactly, on
+    random and integer HLCPs of 1–8 pairs (rays, singular bases, failed verification: declined, the general path
+    decides) and on event HLCPs of the oscillator; the compiled call decides many of them, not all.  A 'lemke'
+    replaced in the registry is what EventProblem.solve calls."""
+    lemke_module = __import__("importlib").import_module("pympc.complementarity.lemke")
+    from pympc.complementarity._kernel import solve_hlcp_default
     from pympc.complementarity.lemke import verified_hlcp_result
-    from pympc.dynamics._transition import event_lemke
     from pympc.dynamics.events import EventProblem
+    assert lemke_module.HLCP_DEFAULT_KERNEL       # this numba has the LAPACK wrapper (else the test says nothing)
     problems = [h for h in _random_hlcps(rng, 400, 8) if not h._a_diagonal] + _oscillator_event_hlcps(rng)
     decided, statuses = 0, set()
     for h in problems:
-        r, ref = EventProblem(h, [], np.zeros(0), None, None).solve(), pympc.solve(h)
-        _same_result(r, ref)
+        with monkeypatch.context() as m:
+            m.setattr(lemke_module, "HLCP_DEFAULT_KERNEL", False)
+            ref = pympc.solve(h)
+        for r in (EventProblem(h, [], np.zeros(0), None, None).solve(), pympc.solve(h)):
+            _same_result(r, ref)
         statuses.add(ref.status.name)
-        answer = event_lemke(h.A, h.B, h.c)
+        answer = solve_hlcp_default(h.A, h.B, h.c)
         decided += answer[0] and verified_hlcp_result(h, *answer[1:5], answer[5:9], *answer[9:]) is not None
     assert decided > 0.3 * len(problems) and decided < len(problems)
     assert {"SOLVED", "INFEASIBLE"} <= statuses

@@ -7,7 +7,13 @@ columns only), which halves the work of a pivot.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+
+# numba's own LAPACK wrapper (what its np.linalg.solve calls), private: a numba without it loses solve_hlcp_default
+try:
+    from numba.np.linalg import _LAPACK, F_INT_nptype, ensure_lapack
+except ImportError:         # pragma: no cover - depends on the numba release
+    _LAPACK, F_INT_nptype = None, np.int32
 
 from .._linalg import lu_solve, rcond_1
 
@@ -955,6 +961,53 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
                 U[k, n + j] = max(v[j], 0.0)
         status[k] = 1 if max(relative_residual(A, B, c, U[k, :n], U[k, n:])) <= tol else 2
     return rc, U, status
+
+
+def _numba_dgesv():
+    """LAPACK's dgesv as numba's own ``np.linalg.solve`` calls it (scipy's ``cython_lapack``: the routine that
+    ``scipy.linalg.lapack.dgesv`` wraps, so the factors and the solutions are the same to the bit), or None where
+    this numba has not that private wrapper (then :data:`HLCP_DEFAULT_KERNEL` is False: :func:`pympc.lemke` takes
+    scipy's dgesv between its compiled calls, the same numbers)."""
+    if _LAPACK is None:
+        return None
+    try:
+        ensure_lapack()
+        return _LAPACK().numba_xgesv(types.float64)
+    except Exception:       # pragma: no cover - depends on the numba release
+        return None
+
+
+_dgesv = _numba_dgesv()
+HLCP_DEFAULT_KERNEL = _dgesv is not None
+"""Whether :func:`solve_hlcp_default` can run here (numba's private LAPACK wrapper found)."""
+_D = ord("d")
+
+
+@njit(cache=True, nogil=True)
+def solve_hlcp_default(A, B, c):
+    """Lemke with the default options on an HLCP(A, B, c) with a non-diagonal A (an event HLCP) in one call: what
+    :func:`pympc.lemke`'s usual path does in five (:func:`equilibrate_hlcp`, ``[−B | c]`` through LAPACK's dgesv,
+    :func:`solve_hlcp_kernel` with the basis "every x basic" and the covering vector of ones,
+    :func:`mapped_point`), the same arithmetic.
+
+    Returns ``(decided, code, pivots, el, ll, x, y, residual, negative, dx, dy)``; ``decided`` False when the basis
+    is singular (dgesv's ``info`` or the kernel's pivots): the general path then decides."""
+    n = c.shape[0]
+    As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, False, RUIZ_SWEEPS)
+    S = gesv_rhs(Bs, cs)               # a fresh Fortran-ordered array: dgesv overwrites it with the solutions
+    lu = np.empty((n, n)).T            # dgesv factorizes a Fortran-ordered copy of As in place
+    lu[:, :] = As
+    piv = np.empty(n, F_INT_nptype)
+    info = _dgesv(_D, n, n + 1, lu.ctypes, n, piv.ctypes, S.ctypes, n)
+    if info != 0:
+        e = np.zeros(0, np.int64)
+        return False, KERNEL_SINGULAR, 0, e, e, np.zeros(n), np.zeros(n), (0.0, 0.0, 0.0), False, dx, dy
+    code, pivots, xs, ys, el, ll = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), S, lu, np.ones(n),
+                                                     MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL, TIE_TOL)
+    if code == KERNEL_SINGULAR:
+        return False, code, pivots, el, ll, xs, ys, (0.0, 0.0, 0.0), False, dx, dy
+    x, y, res, negative = mapped_point(xs, ys, dx, dy, A, B, c)
+    return True, code, pivots, el, ll, x, y, res, negative, dx, dy
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)

@@ -8,10 +8,10 @@ import numpy as np
 from scipy.linalg.lapack import dgesv as _dgesv
 
 from ..errors import OptionError, ProblemError
-from ._kernel import (KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR, KERNEL_SOLVED,
-                      MAX_PIVOTS_BASE, MAX_PIVOTS_PER_PAIR, PIV_TOL, RUIZ_SWEEPS, TIE_TOL, VERIFY_TOL,
+from ._kernel import (HLCP_DEFAULT_KERNEL, KERNEL_NUMERICAL, KERNEL_PIVOT_LIMIT, KERNEL_RAY, KERNEL_SINGULAR,
+                      KERNEL_SOLVED, MAX_PIVOTS_BASE, MAX_PIVOTS_PER_PAIR, PIV_TOL, RUIZ_SWEEPS, TIE_TOL, VERIFY_TOL,
                       equilibrate_hlcp, gesv_rhs, lcp_relative_residual, mapped_point, relative_residual,
-                      solve_diagonal_hlcp_kernel, solve_hlcp_kernel, solve_lcp, solve_lcp_default,
+                      solve_diagonal_hlcp_kernel, solve_hlcp_default, solve_hlcp_kernel, solve_lcp, solve_lcp_default,
                       solve_lcp_form_default)
 from .problems import HLCP, LCP, Residual, as_vector
 from .results import Result, Status
@@ -274,7 +274,13 @@ def lemke_default(problem):
 def lemke_hlcp_default(problem):
     """``lemke(problem)`` for an :class:`HLCP` (its type exactly) with a non-diagonal A (an event HLCP) and every
     option at its default, when its compiled calls end on a verified point (the result of the general path,
-    made at once); None otherwise (the general path decides)."""
+    made at once); None otherwise (the general path decides).  One compiled call
+    (:func:`~pympc.complementarity._kernel.solve_hlcp_default`) where this numba has LAPACK's dgesv, else the
+    same steps with scipy's between them."""
+    if HLCP_DEFAULT_KERNEL:
+        decided, code, pivots, el, ll, x, y, res, negative, dx, dy = solve_hlcp_default(problem.A, problem.B,
+                                                                                        problem.c)
+        return verified_hlcp_result(problem, code, pivots, el, ll, (x, y, res, negative), dx, dy) if decided else None
     c = problem.c
     scaled = equilibrate_hlcp(problem.A, problem.B, c, False, _SWEEPS)
     form, fast = _fast_hlcp(problem, scaled, MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * c.shape[0], PIV_TOL)

@@ -17,19 +17,12 @@ the NumPy path, which raises or falls back exactly as before.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-
-try:    # numba's own LAPACK wrapper (what its np.linalg.solve calls); private: a release without it loses event_lemke only
-    from numba.np.linalg import _LAPACK, F_INT_nptype, ensure_lapack
-except ImportError:         # pragma: no cover - depends on the numba release
-    _LAPACK, F_INT_nptype = None, np.int32
+from numba import njit
 
 from .._linalg import back_substitute, lu_solve, rcond_1
-from ..complementarity._kernel import (KERNEL_SINGULAR, MAX_PIVOTS_BASE, MAX_PIVOTS_PER_PAIR, PIV_TOL, RUIZ_SWEEPS,
-                                       TIE_TOL, batched_leaves, equilibrate_hlcp, gesv_rhs, mapped_point,
-                                       relative_residual, solve_hlcp_kernel)
+from ..complementarity._kernel import batched_leaves, equilibrate_hlcp, relative_residual
 
-__all__ = ["event_lemke", "as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
+__all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
            "slip_directions", "small_solution_set"]
 
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
@@ -465,52 +458,6 @@ def _python_max(t):
 
 EQUILIBRATION_SWEEPS = 20
 """The Ruiz sweeps of :meth:`pympc.HLCP.equilibrated` (the enumeration's scaling)."""
-
-
-def _numba_dgesv():
-    """LAPACK's dgesv as numba's own ``np.linalg.solve`` calls it (scipy's ``cython_lapack``: the routine that
-    ``scipy.linalg.lapack.dgesv`` wraps, so the factors and the solutions are the same to the bit), or None where
-    this numba has not that private wrapper (then :data:`EVENT_LEMKE` is False and events take :func:`pympc.solve`)."""
-    if _LAPACK is None:
-        return None
-    try:
-        ensure_lapack()
-        return _LAPACK().numba_xgesv(types.float64)
-    except Exception:       # pragma: no cover - depends on the numba release
-        return None
-
-
-_dgesv = _numba_dgesv()
-EVENT_LEMKE = _dgesv is not None
-"""Whether :func:`event_lemke` can run here (numba's private LAPACK wrapper found)."""
-_D = ord("d")
-
-
-@njit(cache=True, nogil=True)
-def event_lemke(A, B, c):
-    """Lemke with the default options on an event HLCP(A, B, c) (A not diagonal) in one call: what
-    :func:`pympc.lemke`'s usual path does in five (:func:`equilibrate_hlcp`, ``[−B | c]`` through LAPACK's dgesv,
-    :func:`solve_hlcp_kernel` with the basis "every x basic" and the covering vector of ones,
-    :func:`mapped_point`), the same arithmetic.
-
-    Returns ``(decided, code, pivots, el, ll, x, y, residual, negative, dx, dy)``; ``decided`` False when the basis
-    is singular (dgesv's ``info`` or the kernel's pivots): the general path then decides."""
-    n = c.shape[0]
-    As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, False, RUIZ_SWEEPS)
-    S = gesv_rhs(Bs, cs)               # a fresh Fortran-ordered array: dgesv overwrites it with the solutions
-    lu = np.empty((n, n)).T            # dgesv factorizes a Fortran-ordered copy of As in place
-    lu[:, :] = As
-    piv = np.empty(n, F_INT_nptype)
-    info = _dgesv(_D, n, n + 1, lu.ctypes, n, piv.ctypes, S.ctypes, n)
-    if info != 0:
-        e = np.zeros(0, np.int64)
-        return False, KERNEL_SINGULAR, 0, e, e, np.zeros(n), np.zeros(n), (0.0, 0.0, 0.0), False, dx, dy
-    code, pivots, xs, ys, el, ll = solve_hlcp_kernel(As, Bs, cs, np.ones(n, np.bool_), S, lu, np.ones(n),
-                                                     MAX_PIVOTS_BASE + MAX_PIVOTS_PER_PAIR * n, PIV_TOL, TIE_TOL)
-    if code == KERNEL_SINGULAR:
-        return False, code, pivots, el, ll, xs, ys, (0.0, 0.0, 0.0), False, dx, dy
-    x, y, res, negative = mapped_point(xs, ys, dx, dy, A, B, c)
-    return True, code, pivots, el, ll, x, y, res, negative, dx, dy
 
 
 @njit(cache=True, nogil=True)

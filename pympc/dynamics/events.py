@@ -20,11 +20,11 @@ import numpy as np
 
 from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutions, solve
 from ..complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
-from ..complementarity.lemke import verified_hlcp_result
+from ..complementarity.lemke import lemke_hlcp_default
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
 from ..complementarity.solve import lemke_by_default
-from ._transition import EVENT_LEMKE, EVENT_OK, as_floats, assembly_arrays, dense_event, event_lemke, small_solution_set
+from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, small_solution_set
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode"]
@@ -123,14 +123,12 @@ class EventProblem:
         :func:`pympc.solve` on the HLCP itself, which decides and reports.
         """
         h = self.hlcp
-        if EVENT_LEMKE and h.n < REDUCE_FROM and not h._a_diagonal and lemke_by_default():
-            # the usual case: Lemke's usual path in one compiled call (event_lemke), its verified point the
-            # result at once (the result solve(h) gives); anything else goes through solve(h) below
-            decided, code, pivots, el, ll, x, y, res, negative, dx, dy = event_lemke(h.A, h.B, h.c)
-            if decided:
-                r = verified_hlcp_result(h, code, pivots, el, ll, (x, y, res, negative), dx, dy)
-                if r is not None:
-                    return r
+        if h.n < REDUCE_FROM and not h._a_diagonal and lemke_by_default():
+            # the usual case: Lemke's usual path (one compiled call), its verified point the result at once (the
+            # result solve(h) gives); anything else goes through solve(h) below
+            r = lemke_hlcp_default(h)
+            if r is not None:
+                return r
         red = self.reduced() if h.n >= REDUCE_FROM else None
         if red is not None:
             r = solve(red)
