@@ -69,7 +69,9 @@ def _jobs(tmp):
             lcp = LCP(G @ G.T + np.eye(n), rng.standard_normal(n))
             lcp.is_solution(solve(lcp).z)         # the check of the cross-check's other solvers (pympc crosscheck)
             solve(LCP(G @ G.T + np.eye(n), rng.standard_normal(n)), max_pivots=1000)   # the option path (pympc solve)
-            solve(HLCP(np.eye(n) + 0.1 * G, -np.eye(n), rng.standard_normal(n)))
+            h = HLCP(np.eye(n) + 0.1 * G, -np.eye(n), rng.standard_normal(n))
+            solve(h)                          # one compiled call (solve_hlcp_default)
+            solve(h, max_pivots=1000)         # the general path's calls (taken where that one does not verify)
             solve(HLCP(np.eye(n), -(G @ G.T + np.eye(n)), rng.standard_normal(n)))       # the diagonal fast path
 
     def sensitivities():
