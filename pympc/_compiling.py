@@ -3,8 +3,10 @@
 numba broadcasts ``"numba:compile"`` only for a real compilation (a signature not
 found in the on-disk cache), so the first run after installing — or in a fresh
 cache directory — is the one that sees it.  Used by the command line (a notice
-on the terminal: never a silent minute) and by sweep workers (a run's time
-limit leaves compilation out).
+on the terminal: never a silent minute).  ``"numba:compiler_lock"`` spans every
+preparation of a kernel for a new signature, a cache load included: sweep
+workers leave it out of a run's time limit and never interrupt it (an
+exception raised asynchronously inside LLVM's callbacks can crash the process).
 """
 
 from __future__ import annotations
@@ -12,55 +14,81 @@ from __future__ import annotations
 import threading
 import time
 
-__all__ = ["compile_seconds", "compiling", "on_first_compile", "cache_by_content", "kernels_stamp", "KERNEL_FILES",
-           "expected_compile_seconds", "FULL_COMPILE_SECONDS"]
+__all__ = ["compile_seconds", "compiling", "kernel_seconds", "preparing_kernels", "on_first_compile",
+           "cache_by_content", "kernels_stamp", "KERNEL_FILES", "expected_compile_seconds", "FULL_COMPILE_SECONDS"]
 
-_state = {"depth": 0, "since": 0.0, "total": 0.0, "started": False, "installed": False}
+_EVENTS = ("numba:compile", "numba:compiler_lock")
+_state = {"installed": False, "started": False, **{name: {"depth": 0, "since": 0.0, "total": 0.0} for name in _EVENTS}}
 _lock = threading.Lock()
 _first = []
 
 
 def _install():
-    """Listen to numba's compile events (once per process)."""
+    """Listen to numba's compile and compiler-lock events (once per process)."""
     with _lock:
         if _state["installed"]:
             return
         _state["installed"] = True
     from numba.core import event
 
-    class _Compiling(event.Listener):
+    class _Watch(event.Listener):
+        def __init__(self, name):
+            self.name = name
+
         def on_start(self, ev):
             with _lock:
-                if _state["depth"] == 0:
-                    _state["since"] = time.perf_counter()
-                _state["depth"] += 1
-                callbacks = [] if _state["started"] else list(_first)
-                _state["started"] = True
+                watch = _state[self.name]
+                if watch["depth"] == 0:
+                    watch["since"] = time.perf_counter()
+                watch["depth"] += 1
+                callbacks = [] if _state["started"] or self.name != "numba:compile" else list(_first)
+                _state["started"] |= self.name == "numba:compile"
             for callback in callbacks:
                 callback()
 
         def on_end(self, ev):
             with _lock:
-                _state["depth"] -= 1
-                if _state["depth"] == 0:
-                    _state["total"] += time.perf_counter() - _state["since"]
-    event.register("numba:compile", _Compiling())   # (install_listener is a context manager: it would unregister)
+                watch = _state[self.name]
+                watch["depth"] -= 1
+                if watch["depth"] == 0:
+                    watch["total"] += time.perf_counter() - watch["since"]
+    for name in _EVENTS:              # (install_listener is a context manager: it would unregister)
+        event.register(name, _Watch(name))
+
+
+def _seconds(name):
+    _install()
+    with _lock:
+        watch = _state[name]
+        return watch["total"] + (time.perf_counter() - watch["since"] if watch["depth"] else 0.0)
+
+
+def _under_way(name):
+    _install()
+    with _lock:
+        return _state[name]["depth"] > 0
 
 
 def compile_seconds():
     """Seconds this process has spent compiling numba functions since the watch began (an ongoing compilation
     included)."""
-    _install()
-    with _lock:
-        ongoing = time.perf_counter() - _state["since"] if _state["depth"] else 0.0
-        return _state["total"] + ongoing
+    return _seconds("numba:compile")
 
 
 def compiling():
     """Whether a numba compilation is under way in this process."""
-    _install()
-    with _lock:
-        return _state["depth"] > 0
+    return _under_way("numba:compile")
+
+
+def kernel_seconds():
+    """Seconds this process has spent preparing numba kernels for new signatures since the watch began: compiling,
+    loading from the on-disk cache, and waiting for numba's compiler lock (an ongoing one included)."""
+    return _seconds("numba:compiler_lock")
+
+
+def preparing_kernels():
+    """Whether a thread of this process holds (or waits for) numba's compiler lock: a compilation or a cache load."""
+    return _under_way("numba:compiler_lock")
 
 
 def on_first_compile(callback):

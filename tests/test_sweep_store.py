@@ -300,7 +300,7 @@ def test_run_timeout_on_the_command_line_stops_endless_simulations(tmp_path):
     done = cli("sweep", spec, "--store", tmp_path / "s", "--workers", "1", "--run-timeout", "3")
     assert done.returncode == 1, done.stderr
     df = load_results(tmp_path / "s")
-    assert (df.status == "TIMEOUT").all() and df.message.str.contains("reached t = ").all()
+    assert (df.status == "TIMEOUT").all() and df.message.str.contains("reached t = ").all(), df.message.tolist()
     assert "2 failed" in done.stdout and done.stdout.count("TIMEOUT") >= 3
 
 

@@ -1,15 +1,19 @@
 """What a Dask worker does: run a batch, one run at a time, each under its time limit.
 
 The time limit (``[options] timeout``, ``pympc sweep --run-timeout``) is wall
-time of the run, numba's compilation excluded (the first run of a fresh worker
-compiles the kernels, which is not the run's time).  It is enforced from two
-sides: :func:`~pympc.simulate` calls its ``progress`` callback after every
-phase, which raises once the time is up; and a watchdog timer raises
-:class:`RunTimeout` asynchronously in the run's thread
-(``PyThreadState_SetAsyncExc``) for a run that stays in one phase or in a user
-observable.  Either way the run is stored with status ``TIMEOUT`` and the batch
-goes on.  (A run stuck inside one compiled call cannot be interrupted from
-Python; the asynchronous exception lands when that call returns.)
+time of the run, numba's preparation of kernels excluded (the first run of a
+fresh worker compiles the kernels or loads them from the cache, which is not the
+run's time).  It is enforced cooperatively first: :func:`~pympc.simulate` calls
+its ``progress`` callback after every phase, which raises :class:`RunTimeout`
+once the time is up.  Only a run that reaches no phase boundary for
+:data:`GRACE` seconds past its limit (one endless phase, a user observable that
+spins) is interrupted asynchronously, by a watchdog timer
+(``PyThreadState_SetAsyncExc``), and never while numba prepares a kernel: an
+exception landing in LLVM's callbacks there can crash the worker.  Either way
+the run is stored with status ``TIMEOUT`` and the batch goes on; so is a run
+that, once interrupted, ends with another exception (a library that converted
+the interrupt).  A run stuck inside one compiled call cannot be interrupted from
+Python; the asynchronous exception lands when that call returns.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ import threading
 import time
 import traceback
 
-from .._compiling import compile_seconds, compiling
+from .._compiling import kernel_seconds, preparing_kernels
 from .observables import evaluate
 
-__all__ = ["RunTimeout", "Deadline", "run_one", "run_batch"]
+__all__ = ["RunTimeout", "Deadline", "run_one", "run_batch", "GRACE"]
+
+GRACE = 1.0
+"""Seconds past its limit a run is given to reach its next phase boundary before it is interrupted asynchronously."""
 
 
 class RunTimeout(BaseException):
@@ -34,20 +41,24 @@ class Deadline:
 
     ``d.progress`` is the ``progress`` callback for :func:`~pympc.simulate`:
     it records the time reached and raises :class:`RunTimeout` when the time
-    is up; a watchdog timer raises it asynchronously otherwise.  Leaving the
-    block disarms the timer (and drops a timeout that fired but has not landed yet).
+    is up.  A watchdog timer raises it asynchronously in a run that has not
+    reached ``progress`` ``grace`` seconds past the limit (again every
+    ``grace`` seconds: an exception landing in a weakref callback is
+    dropped by Python), never while numba prepares a kernel.  ``d.fired`` says
+    whether it did.  Leaving the block disarms the timer (and drops a timeout
+    that fired but has not landed yet).
     """
 
-    def __init__(self, seconds):
-        self.seconds, self.reached, self.fired = seconds, None, False
+    def __init__(self, seconds, grace=GRACE):
+        self.seconds, self.grace, self.reached, self.fired = seconds, grace, None, False
         self._lock, self._timer, self._armed = threading.Lock(), None, False
 
     def elapsed(self):
-        """Wall time of the run so far, numba compilation excluded."""
-        return time.perf_counter() - self._start - (compile_seconds() - self._compiled)
+        """Wall time of the run so far, numba's preparation of kernels (compiling, loading) excluded."""
+        return time.perf_counter() - self._start - (kernel_seconds() - self._prepared)
 
     def __enter__(self):
-        self._start, self._compiled = time.perf_counter(), compile_seconds()
+        self._start, self._prepared = time.perf_counter(), kernel_seconds()
         if self.seconds is not None:
             self._thread, self._armed = threading.get_ident(), True
             self._schedule(self.seconds)
@@ -62,12 +73,13 @@ class Deadline:
         with self._lock:
             if not self._armed:
                 return
-            left = self.seconds - self.elapsed()
-            if left > 0 or compiling():
+            left = self.seconds + self.grace - self.elapsed()
+            if left > 0 or preparing_kernels():
                 self._schedule(max(left, 0.2))
                 return
             self.fired = True
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread), ctypes.py_object(RunTimeout))
+            self._schedule(self.grace)
 
     def progress(self, t, t0, t1):
         """simulate's ``progress`` callback: remember ``t``; raise :class:`RunTimeout` past the limit."""
@@ -75,7 +87,6 @@ class Deadline:
         if self.seconds is not None and self.elapsed() > self.seconds:
             with self._lock:
                 if self._armed:
-                    self.fired = True
                     raise RunTimeout
 
     def __exit__(self, *exc):
@@ -95,8 +106,8 @@ class Deadline:
         if self.reached is not None:
             t, t0, t1 = self.reached
             where = f"; the simulation had reached t = {t:.6g} of [{t0:g}, {t1:g}]"
-        return (f"no result within timeout = {self.seconds:g} s of wall time (numba compilation excluded){where}; "
-                "raise the limit ([options] timeout, --run-timeout) and rerun with --retry-failed")
+        return (f"no result within timeout = {self.seconds:g} s of wall time (numba's compiling and cache loading "
+                f"excluded){where}; raise the limit ([options] timeout, --run-timeout) and rerun with --retry-failed")
 
 
 def run_one(system, params, t_span, options, observables, timeout=None):
@@ -125,8 +136,13 @@ def run_one(system, params, t_span, options, observables, timeout=None):
             msg = deadline.message()
             row = {"status": "TIMEOUT", "message": msg, "error": f"RunTimeout: {msg}", "traceback": ""}
     except Exception as exc:                              # noqa: BLE001 — recorded, the sweep goes on
-        row = {"status": "FAILED", "message": f"{type(exc).__name__}: {exc}",
-               "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        error = f"{type(exc).__name__}: {exc}"
+        if deadline.fired:                                # the interrupt, converted by the code it landed in
+            msg = deadline.message()
+            row = {"status": "TIMEOUT", "message": msg, "error": f"RunTimeout (raised as {error}): {msg}",
+                   "traceback": traceback.format_exc()}
+        else:
+            row = {"status": "FAILED", "message": error, "error": error, "traceback": traceback.format_exc()}
     row["wall_time"], row["cpu_time"] = time.perf_counter() - t, time.process_time() - cpu
     return row
 
