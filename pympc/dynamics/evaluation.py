@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..mechanics.assembly import SparseAssembly
 from .modes import CompiledModes, Mode, solve_mode
 
 __all__ = ["ModeEvaluator"]
@@ -34,7 +35,7 @@ class ModeEvaluator:
         self.md = form.mass_diagonal
         self._cache_key, self._cache = None, None
         self._modes = {}               # mode → its walls and motions as arrays (mode_arrays)
-        self._locked = {}              # mode → (rows, shape, locked?) of its last locked() test
+        self._locked = {}              # mode → (its rows as bytes, locked?) of its last locked() test
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     def compiled(self, mode):
@@ -119,13 +120,17 @@ class ModeEvaluator:
 
     def locked(self, a, mode):
         """Do the joints, slots and sticking slots fix every coordinate (no free motion at all)?"""
-        C = np.vstack([a.J, a.WN, a.WT[mode.sticking]])
-        if C.shape[0] < self.n:
+        J = a.J
+        # the rows of a stick phase repeat (fixed guides): the rank once per rows, recognized by the arrays
+        # that hold them (a sparse assembly's slot rows as they are: its dense rows are not built to compare)
+        rows = a.rows if isinstance(a, SparseAssembly) else (a.WN, a.WT)
+        if J.shape[0] + rows[0].shape[0] + len(mode.sticking) < self.n:    # fewer rows than coordinates
             return False
-        key = C.tobytes()        # the rows of a stick phase repeat (fixed guides): the rank once per rows
+        key = (J.shape, J.tobytes(), *(r.shape for r in rows), *(r.tobytes() for r in rows))
         last = self._locked.get(mode)
-        if last is not None and last[0] == key and last[1] == C.shape:
-            return last[2]
+        if last is not None and last[0] == key:
+            return last[1]
+        C = np.vstack([J, a.WN, a.WT[mode.sticking]])
         out = bool(np.linalg.matrix_rank(C) == self.n)
-        self._locked[mode] = (key, C.shape, out)
+        self._locked[mode] = (key, out)
         return out

@@ -24,6 +24,7 @@ from .trajectory import EventKind
 __all__ = ["EventLocator", "EventFunctions", "lowest"]
 
 _NO_TIMES = np.zeros(0)
+_ONE = np.ones(1)           # the step of a frozen phase's stack (read only)
 
 
 class EventLocator:
@@ -36,12 +37,13 @@ class EventLocator:
         self.ev, self.opts = evaluator, settings
         self._tables = {}              # mode → the event functions' coefficients
         self._functions = {}           # mode → its EventFunctions (one phase at a time uses them)
+        self._band = max(1e-12, 10 * settings["rtol"])      # the dead band per unit of force scale
 
     def functions(self, mode, force_scale):
         """The event functions of a phase in ``mode`` (:class:`EventFunctions`); ``force_scale`` sets the
         dead band of the force functions."""
         # a dead band above the integration noise, so that a force that is zero (λ ≡ 0) does not chatter
-        band = max(1e-12, 10 * self.opts["rtol"]) * force_scale
+        band = self._band * force_scale
         funcs = self._functions.get(mode)       # made once per mode and run; a new phase sets its band
         if funcs is None:
             kinds, slots = [], []
@@ -66,15 +68,18 @@ class EventLocator:
         :func:`~pympc.dynamics.crossings.first_crossing`, so a reserve that dips below zero and recovers
         between two samples is found.
         """
+        # the constant state as one dense-output step whose polynomial is zero: y = 0 + x, exactly
+        ends = np.empty(2)
+        ends[0], ends[1] = t, t1
+        stack = (ends, ends[:1], _ONE, x[None, :].copy(), np.zeros((1, 7, x.size)))
+        hit = self._compiled_search(funcs, stack, t, t1, _NO_TIMES)
+        if hit is not None:
+            return hit
+
         def G(s):
             return funcs.vector(s, x)
         G.many = lambda ts: funcs.vector.many(ts, np.broadcast_to(x, (len(ts), x.size)))
         G.split = funcs.vector.split
-        # the constant state as one dense-output step whose polynomial is zero: y = 0 + x, exactly
-        stack = (np.array([t, t1]), np.array([t]), np.array([1.0]), x[None, :].copy(), np.zeros((1, 7, x.size)))
-        hit = self._compiled_search(funcs, stack, t, t1, _NO_TIMES)
-        if hit is not None:
-            return hit
         G.scan = funcs.vector.scanner(stack)
         return first_crossing(G, t, t1, self.window)
 
@@ -142,9 +147,11 @@ class EventLocator:
         table = (slot, cv, cl, cf, bands)
         vector.table = table
 
+        forces = np.flatnonzero(~sl)            # the force functions (the others' band stays 0)
+
         def set_band(band):
             """The dead band of the force functions for a new phase (in place: the tables hold ``bands``)."""
-            np.copyto(bands, np.where(sl, 0.0, band))
+            bands[forces] = band
         vector.set_band = set_band
 
         def many(ts, X):
@@ -182,14 +189,27 @@ class EventLocator:
             return scan
         vector.scanner = scanner
 
+        def kernel_table():
+            """``(fl, il, tab)``: the mode's flat arrays and the functions' table as the compiled search and window
+            take them (made once; ``tab`` holds ``bands``, which set_band writes in place), or None where they do not
+            apply (Python parts, or a search that is not split in :data:`SPLIT` parts)."""
+            if not hasattr(vector, "kernel"):
+                flat = ev._fast.flat(mode) if compiled else None
+                if flat is None or vector.split != SPLIT:
+                    vector.kernel = None
+                else:
+                    fl, il, (ovT, olam, oF) = flat
+                    vector.kernel = (fl, il, (ovT, olam, oF, slot, cv, cl, cf, bands))
+            return vector.kernel
+        vector.kernel_table = kernel_table
+
         def search(stack, ta, tb, extra, cap, step, dt_min):
             """:func:`pympc.dynamics._dop853.first_crossing_dense` on a stack of DOP853 steps: ``(t, i)``,
             ``(None, None)``, or None where it does not apply (Python parts) or the Python search must redo it."""
-            flat = ev._fast.flat(mode) if compiled else None
-            if flat is None or vector.split != SPLIT:
+            kernel = kernel_table()
+            if kernel is None:
                 return None
-            fl, il, (ovT, olam, oF) = flat
-            tab = (ovT, olam, oF, slot, cv, cl, cf, bands)
+            fl, il, tab = kernel
             t, i, status = dop853.first_crossing_dense(ta, tb, cap, step, np.ascontiguousarray(extra, dtype=float),
                                                        dt_min, SPLIT, *stack, fl, il, tab)
             ev.forget()                       # the compiled buffers hold the last sample
@@ -216,9 +236,10 @@ class EventFunctions:
         """Use these functions for a new phase whose force functions have dead band ``band``."""
         self.band = band
         self.vector.set_band(band)
-        bands = self.vector.table[4]
-        for (ev, evi), watched in self._watched.values():      # the tables' band rows follow
-            ev[3] = bands[watched]
+        if self._watched:
+            bands = self.vector.table[4]
+            for (ev, evi), watched in self._watched.values():      # the tables' band rows follow
+                ev[3] = bands[watched]
 
     def watched_table(self, watched, offsets):
         """``(ev, evi)``: the table of the watched functions (indices ``watched``) that the compiled DOP853 loop

@@ -24,12 +24,13 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
     n, s = form.n, len(ev.mu)
     na = len(form.absolute_names)
     blocks, dsens = [], []
-    for ts, xs, mode in phases:
+    fast_rows = _compiled_rows(ev, phases, n)
+    for j, (ts, xs, mode) in enumerate(phases):
         k = len(ts)
         if k == 0:
             continue
-        fast = None
-        if ev.compiled(mode):   # the whole phase in one call
+        fast = fast_rows.get(j)
+        if fast is None and ev.compiled(mode):   # the whole phase in one call
             fast = ev._fast.rows(ts, xs[:2 * n + 2].T, mode)
             ev.forget()
         walls, motions = mode.walls, [int(m) for m in mode.motions]      # repeated k times at the end
@@ -86,6 +87,33 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
         drift=col(12), events=events, status=status, message=message, coordinate_names=list(form.absolute_names),
         slot_names=[sl.name for sl in form.slots], info=info,
         parameters=dict(system.parameters), model_hash=system.fingerprint(), **_sensitivity_fields(sens, dsens))
+
+
+def _compiled_rows(ev, phases, n):
+    """phase index → the rows :meth:`CompiledModes.rows` gives for its samples, all the phases of a compiled
+    mode in one call (every sample is solved on its own: the same numbers as one call per phase); a mode
+    whose call fails somewhere is left out (its phases are done one by one, and the failing one sample by
+    sample, which says why)."""
+    by_mode = {}
+    for j, (ts, _, mode) in enumerate(phases):
+        if len(ts) and ev.compiled(mode):
+            by_mode.setdefault(mode, []).append(j)
+    out = {}
+    for mode, idx in by_mode.items():
+        if len(idx) == 1:
+            continue                # (one phase: the caller's own call)
+        ts = np.concatenate([phases[j][0] for j in idx])
+        X = np.concatenate([phases[j][1][:2 * n + 2].T for j in idx])       # (rows: C order)
+        rows = ev._fast.rows(ts, X, mode)
+        ev.forget()
+        if rows is None:
+            continue
+        start = 0
+        for j in idx:
+            end = start + len(phases[j][0])
+            out[j] = tuple(r[start:end] for r in rows)
+            start = end
+    return out
 
 
 def _sensitivity_fields(sens, dsens):

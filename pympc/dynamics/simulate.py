@@ -210,10 +210,13 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
         x = np.concatenate([x, sens.start(t0, x, event.mode_after.sticking, event).ravel()])
     t, mode = t0, event.mode_after
     guard = _ZenoGuard(o, form)
+    # the requested times inside (t, t1): a slice of the sorted grid (grid[(grid > t) & (grid < t1)])
+    inner_end = int(np.searchsorted(grid, t1, "left"))
+    rheonomic = form.rheonomic
     try:
         while status is None and t < t1:
             a = None
-            if mode.sticking and not form.rheonomic:       # (the transition's own assembly at q: its Jacobians)
+            if mode.sticking and not rheonomic:       # (the transition's own assembly at q: its Jacobians)
                 a = transition.jacobians_at(x[:n], t)
                 a = a if a is not None else form.assemble(x[:n], x[n:2 * n], t)
             # the dead band's scale: max |h| at this state, as the transition's verification found it
@@ -222,7 +225,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
                 a = form.assemble(x[:n], x[n:2 * n], t)
                 scale = max(1.0, float(np.abs(a.h).max(initial=0)))
             funcs = locator.functions(mode, scale)
-            phase = stepper.advance(t, x, mode, t1, grid[(grid > t) & (grid < t1)], funcs, a)
+            inside = grid[int(np.searchsorted(grid, t, "right")):inner_end]
+            phase = stepper.advance(t, x, mode, t1, inside, funcs, a)
             phases += phase.pieces
             if phase.status is not None:                  # the integrator failed
                 status, message = phase.status, phase.message
@@ -230,20 +234,21 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
             if phase.time is None:                        # no event before t1
                 t = t1
                 break
-            te, xe, f = phase.time, phase.state, funcs[phase.index]
+            te, xe = phase.time, phase.state
+            kind, slot = funcs.kinds[phase.index], funcs.slots[phase.index]
             if progress is not None:
                 progress(te, t0, t1)
-            event, q, qd, status, message = transition(te, xe[:n], xe[n:2 * n], f.kind, f.slot, mode)
+            event, q, qd, status, message = transition(te, xe[:n], xe[n:2 * n], kind, slot, mode)
             events.append(event)
             x = np.concatenate([q, qd, xe[2 * n:]])
             if sens is not None and status is None:       # the saltation relation carries S through the event
                 xm, Sm = sens.split(xe)
                 xp = x[:2 * n + 2]
-                S = sens.jump(te, xm, Sm, mode, f.kind, f.slot, xp, event.mode_after, event)
+                S = sens.jump(te, xm, Sm, mode, kind, slot, xp, event.mode_after, event)
                 x = np.concatenate([xp, S.ravel()])
             t, mode, spacing = te, event.mode_after, te - t
             if status is None:
-                status, message = guard.check(t, spacing, f.slot, len(events))
+                status, message = guard.check(t, spacing, slot, len(events))
     except (SimulationError, ModelError) as exc:   # keep what was computed
         status, message = SimulationStatus.ERROR, f"stopped after t = {t:.9g}: {exc}"
     except KeyboardInterrupt:

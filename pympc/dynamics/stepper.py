@@ -67,6 +67,7 @@ class PhaseStepper:
         self.ev, self.locator, self.opts, self.sens = evaluator, locator, settings, sens
         self.rheonomic = rheonomic
         self.integrators = set()       # which integrators ran (Trajectory.info["integrator"])
+        self._window_settings = None   # (compiled windows apply?, search step, rtol, atol, scan step) of the run
 
     def advance(self, t, x, mode, t1, inside, funcs, assembly):
         """The phase from (t, x) in ``mode`` to its first event or ``t1``; ``inside``: the requested sample
@@ -74,10 +75,12 @@ class PhaseStepper:
         read, only by a phase with a sticking slot of a system without prescribed motions; None will do elsewhere)."""
         if mode.sticking and not self.rheonomic and self.ev.locked(assembly, mode):
             te, i = self.locator.frozen(t, t1, x, funcs)
-            ins = inside if te is None else inside[inside < te]
-            end = t1 if te is None else te
-            piece = (np.concatenate([[t], ins, [end]]), np.repeat(x[:, None], ins.size + 2, 1), mode)
-            return PhaseResult([piece], te, i, None if te is None else x)
+            k = inside.size if te is None else int(np.searchsorted(inside, te, "left"))    # inside[inside < te]
+            ts = np.empty(k + 2)
+            ts[0], ts[1:k + 1], ts[k + 1] = t, inside[:k], t1 if te is None else te
+            xs = np.empty((x.size, k + 2))
+            xs[:] = x[:, None]
+            return PhaseResult([(ts, xs, mode)], te, i, None if te is None else x)
         o = self.opts
         step = o["stick_max_step"] if mode.sticking else o["max_step"]
         out = PhaseResult()
@@ -88,7 +91,7 @@ class PhaseStepper:
         compiled = self._compiled_window(mode, funcs)
         while True:
             tb = self.locator.window(ta, t1, 64)[0]
-            ins = inside[(inside > ta) & (inside < tb)]
+            ins = inside[np.searchsorted(inside, ta, "right"):np.searchsorted(inside, tb, "left")]   # in (ta, tb)
             start = ta == t or ta in inside
             window = self._window(compiled, ta, tb, t1, xa, ins, step) if compiled is not None else None
             if window is not None:           # the whole window in one compiled call
@@ -133,17 +136,17 @@ class PhaseStepper:
         """What :func:`pympc.dynamics._dop853.dop853_window` takes besides the window, for a phase in ``mode``
         whose windows it can do — DOP853 (the default) on a compiled mode, no sensitivities, the search of
         :meth:`EventLocator.on_dense` compiled (a time scale that is the same everywhere) — else None."""
-        o, ev = self.opts, self.ev
-        if not (dop853.AVAILABLE and self.sens is None and ev._fast is not None and isinstance(o["method"], str)
-                and o["method"] == "DOP853" and isinstance(mode, Mode)):
+        if self._window_settings is None:          # what depends on the run alone, once
+            o, ev = self.opts, self.ev
+            self._window_settings = (dop853.AVAILABLE and self.sens is None and ev._fast is not None
+                                     and isinstance(o["method"], str) and o["method"] == "DOP853",
+                                     self.locator.search_step(), float(o["rtol"]), float(o["atol"]),
+                                     float(o["scan_step"]))
+        applies, hstep = self._window_settings[:2]
+        if not (applies and isinstance(mode, Mode)) or hstep is None:
             return None
-        flat = ev._fast.flat(mode)
-        hstep = self.locator.search_step()
-        if flat is None or hstep is None or funcs.vector.split != SPLIT:
-            return None
-        fl, il, (ovT, olam, oF) = flat
-        slot, cv, cl, cf, bands = funcs.vector.table
-        return fl, il, (ovT, olam, oF, slot, cv, cl, cf, bands), hstep
+        kernel = funcs.vector.kernel_table()        # (fl, il, tab) of the mode's functions, or None
+        return None if kernel is None else (*kernel, hstep)
 
     def _window(self, compiled, ta, tb, t1, xa, ins, step):
         """The window [ta, tb] of a phase by :func:`pympc.dynamics._dop853.dop853_window`: ``(sol, tend, te, i,
@@ -152,11 +155,11 @@ class PhaseStepper:
         if not tb > ta:
             return None
         fl, il, tab, hstep = compiled
-        o = self.opts
+        _, _, rtol, atol, scan_step = self._window_settings
         t_eval = np.append(ins, tb) if tb >= t1 else ins
         code, te, i, tend, ts, told, hs, yold, F, st, Y, xe = dop853.dop853_window(
             ta, np.ascontiguousarray(xa, dtype=float), tb, np.ascontiguousarray(t_eval, dtype=float),
-            float(o["rtol"]), float(o["atol"]), float(step), fl, il, tab, float(o["scan_step"]), hstep, SPLIT)
+            rtol, atol, float(step), fl, il, tab, scan_step, hstep, SPLIT)
         self.ev.forget()                 # the compiled buffers hold other points
         if code == dop853.WINDOW_PYTHON:
             return None
@@ -210,11 +213,13 @@ def phase_samples(sol, ta, xa, tb, xb, mode, start=True):
     piece that continues a phase), the requested times inside it, its end."""
     st = np.asarray(sol.t, dtype=float).reshape(-1)
     sy = np.asarray(sol.y, dtype=float).reshape(len(xa), st.size)
-    keep = st > ta if tb is None else (st > ta) & (st < tb)
+    # the sample times are sorted (t_eval): those in (ta, tb) are one slice
+    lo = int(np.searchsorted(st, ta, "right"))
+    hi = st.size if tb is None else max(lo, int(np.searchsorted(st, tb, "left")))
     i0 = 1 if start else 0
-    k = i0 + int(np.count_nonzero(keep))
+    k = i0 + hi - lo
     ts, xs = np.empty(k + (tb is not None)), np.empty((len(xa), k + (tb is not None)))
-    ts[i0:k], xs[:, i0:k] = st[keep], sy[:, keep]
+    ts[i0:k], xs[:, i0:k] = st[lo:hi], sy[:, lo:hi]
     if start:
         ts[0], xs[:, 0] = ta, xa
     if tb is not None:

@@ -96,6 +96,11 @@ def _field_parameters(v):
     return frozenset()
 
 
+def _same_value(a, b):
+    """The same parameter value, to the bit (a resolved field folds it in): equal, of one type and one sign."""
+    return a is not None and type(a) is type(b) and a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
 def _resolve_field(v, kind, values, memo=None):
     """A field with the parameter values folded in: a float (num), floats (vec), bound Expressions.
 
@@ -467,6 +472,12 @@ class System:
         new._overrides = {**self._overrides, **clean}
         new._bodies, new._joints, new._forces = dict(self._bodies), dict(self._joints), dict(self._forces)
         new._cache = {"used": self.used_parameters()}
+        if self._cache.get("names_known"):         # the same elements and parameters: their names check out
+            new._cache["names_known"] = True
+        if self._cache.get("resolved") is not None and not self._cache.get("is_resolved"):
+            # resolved() takes this system's resolved elements where their parameters keep their values
+            new._cache["resolve_from"] = (self.parameters, self._cache["resolved"],
+                                          self._cache.setdefault("element_parameters", {}))
         if check:
             new.parameters          # noqa: B018  bounds of every (derived) value
             new.validate()
@@ -512,14 +523,29 @@ class System:
         r = self._cache.get("resolved")
         if r is None:
             vals, memo = self.parameters, {}
+            # a bound copy (System.bind): the elements whose parameters kept their values are resolved already
+            old_vals, old, uses = self._cache.pop("resolve_from", (None, None, {}))
             r = System(self.name, description=self.description, formulation=self.formulation)
-            for table, out in ((self._bodies, r._bodies), (self._joints, r._joints), (self._forces, r._forces)):
+            for kind in ("_bodies", "_joints", "_forces"):
+                table, out = getattr(self, kind), getattr(r, kind)
+                before = getattr(old, kind) if old is not None else {}
                 for name, e in table.items():
+                    prev = before.get(name)
+                    if prev is not None and getattr(old, "_source_elements", {}).get(name) is e:
+                        used = uses.get(id(e))
+                        if used is None or used[0] is not e:
+                            used = uses[id(e)] = (e, frozenset().union(*(
+                                _field_parameters(getattr(e, f)) for f, k in type(e).FIELDS.items()
+                                if k in _KIND_VARIABLES)))
+                        if all(_same_value(vals.get(p), old_vals.get(p)) for p in used[1]):
+                            out[name] = prev
+                            continue
                     fields = {f: _resolve_field(getattr(e, f), k, vals, memo) for f, k in type(e).FIELDS.items()
                               if k in _KIND_VARIABLES}
                     out[name] = dataclasses.replace(e, **fields)
             r._cache["is_resolved"] = True
             r._source = self
+            r._source_elements = {**self._bodies, **self._joints, **self._forces}
             self._cache["resolved"] = r
         return r
 
@@ -606,15 +632,17 @@ class System:
             return
         problems = []
         known = set(self._params)
-        for table in (self._bodies, self._joints, self._forces):
-            for e in table.values():
-                for f in type(e).FIELDS:
-                    missing = sorted(_field_parameters(getattr(e, f)) - known)
-                    if missing:
-                        problems.append(f"{e.name}.{f}: unknown parameter(s) {missing} "
-                                        f"(parameters: {', '.join(sorted(known)) or 'none'})")
-        if problems:
-            raise ModelError(f"system {self.name!r} is invalid:\n  - " + "\n  - ".join(problems))
+        if not self._cache.get("names_known"):     # (a bound copy of a system that passed: the same names)
+            for table in (self._bodies, self._joints, self._forces):
+                for e in table.values():
+                    for f in type(e).FIELDS:
+                        missing = sorted(_field_parameters(getattr(e, f)) - known)
+                        if missing:
+                            problems.append(f"{e.name}.{f}: unknown parameter(s) {missing} "
+                                            f"(parameters: {', '.join(sorted(known)) or 'none'})")
+            if problems:
+                raise ModelError(f"system {self.name!r} is invalid:\n  - " + "\n  - ".join(problems))
+            self._cache["names_known"] = True
         try:
             r = self.resolved()
         except ModelError as exc:
