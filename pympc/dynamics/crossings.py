@@ -81,6 +81,21 @@ class TimeScale:
         # rates that are all constants (sin(w t) with w bound): τ is one number, the same over any interval
         self._fixed = self.tau(0.0, 0.0) if all(isinstance(r, float) for r in self._rates) else None
 
+    _last = (None, None)     # (the elements read, their TimeScale): the latest one made by of()
+
+    @classmethod
+    def of(cls, system):
+        """``TimeScale(system)``, made again only when the system's forces and joints are other objects than
+        those of the last call (it reads nothing else: the bound copies of :meth:`System.bind` share the
+        resolved elements whose parameters kept their values, e.g. all but a slot when μ changes)."""
+        elements = (*system.forces.values(), *system.joints.values())
+        last, made = cls._last
+        if last is not None and len(last) == len(elements) and all(a is b for a, b in zip(last, elements)):
+            return made
+        made = cls(system)
+        cls._last = (elements, made)
+        return made
+
     def tau(self, t0, t1):
         rate = 0.0
         for r in self._rates:

@@ -143,8 +143,10 @@ class SimulateOptions:
         return tuple(f.name for f in fields(cls))
 
     def updated(self, **changes):
-        """A copy with ``changes`` (checked like the constructor's arguments); ``None`` values are left out."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        """A copy with ``changes`` (checked like the constructor's arguments); ``None`` values are left out
+        (none left: this object itself, already checked)."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        return replace(self, **changes) if changes else self
 
     def resolve(self, system, t_span=None):
         """The settings of one run of ``system`` on ``t_span`` (a dict; internal to the simulator).
@@ -182,7 +184,7 @@ class SimulateOptions:
             o["stick_max_step"] = o["max_step"]
         # events are searched between samples at most this far apart, curvature-bounded in between
         # (dynamics/crossings.py): fine enough to resolve the forcing whatever the steps
-        o["timescale"] = TimeScale(system)
+        o["timescale"] = TimeScale.of(system)
         o["scan_step"] = min(o["stick_max_step"], span / 200)        # a cap; τ/8 of each window below it
         tau = o["timescale"].tau(o["t_start"], o["t_end"])
         if o["zeno_window"] is None:

@@ -48,7 +48,7 @@ from .expressions import _CONSTS, _FUNCS, Expression, parse
 from .joints import (  # noqa: F401  (the joints are part of this module's interface)
     GROUND, Checker, Distance, Gear, Joint, Prescribed, Revolute, Rolling, Slot,
 )
-from .tomlwriter import dump_model
+from .tomlwriter import body_lines, dump_model
 
 __all__ = [
     "Parameter", "Body", "RigidBody", "Particle", "Revolute", "Slot", "Rolling", "Gear", "Distance", "Prescribed",
@@ -472,8 +472,9 @@ class System:
         new._overrides = {**self._overrides, **clean}
         new._bodies, new._joints, new._forces = dict(self._bodies), dict(self._joints), dict(self._forces)
         new._cache = {"used": self.used_parameters()}
-        if self._cache.get("names_known"):         # the same elements and parameters: their names check out
-            new._cache["names_known"] = True
+        for key in ("names_known", "model_body"):      # the same elements and parameters: their names check
+            if key in self._cache:                     # out, their lines of the model file are the same
+                new._cache[key] = self._cache[key]
         if self._cache.get("resolved") is not None and not self._cache.get("is_resolved"):
             # resolved() takes this system's resolved elements where their parameters keep their values
             new._cache["resolve_from"] = (self.parameters, self._cache["resolved"],
@@ -510,7 +511,10 @@ class System:
         """A short hash of the model (its elements and the parameter values as bound now)."""
         fp = self._cache.get("fingerprint")
         if fp is None:
-            fp = self._cache["fingerprint"] = hashlib.sha256(dump_model(self).encode()).hexdigest()[:16]
+            body = self._cache.get("model_body")         # (the elements' lines: shared by the bound copies)
+            if body is None:
+                body = self._cache["model_body"] = tuple(body_lines(self))
+            fp = self._cache["fingerprint"] = hashlib.sha256(dump_model(self, body).encode()).hexdigest()[:16]
         return fp
 
     def resolved(self):

@@ -44,7 +44,7 @@ def _toml_value(v):
     raise ModelError(f"cannot write {v!r} to a model file")
 
 
-def dump_model(system):
+def dump_model(system, body=None):
     """The TOML text of a model file describing ``system`` (read back by :func:`~pympc.mechanics.load_model`).
 
     Expressions are written as their text, so their parameters must be in
@@ -59,12 +59,19 @@ def dump_model(system):
     's1'
     """
     system.validate()
-    out = header_lines(system)
+    out = header_lines(system) + list(body_lines(system) if body is None else body)
+    return "\n".join(out) + "\n"
+
+
+def body_lines(system):
+    """The element tables and the ``[simulation]`` table of ``system``'s model file, as lines: what depends on
+    the definitions alone, not on the parameter values bound (``dump_model(system, body)`` takes them made
+    once for the bound copies of one system)."""
+    out = []
     for table, elements in (("bodies", system._bodies), ("joints", system._joints), ("forces", system._forces)):
         for e in elements.values():
             out += element_lines(table, e)
-    out += simulation_lines(system)
-    return "\n".join(out) + "\n"
+    return out + simulation_lines(system)
 
 
 def header_lines(system):
