@@ -219,3 +219,70 @@ def test_command_line_overrides_take_the_model_language(tmp_path, capsys):
 def test_sensitivities_that_are_not_parameter_names_are_refused_by_name(given):
     with pytest.raises(pympc.errors.OptionError, match=r"^sensitivities must be parameter names"):
         pympc.simulate(OSC, (0.0, 1.0), sensitivities=given)
+
+
+def _fields(system):
+    """Every element of ``system`` as bound now, field by field (expressions as their text and their value at
+    a few times and states): what a formulation reads of it."""
+    out = {}
+    for name in (*system.bodies, *system.joints, *system.forces):
+        e = system.get(name)
+        for f in type(e).FIELDS:
+            v = getattr(e, f)
+            items = v if isinstance(v, tuple) else (v,)
+            out[name, f] = tuple(x if not hasattr(x, "text") else x.value if x.is_constant else
+                                 (x.text, [x(t=t, x=0.1, y=0.2, vx=0.3, vy=0.4) for t in (0.0, 0.7, 2.1)])
+                                 for x in items)
+    return out
+
+
+@pytest.mark.parametrize("steps", [
+    [{"mu": 0.25}],
+    [{"mu": 0.25}, {"F0": 7.0}, {"mu": 0.3}],           # a chain of bindings, back to a value bound before
+    [{"w": 2.0}, {"K": 12.0, "m": 2.0}],
+    [{"mu_s": 0.5}, {"mu": "mu_s - 0.2"}],
+])
+def test_a_bound_copy_resolves_as_a_system_bound_from_scratch(steps):
+    """bind() takes the parent's resolved elements whose parameters kept their values (issue 28): every
+    element must read as the same binding resolved from scratch (a pickled copy keeps no cache), and the
+    elements that depend on a changed parameter must be made again."""
+    s = oscillator_in_python()
+    s.validate()
+    for values in steps:
+        parent = s
+        s = s.bind(values)
+        fresh = pickle.loads(pickle.dumps(s))            # the same binding, nothing resolved yet
+        assert _fields(s) == _fields(fresh)
+        assert s.fingerprint() == fresh.fingerprint()
+        changed = {k for k in s.parameters if s.parameters[k] != parent.parameters[k]}
+        for name in (*s.bodies, *s.joints, *s.forces):
+            uses = set().union(*(getattr(getattr(s.definition(name), f), "parameters", set())
+                                 if not isinstance(getattr(s.definition(name), f), tuple) else
+                                 set().union(*(getattr(x, "parameters", set()) for x in getattr(s.definition(name), f)))
+                                 for f in type(s.definition(name)).FIELDS))
+            assert (s.get(name) is parent.get(name)) == (not uses & changed), name
+    a = pympc.simulate(s, (0.0, 6.0), samples=61)
+    b = pympc.simulate(fresh, (0.0, 6.0), samples=61)
+    np.testing.assert_array_equal(a.q, b.q)
+    assert [e.time for e in a.events] == [e.time for e in b.events]
+
+
+def test_a_bound_copy_still_checks_its_values():
+    """The names check is carried over to a bound copy; the values are checked every time."""
+    s = oscillator_in_python()
+    s.validate()
+    t = s.bind(mu=0.2)
+    with pytest.raises(ModelError, match="mu_s"):
+        t.bind(mu=0.45)                         # μ > μ_s
+    with pytest.raises(ModelError, match="mass"):
+        t.bind(m=-1.0)
+
+
+def test_the_forcing_time_scale_is_made_again_only_for_other_elements():
+    from pympc.dynamics.crossings import TimeScale
+    s = load_model(OSC)
+    first = TimeScale.of(s)
+    assert TimeScale.of(s.bind(mu=0.2)) is first           # μ: the drive is the same object
+    faster = TimeScale.of(s.bind(w=4.0))
+    assert faster is not first and faster.tau(0.0, 1.0) == pytest.approx(0.25) and first.tau(0.0, 1.0) == 1.0
+    assert TimeScale(s.bind(w=4.0)).tau(0.0, 1.0) == faster.tau(0.0, 1.0)

@@ -37,8 +37,8 @@ __all__ = ["TimeScale", "forcing_time_scale", "first_crossing", "may_cross", "De
 _FAST = {"sin", "cos", "tan", "exp", "sinh", "cosh", "tanh"}
 
 
-def _expressions(system):
-    """The time functions of a system (Expressions; numbers and strings as the assembly parses them)."""
+def _time_fields(system):
+    """The fields of a system that may be functions of time, as bound: ``(value, variables)`` pairs."""
     items = []
     for f in system.forces.values():
         if isinstance(f, PointForce):
@@ -47,7 +47,12 @@ def _expressions(system):
             items.append((f.value, FORCE_VARIABLES))
     for j in system.joints.values():
         items += [(v, ("t",)) for v in j.time_functions()]
-    for v, variables in items:
+    return items
+
+
+def _expressions(system, items=None):
+    """The time functions of a system (Expressions; numbers and strings as the assembly parses them)."""
+    for v, variables in _time_fields(system) if items is None else items:
         try:
             yield parse(v, {}, variables)
         except ModelError:      # the assembly reports it
@@ -65,9 +70,9 @@ class TimeScale:
     evaluated somewhere are skipped there.
     """
 
-    def __init__(self, system):
+    def __init__(self, system, _fields=None):
         self._rates = []
-        for e in _expressions(system):
+        for e in _expressions(system, _fields):
             for node in ast.walk(e.node):
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FAST
                         and node.args):
@@ -81,19 +86,22 @@ class TimeScale:
         # rates that are all constants (sin(w t) with w bound): τ is one number, the same over any interval
         self._fixed = self.tau(0.0, 0.0) if all(isinstance(r, float) for r in self._rates) else None
 
-    _last = (None, None)     # (the elements read, their TimeScale): the latest one made by of()
+    _last = (None, None)     # (the time fields read, their TimeScale): the latest one made by of()
 
     @classmethod
     def of(cls, system):
-        """``TimeScale(system)``, made again only when the system's forces and joints are other objects than
-        those of the last call (it reads nothing else: the bound copies of :meth:`System.bind` share the
-        resolved elements whose parameters kept their values, e.g. all but a slot when μ changes)."""
-        elements = (*system.forces.values(), *system.joints.values())
+        """``TimeScale(system)``, made again only when the system's time fields (forces, torques, the joints'
+        functions of time) are other objects or numbers than those of the last call: it reads nothing else
+        (the bound copies of :meth:`System.bind` share the resolved elements whose parameters kept their
+        values, e.g. the drive when μ changes)."""
+        fields = _time_fields(system)
         last, made = cls._last
-        if last is not None and len(last) == len(elements) and all(a is b for a, b in zip(last, elements)):
+        if last is not None and len(last) == len(fields) and all(
+                a[1] == b[1] and (a[0] is b[0] or (type(a[0]) is float and type(b[0]) is float and a[0] == b[0]))
+                for a, b in zip(last, fields)):
             return made
-        made = cls(system)
-        cls._last = (elements, made)
+        made = cls(system, fields)
+        cls._last = (fields, made)
         return made
 
     def tau(self, t0, t1):

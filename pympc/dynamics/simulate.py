@@ -217,7 +217,7 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
         while status is None and t < t1:
             a = None
             if mode.sticking and not rheonomic:       # (the transition's own assembly at q: its Jacobians)
-                a = transition.jacobians_at(x[:n], t)
+                a = transition.jacobians_at(q, t)       # (q: the transition's positions, x[:n] holds them)
                 a = a if a is not None else form.assemble(x[:n], x[n:2 * n], t)
             # the dead band's scale: max |h| at this state, as the transition's verification found it
             scale = transition.force_scale
