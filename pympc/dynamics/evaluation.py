@@ -131,6 +131,21 @@ class ModeEvaluator:
         if last is not None and last[0] == key:
             return last[1]
         C = np.vstack([J, a.WN, a.WT[mode.sticking]])
-        out = bool(np.linalg.matrix_rank(C) == self.n)
+        out = _rank(C) == self.n
         self._locked[mode] = (key, out)
         return out
+
+
+_RANKS = {}      # (shape, dtype, bytes) of a matrix → its rank: the stick phases of every run of a model share rows
+
+
+def _rank(C):
+    """``np.linalg.matrix_rank(C)``, remembered for matrices seen before (an SVD costs tens of µs, the first in a
+    run of a loaded machine hundreds: a run's first stick phase paid it)."""
+    key = (C.shape, C.dtype.str, C.tobytes())
+    r = _RANKS.get(key)
+    if r is None:
+        if len(_RANKS) >= 4096:
+            _RANKS.clear()
+        r = _RANKS[key] = int(np.linalg.matrix_rank(C))
+    return r
