@@ -38,6 +38,7 @@ class EventLocator:
         self._tables = {}              # mode → the event functions' coefficients
         self._functions = {}           # mode → its EventFunctions (one phase at a time uses them)
         self._band = max(1e-12, 10 * settings["rtol"])      # the dead band per unit of force scale
+        self._zero_step = None         # the zero polynomial of a frozen phase's one step (frozen())
 
     def functions(self, mode, force_scale):
         """The event functions of a phase in ``mode`` (:class:`EventFunctions`); ``force_scale`` sets the
@@ -71,7 +72,10 @@ class EventLocator:
         # the constant state as one dense-output step whose polynomial is zero: y = 0 + x, exactly
         ends = np.empty(2)
         ends[0], ends[1] = t, t1
-        stack = (ends, ends[:1], _ONE, x[None, :].copy(), np.zeros((1, 7, x.size)))
+        zero = self._zero_step
+        if zero is None or zero.shape[2] != x.size:
+            zero = self._zero_step = np.zeros((1, 7, x.size))      # (read only: the kernels read the stack)
+        stack = (ends, ends[:1], _ONE, x[None, :].copy(), zero)
         hit = self._compiled_search(funcs, stack, t, t1, _NO_TIMES)
         if hit is not None:
             return hit

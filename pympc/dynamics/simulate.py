@@ -290,24 +290,31 @@ class _ZenoGuard:
         self.o, self.form = settings, form
         self.close = 0
         self.recent = {}    # slot → times of its transitions within the last zeno_window
+        self._limits = (settings["min_event_spacing"], settings["zeno_events"], settings["zeno_window"],
+                        settings["max_events"])
 
     def check(self, t, spacing, slot, nevents):
         """After an event at ``t``, ``spacing`` after the one before, of ``slot``: (status, message) or (None, None)."""
         o = self.o
-        self.close = self.close + 1 if spacing < o["min_event_spacing"] else 0
-        if self.close >= o["zeno_events"]:
+        spacing_min, zeno_events, window, max_events = self._limits
+        self.close = self.close + 1 if spacing < spacing_min else 0
+        if self.close >= zeno_events:
             return SimulationStatus.ZENO, (
                 f"{self.close} events closer than min_event_spacing = {o['min_event_spacing']:g} s in a row near "
                 f"t = {t:.9g} (event accumulation / chattering)")
         # the rate criterion counts the transitions of each slot: many slots of a long chain that come to
         # rest within a millisecond are one transition each, not an accumulation
-        mine = self.recent.setdefault(slot, [])
-        mine[:] = [s for s in mine if t - s < o["zeno_window"]] + [t]
-        if len(mine) >= o["zeno_events"]:
+        mine = self.recent.get(slot)
+        if mine is None:
+            mine = self.recent[slot] = []
+        if mine and not t - mine[0] < window:
+            mine[:] = [s for s in mine if t - s < window]
+        mine.append(t)
+        if len(mine) >= zeno_events:
             return SimulationStatus.ZENO, (
                 f"{len(mine)} transitions of slot {self.form.slots[slot].name!r} within {t - mine[0]:.3g} s < "
                 f"zeno_window = {o['zeno_window']:.3g} s near t = {t:.9g} (event accumulation / chattering; "
                 "the window is 1e-3 of the span or 1/10 of the forcing's time scale unless given)")
-        if nevents > o["max_events"]:
+        if nevents > max_events:
             return SimulationStatus.EVENT_LIMIT, f"max_events = {o['max_events']} reached at t = {t:.9g}"
         return None, None
