@@ -25,6 +25,7 @@ from pyomo.core.expr.numeric_expr import (DivisionExpression, LinearExpression, 
 from pyomo.repn import generate_standard_repn
 
 from ..errors import ProblemError
+from . import _forms
 from ._codegen import compile_functions, share_subexpressions
 from .checks import check_domains
 
@@ -368,7 +369,9 @@ class CompiledNLP:
                 self.variables.append(v)
             return k
 
-        memo = {}
+        memo, forms = {}, {}
+        parse = lambda expr, ix, where: _Part(expr, ix, where, memo)  # noqa: E731
+        self._index = index
         objs = []
         self.cons, self._con_datas, self._con_bounds, self.violated = [], [], [], []
         for con in model.component_data_objects((pyo.Constraint, pyo.Objective), active=True, descend_into=True):
@@ -376,7 +379,7 @@ class CompiledNLP:
                 objs.append(con)
                 continue
             lower, body, upper = con.to_bounded_expression()
-            part = _Part(body, index, con, memo)
+            part = _forms.read(body, index, con, forms, parse, _template)   # a form's first row read, the rest made
             if part.constant:  # nothing for the solver to do, but it may be violated
                 if _violated(part.const, pyo.value(lower), pyo.value(upper)):
                     self.violated.append(con)
@@ -481,11 +484,15 @@ class CompiledNLP:
         by_key = {}
         for i, part in enumerate(self.cons):
             if part.nl is not None:
-                by_key.setdefault(_template(*part.nl), []).append(i)
+                by_key.setdefault(part.nl_key if hasattr(part, "nl_key") else _template(*part.nl), []).append(i)
         singles, groups = [], []
         for key, rows in by_key.items():
             if key is None or len(rows) < _GROUP_MIN:
                 singles.extend(rows)
+                for i in rows:                  # made from its form's first row (_forms): read its own tree
+                    if self.cons[i].nl[0] is None:
+                        self.cons[i] = _Part(self._con_datas[i].to_bounded_expression()[1], self._index,
+                                             self._con_datas[i], {})
                 continue
             self._check_deadline()
             groups.append(_Group(self, rows, f"constraint {self._con_datas[rows[0]].name} and "
