@@ -52,3 +52,32 @@ def test_a_restarted_model_equals_one_built_afresh():
     _equal(fresh, _state(m))
     _restart(m, load_model(OSC).bind({"mu": 0.29, "mu_s": 0.41}))     # and back
     _equal(before, _state(m))
+
+
+def test_a_best_walk_restarted_later_is_reported_with_its_own_model(monkeypatch):
+    """Walk 1 verifies (an element at its bound, so the fit walks on); walk 2 restarts the same models and is
+    made to miss verify_tol: the answer is walk 1's, its models built again with walk 1's answer loaded.
+    Oracle: the fit stopped after walk 1 (no restart) — the same estimate, objective and every Var's value."""
+    import pympc.identify.fesd_fit as ff
+    t = np.linspace(0.0, 6.0, 25)
+    df, noise = synthetic_record(OSC, t, ["mass.x"], 0.01, 3)
+    y = df[["mass.x"]].to_numpy()
+    start = load_model(OSC).bind({"mu": 0.29, "mu_s": 0.41})
+    run = lambda walks: ff.fit(start, t, y, ["mass.x"], ["mu", "mu_s"], noise=[noise["mass.x"]],  # noqa: E731
+                               walks=walks, refine=0)
+    one = run(1)
+    assert one.ok and one.constrained and one.walks == 1
+    calls = []
+    verified = ff._verified
+
+    def second_misses(*args):
+        out = verified(*args)
+        calls.append(out)
+        return {**out, "ok": False, "output_gap": 1.0} if len(calls) == 2 else out
+    monkeypatch.setattr(ff, "_verified", second_misses)
+    two = run(2)
+    assert len(calls) == 2 and two.walks == 2 and two.ok and "walk 1 of 2" in two.message
+    assert two.theta == one.theta and two.objective == one.objective
+    assert [v.value for v in two.model.component_data_objects(pyo.Var)] == \
+        [v.value for v in one.model.component_data_objects(pyo.Var)]
+    assert pyo.value(two.model.objective) == pyo.value(one.model.objective)

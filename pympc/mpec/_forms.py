@@ -48,7 +48,8 @@ def form(expr):
             continue
         if cls is VarData or (cls not in nodes and cls not in named_classes and node.is_variable_type()):
             if node.fixed:
-                out.append(float(value(node)))
+                x = node.value
+                out.append(float(x if x is not None else value(node)))    # (value(): Pyomo's error for None)
                 continue
             k = pos.get(id(node))
             if k is None:
