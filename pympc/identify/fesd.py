@@ -576,8 +576,29 @@ def _accelerations(vW, v0, A, h0, s):
 
 
 def _grad(expr, wrt):
+    """∂expr/∂wrt (:func:`pympc.identify.mpec_model._grad`); a gradient of numbers only (a slot or joint whose
+    residual is linear in q: the same for every stage) is kept by the expression's form
+    (:func:`pympc.mpec._forms.form`: its tree, numbers and fixed values, the variables by place) and the places
+    of ``wrt``, and given again for the next expression of that form."""
+    from ..mpec._forms import form
     from .mpec_model import _grad as g
-    return g(expr, wrt)
+    found = form(expr) if hasattr(expr, "is_expression_type") else None
+    if found is None:
+        return g(expr, wrt)
+    key, free = found
+    place = {id(v): k for k, v in enumerate(free)}
+    key = (key, tuple(place.get(id(v)) for v in wrt))
+    known = _NUMERIC_GRADIENTS.get(key)
+    if known is None:
+        known = g(expr, wrt)
+        if not all(d.__class__ in (int, float) for d in known):
+            return known
+        _NUMERIC_GRADIENTS[key] = known
+    return list(known)
+
+
+#: gradients of numbers only, by the form of the expression and the places of the variables (see _grad)
+_NUMERIC_GRADIENTS = {}
 
 
 def _zero(d):
