@@ -269,7 +269,8 @@ def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
     os.close(fd)
     try:
         t1 = _time.perf_counter()
-        nlp = presolve.Presolved(CompiledNLP(m, drop_redundant=drop_redundant))
+        rows = m.fesd.setdefault("nlp_rows", {}) if isinstance(getattr(m, "fesd", None), dict) else None
+        nlp = presolve.Presolved(CompiledNLP(m, drop_redundant=drop_redundant, rows=rows))
         t2 = _time.perf_counter()
         u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee)
         status = int(info["status"])

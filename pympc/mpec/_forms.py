@@ -34,10 +34,13 @@ _LONGEST = 5000
 _ALONE = object()
 
 
-def form(expr):
+def form(expr, leaves=None):
     """``(key, variables)`` of a row's body (see the module notes), or None (an operator node outside
-    :data:`_NODES`, a key longer than :data:`_LONGEST`)."""
+    :data:`_NODES`, a key longer than :data:`_LONGEST`).  ``leaves`` (a list): the fixed variables, the
+    constant leaves (Params, expressions of them) and the named expressions met are appended to it as
+    ``(node, value)`` and ``(node, argument, True)``, what the key took from them (:class:`_Row`)."""
     out, pos, free = [], {}, []
+    note = leaves.append if leaves is not None else None
     stack = [expr]
     nodes, named_classes, places = _NODES, _NAMED, _PLACES
     while stack:
@@ -49,7 +52,10 @@ def form(expr):
         if cls is VarData or (cls not in nodes and cls not in named_classes and node.is_variable_type()):
             if node.fixed:
                 x = node.value
-                out.append(float(x if x is not None else value(node)))    # (value(): Pyomo's error for None)
+                x = float(x if x is not None else value(node))    # (value(): Pyomo's error for None)
+                out.append(x)
+                if note is not None:
+                    note((node, x))
                 continue
             k = pos.get(id(node))
             if k is None:
@@ -63,10 +69,16 @@ def form(expr):
         if named is None:
             if cls in named_classes or node.is_named_expression_type():   # seen through, as the readers do
                 named_classes.add(cls)
-                stack.append(node.args[0])
+                inner = node.args[0]
+                stack.append(inner)
+                if note is not None:
+                    note((node, inner, True))
                 continue
             if not node.is_potentially_variable():
-                out.append(float(value(node)))
+                x = float(value(node))
+                out.append(x)
+                if note is not None:
+                    note((node, x))
                 continue
             return None
         args = node.args
@@ -125,17 +137,56 @@ class _Form:
         return part
 
 
-def read(expr, index, where, forms, parse, template):
-    """The reading of a row's body ``expr``: ``parse(expr, index, where)`` for the first row of its form (noted in
-    ``forms``, a dict) and for rows read alone; the others made from their form's first row.  ``template``:
-    the key of a nonlinear part (:func:`~pympc.mpec.nlp._template`), which the grouping of nonlinear rows uses."""
+class _Row:
+    """What :func:`read` found of one row (kept by the caller between reads of the same model): its
+    expression, bounds, form key and free variables, and the leaves the key took values from."""
+
+    __slots__ = ("con", "expr", "lower", "upper", "key", "free", "leaves")
+
+    def __init__(self, con, lower, upper, key, free, leaves):
+        self.con, self.expr, self.lower, self.upper = con, con.expr, lower, upper
+        self.key, self.free, self.leaves = key, free, leaves
+
+    def holds(self, con):
+        """Is the row as it was: the same expression, its free variables free, every fixed variable fixed
+        and every constant leaf at the value the key took, every named expression with the same argument?"""
+        if con is not self.con or con.expr is not self.expr:
+            return False
+        for v in self.free:
+            if v.fixed:
+                return False
+        for leaf in self.leaves:
+            node, x = leaf[0], leaf[1]
+            if len(leaf) == 3:                              # a named expression: the same argument
+                if node.args[0] is not x:
+                    return False
+            elif (node.is_variable_type() and not node.fixed) or float(value(node)) != x:
+                return False
+        return True
+
+
+def read(con, index, forms, parse, template, rows=None):
+    """``(lower, upper, reading)`` of the row ``con``: its body read by ``parse(body, index, con)`` for the
+    first row of its form (noted in ``forms``, a dict) and for rows read alone, the others made from their
+    form's first row.  ``template``: the key of a nonlinear part (:func:`~pympc.mpec.nlp._template`), which
+    the grouping of nonlinear rows uses.  ``rows`` (a dict, optional, the caller's between reads of one
+    model): a row found there as it was (:meth:`_Row.holds`) is not walked again; the rows read are noted."""
+    hit = rows.get(id(con)) if rows is not None else None
+    if hit is not None and hit.holds(con):
+        known = forms.get(hit.key)
+        if known is not None and known is not _ALONE:
+            return hit.lower, hit.upper, known.make(hit.free, index, con)
+    lower, expr, upper = con.to_bounded_expression()
     cls = expr.__class__
     if cls is LinearExpression or cls is ProductExpression or cls is VarData or cls in native_numeric_types:
-        return parse(expr, index, where)          # read directly anyway (products: their factors shared)
-    found = form(expr)
+        return lower, upper, parse(expr, index, con)    # read directly anyway (products: their factors shared)
+    leaves = [] if rows is not None else None
+    found = form(expr, leaves)
     if found is None:
-        return parse(expr, index, where)
+        return lower, upper, parse(expr, index, con)
     key, free = found
+    if rows is not None:
+        rows[id(con)] = _Row(con, lower, upper, key, free, leaves)
     known = forms.get(key)
     if known is None:
         calls = []
@@ -144,17 +195,17 @@ def read(expr, index, where, forms, parse, template):
             col = index(v, w)
             calls.append((v, col))
             return col
-        part = parse(expr, noting, where)
+        part = parse(expr, noting, con)
         try:
             known = forms[key] = _Form(part, calls, free, template)
         except KeyError:                          # a column of a variable not in the tree: not renamed
             forms[key] = _ALONE
-            return part
+            return lower, upper, part
         if known.nl_key is None and part.nl is not None:
             forms[key] = _ALONE                   # no template: the rows are compiled alone, with their own trees
         elif part.nl is not None:
             part.nl_key = known.nl_key
-        return part
+        return lower, upper, part
     if known is _ALONE:
-        return parse(expr, index, where)
-    return known.make(free, index, where)
+        return lower, upper, parse(expr, index, con)
+    return lower, upper, known.make(free, index, con)

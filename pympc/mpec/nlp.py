@@ -338,6 +338,12 @@ class CompiledNLP:
         (listed in :attr:`redundant`); an inconsistent one goes to
         :attr:`violated`.  IPOPT's step computation is rank-deficient with
         them (HS055: a wrong point reported optimal).
+    rows : dict, optional
+        Kept by the caller between compiles of one model (empty at first):
+        the rows read are noted in it, and a row found there as it was (the
+        same expression, its variables fixed or free as then, the fixed ones,
+        Params and named expressions at the same values) is not walked again
+        (:mod:`pympc.mpec._forms`); the same NLP either way.
 
     Attributes
     ----------
@@ -349,12 +355,12 @@ class CompiledNLP:
         constraints that hold are dropped.
     """
 
-    def __init__(self, model, deadline=None, drop_redundant=False):
+    def __init__(self, model, deadline=None, drop_redundant=False, rows=None):
         from pyomo.common.gc_manager import PauseGC
         with PauseGC():     # the cyclic GC would rescan the model's many objects again and again
-            self._read(model, deadline, drop_redundant)
+            self._read(model, deadline, drop_redundant, rows)
 
-    def _read(self, model, deadline, drop_redundant):
+    def _read(self, model, deadline, drop_redundant, rows):
         self._deadline = deadline
         self.variables = []
         self._col = {}
@@ -369,7 +375,7 @@ class CompiledNLP:
                 self.variables.append(v)
             return k
 
-        memo, forms = {}, {}
+        memo, forms, seen = {}, {}, set()
         parse = lambda expr, ix, where: _Part(expr, ix, where, memo)  # noqa: E731
         self._index = index
         objs = []
@@ -378,8 +384,8 @@ class CompiledNLP:
             if con.ctype is pyo.Objective:
                 objs.append(con)
                 continue
-            lower, body, upper = con.to_bounded_expression()
-            part = _forms.read(body, index, con, forms, parse, _template)   # a form's first row read, the rest made
+            lower, upper, part = _forms.read(con, index, forms, parse, _template, rows)  # a form's first row read
+            seen.add(id(con))
             if part.constant:  # nothing for the solver to do, but it may be violated
                 if _violated(part.const, pyo.value(lower), pyo.value(upper)):
                     self.violated.append(con)
@@ -387,6 +393,8 @@ class CompiledNLP:
             self.cons.append(part)
             self._con_datas.append(con)
             self._con_bounds.append((lower, upper))
+        for k in set(rows or ()) - seen:         # rows no longer read (deleted, deactivated): not kept alive
+            del rows[k]
         if len(objs) > 1:
             raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
         self.sense = 1.0
