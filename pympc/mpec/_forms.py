@@ -8,7 +8,13 @@ through Pyomo's repn or pympc's own reader) holds for the other with the variabl
 reads the first row of a form (the variables it numbers noted, in order) and makes the others from that
 reading (:class:`_Form`), numbering their variables in the same order, so the NLP is the one read row by row
 (the same columns, entries and numbers).  On the FESD fit of the 30 s oscillator record
-(``benchmarks/fesd_speed.py``) the 21 585 rows of a walk have 14 forms.
+(``benchmarks/fesd_speed.py``) 16 211 of the 21 585 rows of a walk have 30 forms (the others, linear nodes, are
+read directly as before): reading the NLP 0.45 → 0.36 s CPU.
+
+A caller that compiles one model again (the FESD fit's walks restart their models in place) keeps the rows it
+read (``CompiledNLP(model, rows=kept)``, :class:`_Row`): a row found as it was — the same expression, its free
+variables still free, its fixed variables, Params and named expressions as the key took them — is not walked
+again (a restarted FESD walk: 0.34 → 0.25 s).
 """
 
 from __future__ import annotations
