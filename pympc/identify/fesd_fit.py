@@ -13,8 +13,10 @@ convergence from the shooting optimum, the degenerate complementarity rows block
 verified by simulating every record at the estimate: the simulation's event sequence must be the one the
 model was built on (same kinds, same sample intervals) and its outputs must agree with the model's.
 When an element collapses to its lower bound (an event pushing across a sample time) or the sequence
-differs, the models are rebuilt from simulations a step further along the same direction in θ (a
-*walk*) and solved again, up to ``walks`` times.  When an answer has the simulation's event sequence but its
+differs, the models are started again from simulations a step further along the same direction in θ (a
+*walk*: with the same elements the models are restarted in place, ``pympc.identify.fesd._restart``, the
+rows kept, the values, bounds, stick phases and mode rows of the new warm start set; the same model as one built
+afresh) and solved again, up to ``walks`` times.  When an answer has the simulation's event sequence but its
 outputs miss ``verify_tol`` (the elements too coarse for the motion), the elements per interval are doubled
 and the fit solved again from that answer's θ, up to ``refine`` times (a refinement is a model build on top
 of the walks).
@@ -74,7 +76,7 @@ class FesdFit:
     objective : float
         ½ Σ r² at the estimate (over every record).
     walks : int
-        Model builds (1 when the first one verified).
+        Walks: models built or restarted (1 when the first one verified).
     output_gap : float
         max |model output − simulated output| at the samples, at the estimate (over the records).
     event_gap : float
