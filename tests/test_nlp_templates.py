@@ -69,3 +69,103 @@ def test_a_one_variable_template_evaluates_to_its_closed_form():
     m.c = pyo.Constraint(m.I, rule=lambda m, i: pyo.exp(m.x[i]) + m.x[i] ** 3 <= 4)
     nlp = CompiledNLP(m)
     assert nlp._nl_groups and nlp.constraints(nlp.start()) == pytest.approx([np.exp(0.5) + 0.125] * 10)
+
+
+def _rows_alike_model():
+    """Rows of a few forms: linear, quadratic, nonlinear in a group (20 rows) and nonlinear singles (3 rows of
+    one form: fewer than a group), a fixed variable and a Param folded in by value (two values: two forms)."""
+    m = _model(20)
+    m.J = pyo.RangeSet(0, 2)
+    m.w = pyo.Var(m.J, initialize=lambda _, j: 0.2 + j, bounds=(0, None))
+    m.lin = pyo.Constraint(m.I, rule=lambda m, i: m.x[i] - 2 * m.y[i] + m.z == 0.1 * i)
+    m.quad = pyo.Constraint(m.I, rule=lambda m, i: m.k * m.x[i] + m.y[i] * m.x[i] - m.p * m.y[i] >= 0)
+    m.few = pyo.Constraint(m.J, rule=lambda m, j: pyo.exp(m.w[j]) * m.x[j] + pyo.sin(m.w[j]) <= 3)
+    m.q = pyo.Param(m.I, initialize=lambda _, i: 1.0 + (i % 2), mutable=True)
+    m.par = pyo.Constraint(m.I, rule=lambda m, i: m.q[i] * m.x[i] + pyo.cos(m.y[i]) == 1)
+    return m
+
+
+def test_rows_read_by_form_equal_the_rows_read_one_by_one(monkeypatch):
+    """CompiledNLP reads the first row of each form and makes the others from it (pympc.mpec._forms): the
+    same NLP as reading every row (columns, rows, bounds, structure, values, Jacobian, Hessian bit for bit)."""
+    import pympc.mpec._forms as forms
+    m = _rows_alike_model()
+    parsed = []
+    part = nlp_module._Part
+
+    def counting(expr, index, where, memo):
+        parsed.append(where)
+        return part(expr, index, where, memo)
+    monkeypatch.setattr(nlp_module, "_Part", counting)
+    by_form = CompiledNLP(m)
+    from collections import Counter
+    read = Counter(c.parent_component().name for c in parsed if c.ctype is pyo.Constraint)
+    # one row read per form (par: two Param values), the others made; few (3 rows, no group): the 2 made ones read
+    # again for their own nonlinear trees; lin (linear nodes) and d (products) are read directly, as before
+    assert read == {"c": 1, "quad": 1, "par": 2, "few": 3, "lin": 20, "d": 20}, read
+    def one_row(con, index, found, parse, template, rows=None):
+        lower, body, upper = con.to_bounded_expression()
+        return lower, upper, parse(body, index, con)
+    monkeypatch.setattr(forms, "read", one_row)
+    one_by_one = CompiledNLP(m)
+    assert [id(v) for v in by_form.variables] == [id(v) for v in one_by_one.variables]
+    assert by_form.constraint_names == one_by_one.constraint_names
+    assert len(by_form._nl_groups) == len(one_by_one._nl_groups) and len(by_form._nl_cons) == 3
+    rng = np.random.default_rng(3)
+    u = by_form.start() + 0.05 * rng.standard_normal(by_form.n)
+    lam = rng.standard_normal(by_form.m)
+    for a, b in [(by_form.cl, one_by_one.cl), (by_form.cu, one_by_one.cu), (by_form.lb, one_by_one.lb),
+                 (by_form.constraints(u), one_by_one.constraints(u)), (by_form.jacobian(u), one_by_one.jacobian(u)),
+                 (by_form.hessian(u, lam, 0.3), one_by_one.hessian(u, lam, 0.3)),
+                 (by_form.gradient(u), one_by_one.gradient(u))] + \
+            [(x, y) for x, y in zip(by_form.jacobianstructure() + by_form.hessianstructure(),
+                                    one_by_one.jacobianstructure() + one_by_one.hessianstructure())]:
+        assert a.shape == b.shape and np.array_equal(a, b)
+    # a Param's value is part of the form: rows with another value are another form, read with that value
+    g = by_form.constraints(u)
+    rows = {n: i for i, n in enumerate(by_form.constraint_names)}
+    x = {id(v): k for k, v in enumerate(by_form.variables)}
+    for i in (0, 1):
+        expect = (1.0 + i) * u[x[id(m.x[i])]] + np.cos(u[x[id(m.y[i])]])
+        assert g[rows[f"par[{i}]"]] == pytest.approx(expect, rel=1e-14)
+
+
+def _same_nlp(a, b, seed=5):
+    assert [id(v) for v in a.variables] == [id(v) for v in b.variables]
+    assert a.constraint_names == b.constraint_names
+    rng = np.random.default_rng(seed)
+    u = a.start() + 0.05 * rng.standard_normal(a.n)
+    lam = rng.standard_normal(a.m)
+    for x, y in [(a.cl, b.cl), (a.cu, b.cu), (a.constraints(u), b.constraints(u)), (a.jacobian(u), b.jacobian(u)),
+                 (a.hessian(u, lam, 0.3), b.hessian(u, lam, 0.3)), (a.gradient(u), b.gradient(u))] + \
+            list(zip(a.jacobianstructure() + a.hessianstructure(), b.jacobianstructure() + b.hessianstructure())):
+        assert x.shape == y.shape and np.array_equal(x, y)
+
+
+def test_rows_kept_between_compiles_are_walked_again_only_when_changed(monkeypatch):
+    """CompiledNLP(model, rows=kept): a row as it was is not walked again; one whose variable was fixed, whose
+    Param or named expression changed, or whose expression was replaced is.  Oracle: the NLP compiled afresh."""
+    import pympc.mpec._forms as forms
+    m = _rows_alike_model()
+    m.e = pyo.Expression(m.I, rule=lambda m, i: m.x[i] * m.k)
+    m.named = pyo.Constraint(m.I, rule=lambda m, i: m.e[i] + m.y[i] ** 2 <= 9)
+    kept = {}
+    _same_nlp(CompiledNLP(m, rows=kept), CompiledNLP(m))
+    walked = []
+    form = forms.form
+    monkeypatch.setattr(forms, "form", lambda expr, leaves=None: walked.append(expr) or form(expr, leaves))
+    again = CompiledNLP(m, rows=kept)
+    first = len(walked)             # nothing changed: only the first row of each form walked (its reading)
+    assert first <= 12, first
+    _same_nlp(again, CompiledNLP(m))
+    m.x[3].fix(0.4)                                     # rows of x[3]: c, quad, par, named (lin: a linear node)
+    m.q[2] = 5.0                                        # par[2]
+    m.e[1].set_value(2.0 * m.x[1] + m.y[1])             # named[1]
+    m.quad[4].set_value(m.x[4] * m.x[4] >= 0)           # quad[4]: a new expression
+    m.few[0].deactivate()
+    walked.clear()
+    changed = CompiledNLP(m, rows=kept)
+    assert first + 4 <= len(walked) <= first + 8, (first, len(walked))     # and the changed rows
+    monkeypatch.setattr(forms, "form", form)
+    _same_nlp(changed, CompiledNLP(m))
+    assert not any(r.con is m.few[0] for r in kept.values())     # a row no longer read is not kept

@@ -194,7 +194,6 @@ def trajectory_model(system, t, y=None, outputs=(), fit=(), elements=3, stages=3
 def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_start, noise, h_min, controls,
                       equilibrate):
     import pyomo.environ as pyo
-    from ..dynamics import simulate
     from ..mechanics.equations import Equations
     from .mpec_model import slot_law
 
@@ -226,21 +225,9 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
             raise OptionError(f"y has {y.shape[1]} columns but {len(outputs)} outputs are named")
     c, A = radau_iia(s)
     span = (float(t[0]), float(t[-1]))
-    if warm_start is None:
-        warm_start = simulate(system, span, t_eval=t, rtol=1e-12, atol=1e-14)
-    if not warm_start.success:
-        raise SolverError(f"the warm-start simulation of {system.name} failed ({warm_start.status.name}: "
-                          f"{warm_start.message}); the FESD model needs its event sequence")
-    events = [e for e in warm_start.events if e.time > span[0] + 1e-12]
-    modes = [warm_start.events[0].mode_after] + [e.mode_after for e in events]
-    tol = 1e-9 * (span[1] - span[0])
-    layout = _layout(t, [e.time for e in events], elements, tol)
+    ws = _warm(system, t, elements, c, warm_start)
+    layout, modes, events = ws["layout"], ws["modes"], ws["events"]
     E = len(layout)
-    stage_t = np.array([[el.start + cr * el.h for cr in c] for el in layout])
-    nudged = stage_t.copy()
-    nudged[:, -1] -= 1e-7 * np.array([el.h for el in layout])          # the element's own mode at c_s = 1
-    dense = simulate(system, span, t_eval=np.unique(np.concatenate([t, nudged.ravel()])), rtol=1e-12, atol=1e-14)
-    W = _stage_values(dense, nudged.ravel())
 
     m = pyo.ConcreteModel(name=f"FESD trajectory of {system.name}")
     names = list(system.parameter_definitions)
@@ -271,55 +258,40 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
     m.slots = pyo.Set(initialize=slots, ordered=True)
     m.samples = pyo.RangeSet(0, t.size - 1)
     m.sigma = pyo.Param(initialize=float(sigma), mutable=True)
-    h0 = np.array([el.h for el in layout])
-    m.h = pyo.Var(m.elements, initialize=lambda _, e: h0[e], bounds=lambda _, e: (h_min * h0[e], None))
+    # the Vars' start values and the element lengths' bounds are set from the warm start by _start below
+    m.h = pyo.Var(m.elements)
     # an element's start time is a Var (its rows below); its stage times are explicit in it and the length (an
     # Expression: no Vars and rows of their own, a smaller NLP whose dynamics rows keep one form)
-    m.t_start = pyo.Var(m.elements, initialize=lambda _, e: layout[e].start)
+    m.t_start = pyo.Var(m.elements)
     m.time = pyo.Expression(m.elements, m.nodes,
                             rule=lambda _, e, r: m.t_start[e] + float(c[r - 1]) * m.h[e] if r else m.t_start[e])
-    qW, vW = W["q"], W["qd"]
     from .mpec_model import _initial_state
-    q0, v0 = _initial_state(eq)
-    ini = lambda arr, x0: (lambda _, e, r, cn: float(arr[e * s + r - 1, coords.index(cn)]) if r else  # noqa: E731
-                           (float(x0[coords.index(cn)]) if e == 0 else float(arr[e * s - 1, coords.index(cn)])))
-    m.q = pyo.Var(m.elements, m.nodes, m.coords, initialize=ini(qW, q0))
-    m.v = pyo.Var(m.elements, m.nodes, m.coords, initialize=ini(vW, v0))
-    acc = _accelerations(vW, v0, A, h0, s)
-    m.a = pyo.Var(m.elements, m.stages, m.coords, initialize=lambda _, e, r, cn: acc[e, r - 1, coords.index(cn)])
-    for cn in coords:
-        m.q[0, 0, cn].fix(q0[coords.index(cn)])
-        m.v[0, 0, cn].fix(v0[coords.index(cn)])
-    lamW, FW, slipW = W["normal_force"], W["friction_force"], W["slip_velocity"]
-    at = lambda arr: (lambda _, e, r, sn: float(arr[e * s + r - 1, slots.index(sn)]))  # noqa: E731
-    m.lam_pos = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals, initialize=at(np.maximum(lamW, 0)))
-    m.lam_neg = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals,
-                        initialize=at(np.maximum(-lamW, 0)))
+    q0, _ = _initial_state(eq)
+    m.q = pyo.Var(m.elements, m.nodes, m.coords)
+    m.v = pyo.Var(m.elements, m.nodes, m.coords)
+    m.a = pyo.Var(m.elements, m.stages, m.coords)
+    m.lam_pos = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals)
+    m.lam_neg = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals)
     m.lam = pyo.Expression(m.elements, m.stages, m.slots,
                            rule=lambda _, e, r, sn: m.lam_pos[e, r, sn] - m.lam_neg[e, r, sn])
-    m.F = pyo.Var(m.elements, m.stages, m.slots, initialize=at(FW))
-    m.slip_pos = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals,
-                         initialize=at(np.maximum(slipW, 0)))
-    m.slip_neg = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals,
-                         initialize=at(np.maximum(-slipW, 0)))
+    m.F = pyo.Var(m.elements, m.stages, m.slots)
+    m.slip_pos = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals)
+    m.slip_neg = pyo.Var(m.elements, m.stages, m.slots, within=pyo.NonNegativeReals)
     mus = [(eq.value(sl.mu, env, pyo), eq.value(sl.mu_s if sl.mu_s is not None else sl.mu, env, pyo))
            for sl in eq.slots]
     _controls_outside(m, controls, list(mass) + [x for mu in mus for x in mu])
     static = [sl.mu_s is not None and a is not b and not (isinstance(a, float) and isinstance(b, float) and a == b)
               for sl, (a, b) in zip(eq.slots, mus)]
     stat = [sn for sn, st in zip(slots, static) if st]
-    excess = {sn: float(pyo.value(mus[j][1] - mus[j][0])) for j, sn in enumerate(slots) if static[j]}
-    wini = lambda sign: (lambda _, e, r, sn: excess[sn] * abs(float(lamW[e * s + r - 1, slots.index(sn)]))  # noqa
-                         if sign * float(slipW[e * s + r - 1, slots.index(sn)]) > 0 else 0.0)
-    m.w_pos = pyo.Var(m.elements, m.stages, stat, within=pyo.NonNegativeReals, initialize=wini(1))
-    m.w_neg = pyo.Var(m.elements, m.stages, stat, within=pyo.NonNegativeReals, initialize=wini(-1))
+    m.w_pos = pyo.Var(m.elements, m.stages, stat, within=pyo.NonNegativeReals)
+    m.w_neg = pyo.Var(m.elements, m.stages, stat, within=pyo.NonNegativeReals)
     nrow = len(eq.joint_residuals(q0, span[0], eq.parameters()))
     m.joint_rows = pyo.RangeSet(0, nrow - 1) if nrow else pyo.Set(initialize=[])
-    m.nu = pyo.Var(m.elements, m.stages, m.joint_rows, initialize=0.0)
-    m.eta = pyo.Var(m.elements, m.stages, list(range(nrow + ns)), initialize=0.0)
+    m.nu = pyo.Var(m.elements, m.stages, m.joint_rows)
+    m.eta = pyo.Var(m.elements, m.stages, list(range(nrow + ns)))
 
     C = {name: pyo.ConstraintList() for name in ("clock", "collocation", "dynamics", "position", "velocity",
-                                                   "slot", "law", "continuity", "switch", "equilibration")}
+                                                   "slot", "law", "continuity")}
     for name, con in C.items():
         m.add_component(f"{name}_rows", con)
     pairs = {}                                   # (e, slot, key) -> [(a, c) per stage]
@@ -376,7 +348,107 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                 C["collocation"].add(m.q[e, r, cn] == m.q[e, 0, cn] + m.h[e] * dq)
                 dv = sum(float(A[r - 1, j - 1]) * m.a[e, j, cn] for j in range(1, s + 1))
                 C["collocation"].add(m.v[e, r, cn] == m.v[e, 0, cn] + m.h[e] * dv)
-    _joint_forces(m, balance, pyo)
+    m.fesd = {"t": t, "outputs": outputs, "fit": fit, "controls": controls, "c": c, "A": A, "pairs": pairs,
+              "static": dict(zip(slots, static)), "mus": mus, "balance": balance, "sigma": float(sigma),
+              "h_min": h_min, "equilibrate": equilibrate, "fixed_stick": set()}
+    _start(m, system, eq, ws)
+    _mode_rows(m, ws)
+    _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots)
+    return m
+
+
+def _warm(system, t, elements, c, warm_start):
+    """The warm start of a model: the simulation's events and modes, the elements' layout and the stage
+    values (a simulation sampled at the stage times, each last stage nudged into its own element)."""
+    from ..dynamics import simulate
+    span = (float(t[0]), float(t[-1]))
+    if warm_start is None:
+        warm_start = simulate(system, span, t_eval=t, rtol=1e-12, atol=1e-14)
+    if not warm_start.success:
+        raise SolverError(f"the warm-start simulation of {system.name} failed ({warm_start.status.name}: "
+                          f"{warm_start.message}); the FESD model needs its event sequence")
+    events = [e for e in warm_start.events if e.time > span[0] + 1e-12]
+    modes = [warm_start.events[0].mode_after] + [e.mode_after for e in events]
+    tol = 1e-9 * (span[1] - span[0])
+    layout = _layout(t, [e.time for e in events], elements, tol)
+    stage_t = np.array([[el.start + cr * el.h for cr in c] for el in layout])
+    nudged = stage_t.copy()
+    nudged[:, -1] -= 1e-7 * np.array([el.h for el in layout])          # the element's own mode at c_s = 1
+    dense = simulate(system, span, t_eval=np.unique(np.concatenate([t, nudged.ravel()])), rtol=1e-12, atol=1e-14)
+    return {"warm_start": warm_start, "events": events, "modes": modes, "layout": layout, "stage_times": stage_t,
+            "W": _stage_values(dense, nudged.ravel())}
+
+
+def _start(m, system, eq, ws):
+    """The start point of the model from the warm start ``ws`` (:func:`_warm`): every Var's value (the
+    parameters' at ``system``'s values), the element lengths' lower bounds, the initial state fixed."""
+    import pyomo.environ as pyo
+    from .mpec_model import _initial_state
+    layout, W = ws["layout"], ws["W"]
+    s, A = len(m.stages), m.fesd["A"]
+    coords, slots = list(m.coords), list(m.slots)
+    values = system.parameters
+    for n in m.params:
+        m.theta[n].set_value(float(values[n]))
+    if hasattr(m, "u"):
+        for k, n in m.u:
+            m.u[k, n].set_value(float(values[n]))
+    h0 = np.array([el.h for el in layout])
+    h_min = m.fesd["h_min"]
+    for e in m.elements:
+        m.h[e].setlb(h_min * h0[e])
+        m.h[e].set_value(h0[e])
+        m.t_start[e].set_value(layout[e].start)
+    qW, vW = W["q"], W["qd"]
+    q0, v0 = _initial_state(eq)
+    for arr, x0, var in ((qW, q0, m.q), (vW, v0, m.v)):
+        for (e, r, cn), x in var.items():
+            x.set_value(float(arr[e * s + r - 1, coords.index(cn)]) if r else
+                        (float(x0[coords.index(cn)]) if e == 0 else float(arr[e * s - 1, coords.index(cn)])))
+    acc = _accelerations(vW, v0, A, h0, s)
+    for (e, r, cn), x in m.a.items():
+        x.set_value(acc[e, r - 1, coords.index(cn)])
+    for cn in coords:
+        m.q[0, 0, cn].fix(q0[coords.index(cn)])
+        m.v[0, 0, cn].fix(v0[coords.index(cn)])
+    lamW, FW, slipW = W["normal_force"], W["friction_force"], W["slip_velocity"]
+    for var, arr in ((m.lam_pos, np.maximum(lamW, 0)), (m.lam_neg, np.maximum(-lamW, 0)), (m.F, FW),
+                     (m.slip_pos, np.maximum(slipW, 0)), (m.slip_neg, np.maximum(-slipW, 0))):
+        for (e, r, sn), x in var.items():
+            x.set_value(float(arr[e * s + r - 1, slots.index(sn)]))
+    mus = m.fesd["mus"]
+    excess = {sn: float(pyo.value(mus[j][1] - mus[j][0])) for j, sn in enumerate(slots) if m.fesd["static"][sn]}
+    for sign, var in ((1, m.w_pos), (-1, m.w_neg)):
+        for (e, r, sn), x in var.items():
+            x.set_value(excess[sn] * abs(float(lamW[e * s + r - 1, slots.index(sn)]))
+                        if sign * float(slipW[e * s + r - 1, slots.index(sn)]) > 0 else 0.0)
+    for var in (m.nu, m.eta):
+        for x in var.values():
+            x.set_value(0.0)
+    _joint_forces(m, m.fesd["balance"], pyo)
+    m.sigma.set_value(m.fesd["sigma"])
+    m.fesd.update(layout=layout, modes=ws["modes"], events=ws["events"], stage_times=ws["stage_times"],
+                  warm_start=ws["warm_start"], system=system)
+
+
+def _mode_rows(m, ws):
+    """What the warm start's modes decide (on a restart: replaced): the stick phases of static slots (their
+    slip parts and reserves fixed at zero) and their breakaway rows (``switch_rows``), the cross complementarity
+    (``cross``), the step equilibration (``equilibration_rows``)."""
+    import pyomo.environ as pyo
+    layout, modes = ws["layout"], ws["modes"]
+    s, E = len(m.stages), len(layout)
+    slots, pairs, mus = list(m.slots), m.fesd["pairs"], m.fesd["mus"]
+    static = [m.fesd["static"][sn] for sn in slots]
+    for e, sn in m.fesd["fixed_stick"]:                  # a restart: the previous warm start's stick phases
+        for r in range(1, s + 1):
+            for var in (m.slip_pos, m.slip_neg, m.w_pos, m.w_neg):
+                var[e, r, sn].unfix()
+    for name in ("switch_rows", "equilibration_rows", "cross"):
+        if m.component(name) is not None:
+            m.del_component(name)
+    m.switch_rows = pyo.ConstraintList()
+    m.equilibration_rows = pyo.ConstraintList()
     # the stick phases of static slots (from the warm start) and their breakaway boundaries
     fixed = set()
     for e, el in enumerate(layout):
@@ -391,7 +463,11 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                 if nxt is not None and nxt != el.segment and int(modes[nxt].motions[j]) != 0:
                     sg = 1.0 if int(modes[nxt].motions[j]) > 0 else -1.0
                     N = m.lam_pos[e, s, sn] + m.lam_neg[e, s, sn]
-                    C["switch"].add(mus[j][1] * N + sg * m.F[e, s, sn] == 0)
+                    m.switch_rows.add(mus[j][1] * N + sg * m.F[e, s, sn] == 0)
+    # step equilibration: equal lengths inside one warm-start segment of one interval
+    for e in range(E - 1 if m.fesd["equilibrate"] else 0):
+        if layout[e].interval == layout[e + 1].interval and layout[e].segment == layout[e + 1].segment:
+            m.equilibration_rows.add(m.h[e] == m.h[e + 1])
     # cross complementarity: (Σ_B a)(Σ_B c) <= sigma per element, slot, pair (see _coupling for B)
     cross, coupling = {}, {}
     for (e, sn, key), st in pairs.items():
@@ -403,14 +479,21 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
             continue
         cross[e, sn, key] = sum(avals) * sum(cvals)
     m.cross = pyo.Constraint(list(cross), rule=lambda _, *k: cross[k] <= m.sigma)
-    # step equilibration: equal lengths inside one warm-start segment of one interval
-    for e in range(E - 1 if equilibrate else 0):
-        if layout[e].interval == layout[e + 1].interval and layout[e].segment == layout[e + 1].segment:
-            C["equilibration"].add(m.h[e] == m.h[e + 1])
-    _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots)
-    m.fesd = {"layout": layout, "modes": modes, "events": events, "stage_times": stage_t, "c": c, "A": A,
-              "pairs": pairs, "coupling": coupling, "static": dict(zip(slots, static)), "fixed_stick": fixed, "warm_start": warm_start,
-              "t": t, "outputs": outputs, "system": system, "fit": fit, "controls": controls}
+    m.fesd.update(coupling=coupling, fixed_stick=fixed)
+
+
+def _restart(m, system, warm_start=None):
+    """Start ``m`` (a :func:`trajectory_model` of this mechanism, without rows added to it) again from a
+    simulation of ``system`` (other parameter values, the same sample times, elements and stages): the model
+    :func:`trajectory_model` would build there, without building its rows again (only the stick phases, the
+    breakaway, equilibration and cross-complementarity rows, which the warm start's modes decide)."""
+    from pyomo.common.gc_manager import PauseGC
+    from ..mechanics.equations import Equations
+    system = _system(system)
+    with PauseGC():
+        ws = _warm(system, m.fesd["t"], len(m.fesd["layout"]) // (len(m.fesd["t"]) - 1), m.fesd["c"], warm_start)
+        _start(m, system, Equations(system), ws)
+        _mode_rows(m, ws)
     return m
 
 
@@ -493,8 +576,29 @@ def _accelerations(vW, v0, A, h0, s):
 
 
 def _grad(expr, wrt):
+    """∂expr/∂wrt (:func:`pympc.identify.mpec_model._grad`); a gradient of numbers only (a slot or joint whose
+    residual is linear in q: the same for every stage) is kept by the expression's form
+    (:func:`pympc.mpec._forms.form`: its tree, numbers and fixed values, the variables by place) and the places
+    of ``wrt``, and given again for the next expression of that form."""
+    from ..mpec._forms import form
     from .mpec_model import _grad as g
-    return g(expr, wrt)
+    found = form(expr) if hasattr(expr, "is_expression_type") else None
+    if found is None:
+        return g(expr, wrt)
+    key, free = found
+    place = {id(v): k for k, v in enumerate(free)}
+    key = (key, tuple(place.get(id(v)) for v in wrt))
+    known = _NUMERIC_GRADIENTS.get(key)
+    if known is None:
+        known = g(expr, wrt)
+        if not all(d.__class__ in (int, float) for d in known):
+            return known
+        _NUMERIC_GRADIENTS[key] = known
+    return list(known)
+
+
+#: gradients of numbers only, by the form of the expression and the places of the variables (see _grad)
+_NUMERIC_GRADIENTS = {}
 
 
 def _zero(d):

@@ -13,8 +13,10 @@ convergence from the shooting optimum, the degenerate complementarity rows block
 verified by simulating every record at the estimate: the simulation's event sequence must be the one the
 model was built on (same kinds, same sample intervals) and its outputs must agree with the model's.
 When an element collapses to its lower bound (an event pushing across a sample time) or the sequence
-differs, the models are rebuilt from simulations a step further along the same direction in θ (a
-*walk*) and solved again, up to ``walks`` times.  When an answer has the simulation's event sequence but its
+differs, the models are started again from simulations a step further along the same direction in θ (a
+*walk*: with the same elements the models are restarted in place, ``pympc.identify.fesd._restart``, the
+rows kept, the values, bounds, stick phases and mode rows of the new warm start set; the same model as one built
+afresh) and solved again, up to ``walks`` times.  When an answer has the simulation's event sequence but its
 outputs miss ``verify_tol`` (the elements too coarse for the motion), the elements per interval are doubled
 and the fit solved again from that answer's θ, up to ``refine`` times (a refinement is a model build on top
 of the walks).
@@ -28,7 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import OptionError
-from .fesd import DEFAULT_OPTIONS, _layout, _system, fix_active_set, solve, switch_times, trajectory_model
+from .fesd import (DEFAULT_OPTIONS, _layout, _restart, _system, fix_active_set, solve, switch_times,
+                   trajectory_model)
 from .fesd_solve import enums, solution_status, termination_condition
 
 __all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP"]
@@ -73,7 +76,7 @@ class FesdFit:
     objective : float
         ½ Σ r² at the estimate (over every record).
     walks : int
-        Model builds (1 when the first one verified).
+        Walks: models built or restarted (1 when the first one verified).
     output_gap : float
         max |model output − simulated output| at the samples, at the estimate (over the records).
     event_gap : float
@@ -222,17 +225,22 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
     rejected = None                 # the output gap of an answer with the simulation's events but not its outputs
     timing = dict.fromkeys(("build", "compile", "ipopt", "verify", "forward"), 0.0)
     opts = {**DEFAULT_OPTIONS, **(options or {})}
-    best = None
+    best, models = None, None
     budget, walk = int(walks), 0          # a refinement adds a build to the budget
     while walk < budget:
         walk += 1
         clock = _time.process_time()
-        models = [trajectory_model(s.bind(current), t, r.y, r.outputs, names, elements=elements, stages=stages,
-                                   noise=r.noise) for s, t, r in zip(systems, ts, records)]
-        for m in models:
-            for n, (lo, hi) in (bounds or {}).items():
-                m.theta[n].setlb(None if lo is None or not np.isfinite(lo) else float(lo))
-                m.theta[n].setub(None if hi is None or not np.isfinite(hi) else float(hi))
+        if models and len(models[0].fesd["layout"]) == elements * (ts[0].size - 1):
+            # the same rows (same records, elements, stages): restart the models from simulations at the new
+            # θ instead of building them again (an earlier walk's answer they hold is kept for the end)
+            if best is not None and best["models"] is models and "values" not in best:
+                best["values"] = [_values(m) for m in models]
+            for m, s in zip(models, systems):
+                _restart(m, s.bind(current))
+        else:
+            models = [trajectory_model(s.bind(current), t, r.y, r.outputs, names, elements=elements, stages=stages,
+                                       noise=r.noise) for s, t, r in zip(systems, ts, records)]
+        _bounded(models, bounds)
         timing["build"] += _time.process_time() - clock
         out.walks, out.models, out.model = walk, models, models[0]
         if forward:
@@ -274,7 +282,7 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                 continue
         if same and all(c["ok"] for c in checks) and (best is None or out.objective < best["objective"]):
             best = {"theta": dict(out.theta), "objective": out.objective, "walk": walk, "models": models,
-                    "elements": elements,
+                    "elements": elements, "start": dict(start),
                     "output_gap": max(c["output_gap"] for c in checks),
                     "event_gap": max(c["event_gap"] for c in checks), "constrained": collapsed,
                     "termination_condition": res.termination_condition}
@@ -290,6 +298,10 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
         for k in ("theta", "objective", "output_gap", "event_gap", "constrained", "termination_condition",
                   "elements"):
             setattr(out, k, best[k])
+        if "values" in best:          # its models were restarted by a later walk: build them again, load its answer
+            clock = _time.process_time()
+            best["models"] = _rebuilt(best, systems, ts, records, names, stages, bounds)
+            timing["build"] += _time.process_time() - clock
         out.models, out.model = best["models"], best["models"][0]
         out.ok = True
         out.message = (f"verified by simulation at the estimate (walk {best['walk']} of {out.walks}): outputs within "
@@ -310,6 +322,32 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
     out.timing = timing
     out.seconds = _time.perf_counter() - t0
     return out
+
+
+def _bounded(models, bounds):
+    """Replace the declared bounds of the fitted parameters by ``bounds`` (``{name: (low, high)}``)."""
+    for m in models:
+        for n, (lo, hi) in (bounds or {}).items():
+            m.theta[n].setlb(None if lo is None or not np.isfinite(lo) else float(lo))
+            m.theta[n].setub(None if hi is None or not np.isfinite(hi) else float(hi))
+
+
+def _values(m):
+    """The values of every Var of ``m`` (in the order of ``component_data_objects``)."""
+    import pyomo.environ as pyo
+    return [v.value for v in m.component_data_objects(pyo.Var)]
+
+
+def _rebuilt(best, systems, ts, records, names, stages, bounds):
+    """The models of the walk ``best`` (later restarted) built again at its start θ, its answer loaded."""
+    import pyomo.environ as pyo
+    models = [trajectory_model(s.bind(best["start"]), t, r.y, r.outputs, names, elements=best["elements"],
+                               stages=stages, noise=r.noise) for s, t, r in zip(systems, ts, records)]
+    _bounded(models, bounds)
+    for m, values in zip(models, best["values"]):
+        for v, x in zip(m.component_data_objects(pyo.Var), values):
+            v.set_value(x, skip_validation=True)
+    return models
 
 
 def _forward(models, names, options, out):

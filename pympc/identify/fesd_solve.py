@@ -169,11 +169,12 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     """
     import pyomo.environ as pyo
     pairs = m.fesd["pairs"]
+    _evaluated = _evaluator()
     fixed, relaxed = [], []
     zero_a, zero_c = set(), set()
     for (e, sn, key), st in pairs.items():
-        sa = sum(abs(pyo.value(a)) for a, _ in st)
-        sc = sum(abs(pyo.value(c)) for _, c in st)
+        sa = sum(abs(_evaluated(a)) for a, _ in st)
+        sc = sum(abs(_evaluated(c)) for _, c in st)
         if max(sa, sc) <= degenerate or min(sa, sc) > separation * max(sa, sc):
             relaxed.append((e, sn, key))       # not separated: its first member (a Var) is fixed, no boundary
         target = zero_a if sa <= sc or relaxed[-1:] == [(e, sn, key)] else zero_c
@@ -224,6 +225,31 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     return undo
 
 
+def _evaluator():
+    """A function equal to ``pyo.value`` by the same operations (each operator node's ``_apply_operation`` on
+    its arguments' values, the leaves' values) without Pyomo's expression visitor (several times faster on the
+    small trees of the slot law, evaluated for every pair and stage)."""
+    import pyomo.environ as pyo
+    from pyomo.common.numeric_types import native_numeric_types
+    from pyomo.core.base.var import VarData
+    value = pyo.value
+
+    def evaluated(node):
+        cls = node.__class__
+        if cls in native_numeric_types:
+            return node
+        if cls is VarData or not node.is_expression_type():
+            return value(node)
+        return node._apply_operation([evaluated(a) for a in node.args])
+
+    def safe(node):
+        try:
+            return evaluated(node)
+        except RecursionError:                  # a deep tree: Pyomo's own (non-recursive) evaluation
+            return value(node)
+    return safe
+
+
 def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
     """Solve the model as it stands (compiled afresh, the variables its linear rows pin alone fixed:
     :class:`~pympc.mpec.presolve.Presolved`) by IPOPT; load the answer when IPOPT converged.
@@ -243,7 +269,8 @@ def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
     os.close(fd)
     try:
         t1 = _time.perf_counter()
-        nlp = presolve.Presolved(CompiledNLP(m, drop_redundant=drop_redundant))
+        rows = m.fesd.setdefault("nlp_rows", {}) if isinstance(getattr(m, "fesd", None), dict) else None
+        nlp = presolve.Presolved(CompiledNLP(m, drop_redundant=drop_redundant, rows=rows))
         t2 = _time.perf_counter()
         u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee)
         status = int(info["status"])

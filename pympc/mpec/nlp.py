@@ -25,6 +25,7 @@ from pyomo.core.expr.numeric_expr import (DivisionExpression, LinearExpression, 
 from pyomo.repn import generate_standard_repn
 
 from ..errors import ProblemError
+from . import _forms
 from ._codegen import compile_functions, share_subexpressions
 from .checks import check_domains
 
@@ -337,6 +338,12 @@ class CompiledNLP:
         (listed in :attr:`redundant`); an inconsistent one goes to
         :attr:`violated`.  IPOPT's step computation is rank-deficient with
         them (HS055: a wrong point reported optimal).
+    rows : dict, optional
+        Kept by the caller between compiles of one model (empty at first):
+        the rows read are noted in it, and a row found there as it was (the
+        same expression, its variables fixed or free as then, the fixed ones,
+        Params and named expressions at the same values) is not walked again
+        (:mod:`pympc.mpec._forms`); the same NLP either way.
 
     Attributes
     ----------
@@ -348,12 +355,12 @@ class CompiledNLP:
         constraints that hold are dropped.
     """
 
-    def __init__(self, model, deadline=None, drop_redundant=False):
+    def __init__(self, model, deadline=None, drop_redundant=False, rows=None):
         from pyomo.common.gc_manager import PauseGC
         with PauseGC():     # the cyclic GC would rescan the model's many objects again and again
-            self._read(model, deadline, drop_redundant)
+            self._read(model, deadline, drop_redundant, rows)
 
-    def _read(self, model, deadline, drop_redundant):
+    def _read(self, model, deadline, drop_redundant, rows):
         self._deadline = deadline
         self.variables = []
         self._col = {}
@@ -368,15 +375,17 @@ class CompiledNLP:
                 self.variables.append(v)
             return k
 
-        memo = {}
+        memo, forms, seen = {}, {}, set()
+        parse = lambda expr, ix, where: _Part(expr, ix, where, memo)  # noqa: E731
+        self._index = index
         objs = []
         self.cons, self._con_datas, self._con_bounds, self.violated = [], [], [], []
         for con in model.component_data_objects((pyo.Constraint, pyo.Objective), active=True, descend_into=True):
             if con.ctype is pyo.Objective:
                 objs.append(con)
                 continue
-            lower, body, upper = con.to_bounded_expression()
-            part = _Part(body, index, con, memo)
+            lower, upper, part = _forms.read(con, index, forms, parse, _template, rows)  # a form's first row read
+            seen.add(id(con))
             if part.constant:  # nothing for the solver to do, but it may be violated
                 if _violated(part.const, pyo.value(lower), pyo.value(upper)):
                     self.violated.append(con)
@@ -384,6 +393,8 @@ class CompiledNLP:
             self.cons.append(part)
             self._con_datas.append(con)
             self._con_bounds.append((lower, upper))
+        for k in set(rows or ()) - seen:         # rows no longer read (deleted, deactivated): not kept alive
+            del rows[k]
         if len(objs) > 1:
             raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
         self.sense = 1.0
@@ -481,11 +492,15 @@ class CompiledNLP:
         by_key = {}
         for i, part in enumerate(self.cons):
             if part.nl is not None:
-                by_key.setdefault(_template(*part.nl), []).append(i)
+                by_key.setdefault(part.nl_key if hasattr(part, "nl_key") else _template(*part.nl), []).append(i)
         singles, groups = [], []
         for key, rows in by_key.items():
             if key is None or len(rows) < _GROUP_MIN:
                 singles.extend(rows)
+                for i in rows:                  # made from its form's first row (_forms): read its own tree
+                    if self.cons[i].nl[0] is None:
+                        self.cons[i] = _Part(self._con_datas[i].to_bounded_expression()[1], self._index,
+                                             self._con_datas[i], {})
                 continue
             self._check_deadline()
             groups.append(_Group(self, rows, f"constraint {self._con_datas[rows[0]].name} and "
