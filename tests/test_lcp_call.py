@@ -182,3 +182,34 @@ def test_the_short_path_of_solve_keeps_the_registry_and_the_fallback():
         METHODS.register("lemke", own)
     r = pympc.solve(LCP([[-1.0, 0.0], [0.0, -1.0]], [-1.0, -1.0]))     # w = -z - 1 < 0: no solution
     assert r.status == Status.INFEASIBLE and "enumeration" in r.message
+
+
+def test_an_lcp_of_narrow_spread_stops_at_its_first_balanced_sweep_and_badly_scaled_data_do_not():
+    """``ruiz_scaling(..., early=True)`` (an LCP's equilibration): data whose row and column norms span at most
+    ``RUIZ_EARLY_SPREAD`` stop as soon as every norm is within [1/8, 8] (random SPD: fewer sweeps than
+    Ruiz's fixed point, a different scaling); wider data reach the fixed point, the scaling without ``early``
+    bit for bit; either way the compiled call takes the scaling of ``equilibrate_lcp``."""
+    rng = np.random.default_rng(12)
+    stopped_early = 0
+    for k in range(40):
+        n = int(rng.integers(2, 40))
+        G = rng.standard_normal((n, n))
+        M = G @ G.T + 0.1 * n * np.eye(n)
+        if k % 2:
+            M = M * 10.0 ** rng.uniform(-4, 4, n)[:, None] * 10.0 ** rng.uniform(-4, 4, n)
+        q = rng.uniform(-1, 1, n)
+        X = np.column_stack([M, q])
+        norms = np.concatenate([np.abs(X).max(axis=1), np.abs(M).max(axis=0)])   # as sweep 0 measures them
+        narrow = norms.max() <= K.RUIZ_EARLY_SPREAD * norms.min()
+        r, s = K.ruiz_scaling(X, 20, True, True)
+        r0, s0 = K.ruiz_scaling(X, 20, True)
+        Ms = np.abs(r[:, None] * M * s[:n])
+        if narrow:
+            assert (Ms.max(axis=1) <= 8).all()     # (a row's norm counted q's entry too: no lower bound on M's part)
+            assert ((0.125 <= Ms.max(axis=0)) & (Ms.max(axis=0) <= 8)).all()
+            stopped_early += not (np.array_equal(r, r0) and np.array_equal(s, s0))
+        else:
+            assert np.array_equal(r, r0) and np.array_equal(s, s0)
+        got = pympc.solve(LCP(M, q), fallback=False)
+        assert np.array_equal(got.info["scaling"][0], K.equilibrate_lcp(M, q, 20)[2])
+    assert stopped_early >= 10

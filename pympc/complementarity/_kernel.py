@@ -32,6 +32,9 @@ VERIFY_TOL = 1e-9
 #: tie tolerance of the ratio tests, and sweeps of Ruiz's equilibration (it stops earlier once settled)
 TIE_TOL = 1e-12
 RUIZ_SWEEPS = 20
+#: an LCP's equilibration stops at the first balanced sweep (see :func:`_ruiz_step`) when the largest of its
+#: data's nonzero row and column norms (of M) is at most this many times the smallest (:func:`_narrow_spread`)
+RUIZ_EARLY_SPREAD = 256.0
 
 
 @njit(cache=True, nogil=True)
@@ -397,7 +400,7 @@ def _ruiz_scales_each(norms, scales):
 
 
 @njit(cache=True, nogil=True)
-def _ruiz_step(sweep, W, Wb, n, m, rhs):
+def _ruiz_step(sweep, W, Wb, n, m, rhs, early=False):
     """After sweep ``sweep`` has measured the row and column norms: settle the scaling or take a step of
     Ruiz's method.  True if it is settled (nothing to change).
 
@@ -407,7 +410,9 @@ def _ruiz_step(sweep, W, Wb, n, m, rhs):
 
     Sweep 0 of balanced data (nonzero row and column norms between 1/8 and 8; the right-hand side, the last
     column if ``rhs``, not counted) is settled as it is, with the right-hand side brought to the size of the
-    largest column.  Otherwise each scale (a power of two) is multiplied by ``2 ** round(-log2(norm) / 2)``,
+    largest column; with ``early``, any sweep that finds the data so balanced settles it so (Ruiz's steps
+    stop there instead of at their fixed point, norms between 1/2 and 2: a random SPD LCP(M, q) of 20–100
+    pairs then takes two sweeps instead of four).  Otherwise each scale (a power of two) is multiplied by ``2 ** round(-log2(norm) / 2)``,
     the power of two that brings its nonzero norm nearest 1; settled when no scale changes.  The power is
     read from the bits of the norm where that is exact (a normal norm whose mantissa is not within 1e-11 of
     a power of two: there ``log2`` lies strictly between two integers) and added to the exponent of the
@@ -416,7 +421,7 @@ def _ruiz_step(sweep, W, Wb, n, m, rhs):
     bits do not settle it (the same answer, bit for bit).
     """
     k0 = n + m                 # the norms [rn | cn]; the scales [r | s] are W[:k0]
-    if sweep == 0:
+    if sweep == 0 or early:
         balanced = True
         for k in range(k0, 2 * k0 - 1 if rhs else 2 * k0):
             v = W[k]
@@ -428,7 +433,7 @@ def _ruiz_step(sweep, W, Wb, n, m, rhs):
                 for j in range(k0 + n, 2 * k0 - 1):
                     big = max(big, W[j])
                 if big > 0.0:
-                    W[k0 - 1] = 2.0 ** np.round(np.log2(big / W[2 * k0 - 1]))
+                    W[k0 - 1] *= 2.0 ** np.round(np.log2(big / W[2 * k0 - 1]))
             return True
     other = False
     for i in range(k0):
@@ -450,7 +455,23 @@ def _ruiz_step(sweep, W, Wb, n, m, rhs):
 
 
 @njit(cache=True, nogil=True)
-def ruiz_scaling(X, sweeps, rhs):
+def _narrow_spread(W, k0, rhs):
+    """Are the nonzero row and column norms that sweep 0 measured (``W[k0:2 k0]`` as :func:`_ruiz_step` reads
+    them, the right-hand side's left out if ``rhs``) within a factor :data:`RUIZ_EARLY_SPREAD` of each other?
+    Then an LCP's Ruiz steps may stop early (badly scaled data take them to their fixed point: stopping
+    early there cost Lemke answers on random problems with rows and columns scaled by 10^±4)."""
+    lo = np.inf
+    hi = 0.0
+    for k in range(k0, 2 * k0 - 1 if rhs else 2 * k0):
+        v = W[k]
+        if v > 0.0:
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return hi <= RUIZ_EARLY_SPREAD * lo
+
+
+@njit(cache=True, nogil=True)
+def ruiz_scaling(X, sweeps, rhs, early=False):
     """Row and column scalings (powers of two) that equilibrate ``X`` (Ruiz's method).
 
     After the scaling, every nonzero row and column of ``diag(r) X diag(s)`` has
@@ -458,7 +479,9 @@ def ruiz_scaling(X, sweeps, rhs):
     scaling exact in floating point; zero rows and columns keep scale 1.  Data whose
     row and column norms are already between 1/8 and 8 are left unscaled; if
     ``rhs``, the last column is a right-hand side: it is not counted in that test
-    and is then brought to the size of the largest column (one factor).
+    and is then brought to the size of the largest column (one factor).  With ``early`` (what LCP(M, q)
+    takes), data whose norms are within :data:`RUIZ_EARLY_SPREAD` of each other stop at the first sweep
+    that finds them so balanced (see :func:`_ruiz_step`).
     """
     n, m = X.shape
     W = np.ones(2 * (n + m))       # [r | s | rn | cn] (see _ruiz_step)
@@ -480,7 +503,9 @@ def ruiz_scaling(X, sweeps, rhs):
                 rm = max(rm, b)
                 Wb[cn0 + j] = max(Wb[cn0 + j], b)
             Wb[rn0 + i] = rm
-        if _ruiz_step(sweep, W, Wb, n, m, rhs):
+        if sweep == 0:
+            early = early and _narrow_spread(W, n + m, rhs)
+        if _ruiz_step(sweep, W, Wb, n, m, rhs, early):
             break
     return r, s
 
@@ -490,7 +515,7 @@ def _equilibrated_tableau(M, q, sweeps, T):
     """:func:`equilibrate_lcp` written straight into Lemke's condensed tableau ``T = [-M' | · | q']`` (column
     ``n``, the covering vector's, is left to the caller).
 
-    Ruiz's sweeps on ``[M | q]`` (as :func:`ruiz_scaling` with ``rhs``) write ``-diag(r) M diag(s)`` into
+    Ruiz's sweeps on ``[M | q]`` (as :func:`ruiz_scaling` with ``rhs`` and ``early``) write ``-diag(r) M diag(s)`` into
     ``T`` as they measure it (from the second on), so the sweep that finds the scaling settled has built the
     tableau.  Returns ``(W, largest |M'|)``: ``W[4n + 2:5n + 2]`` and ``W[5n + 2:6n + 2]`` hold the scales
     ``rs, ss`` of :func:`equilibrate_lcp` (``z = ss z'``, ``w = w' / rs``).  (One work array read by offsets,
@@ -502,6 +527,7 @@ def _equilibrated_tableau(M, q, sweeps, T):
     Tb, Mb = T.view(np.int64), M.view(np.int64)
     s0, rn0, cn0, rs0, ss0 = n, 2 * n + 1, 3 * n + 1, 4 * n + 2, 5 * n + 2
     settled = False
+    early = False              # may the steps stop at a balanced sweep (data of a narrow spread)?
     written = False            # does T hold -diag(r) M diag(s) of the current scales?
     mmax = 0
     for sweep in range(sweeps):
@@ -529,7 +555,9 @@ def _equilibrated_tableau(M, q, sweeps, T):
             v = abs(q[i]) * ri * W[s0 + n]
             W[cn0 + n] = max(W[cn0 + n], v)
             W[rn0 + i] = max(W[rn0 + i], v)
-        if _ruiz_step(sweep, W, Wb, n, n + 1, True):
+        if sweep == 0:
+            early = _narrow_spread(W, 2 * n + 1, True)
+        if _ruiz_step(sweep, W, Wb, n, n + 1, True, early):
             settled = True
             break
     if not (settled and written):    # settled by sweep 0, or the sweeps ran out (the last step changed the scales)
@@ -699,7 +727,7 @@ def equilibrate_lcp(M, q, sweeps):
     X = np.empty((n, n + 1))
     X[:, :n] = M
     X[:, n] = q
-    r, s = ruiz_scaling(X, sweeps, True)
+    r, s = ruiz_scaling(X, sweeps, True, True)
     g = s[n]
     Ms = np.empty((n, n))
     rs = np.empty(n)

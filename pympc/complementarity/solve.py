@@ -19,7 +19,7 @@ import numpy as np
 from .._plugins import SOLVE_METHODS
 from ..errors import OptionError, ProblemError, SolverNotFound
 from .enumeration import enumerate_solutions
-from .lemke import lemke, lemke_default
+from .lemke import lemke, lemke_default, lemke_lcp_default
 from .milp import milp
 from .problems import HLCP, LCP
 from .results import Result, Status
@@ -170,7 +170,7 @@ def solve(problem, method=_LEMKE, *, fallback=True, fallback_time_limit=_FALLBAC
     if (method is _LEMKE and (type(problem) is LCP or type(problem) is HLCP)
             and fallback_time_limit is _FALLBACK_TIME_LIMIT and not options and _ENTRIES[_LEMKE] is lemke):
         # the usual call (an LCP or HLCP, the defaults, pympc's own Lemke): its compiled calls at once
-        r = lemke_default(problem)
+        r = lemke_lcp_default(problem) if type(problem) is LCP else lemke_default(problem)
         if r.status is _SOLVED:
             return r
     else:
