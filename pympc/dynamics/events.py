@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse
 
 from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutions, solve
 from ..complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
@@ -27,7 +28,7 @@ from ..complementarity.solve import lemke_by_default
 from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, small_solution_set
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
-__all__ = ["EventProblem", "event_problem", "read_mode"]
+__all__ = ["EventProblem", "event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
 
 
 @dataclass
@@ -72,6 +73,16 @@ class EventProblem:
             motions = self._motion_list = [_MOTION[d] if d in _MOTION else Motion(int(d))
                                            for d in self.directions.tolist()]
         return motions
+
+    def kept(self):
+        """The event HLCP as an :class:`~pympc.dynamics.Event` keeps it (:func:`kept_hlcp`; the sparse copies
+        of a problem built sparse are reused)."""
+        h = self.hlcp
+        if h.n <= STORED_DENSE_UP_TO:
+            return h
+        if self.sparse is not None:
+            return SparseHLCP(self.sparse[0], self.sparse[1], h.c, h.name, h.__dict__.get("_a_diag"))
+        return kept_hlcp(h)
 
     def split(self, x, y):
         """(λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻) from an HLCP point."""
@@ -145,6 +156,48 @@ class EventProblem:
                     return Result(self.hlcp, Status.SOLVED, "solution found and verified (sparse reduction)",
                                       x, y, r.pivots, "lemke", {"log": r.info["log"], "basis": np.ones(x.size, bool)})
         return solve(self.hlcp)
+
+
+STORED_DENSE_UP_TO = 256
+"""Events keep event HLCPs of at most this many pairs as they are (dense, 1 MB at this size); larger ones as
+:class:`SparseHLCP` (a 2000-slot chain's dense pair of matrices is 61 MB per event)."""
+
+
+class SparseHLCP(HLCP):
+    """An HLCP kept with ``A`` and ``B`` as ``scipy.sparse`` CSR matrices (``A_sparse``, ``B_sparse``): how an
+    :class:`~pympc.dynamics.Event` keeps an event HLCP of more than :data:`STORED_DENSE_UP_TO` pairs.
+
+    It is an :class:`~pympc.HLCP` in every use: ``A`` and ``B`` are the dense (read-only) matrices, made anew
+    at each access and not kept, so that a trajectory of many large events holds only their nonzeros; ``n``,
+    ``c`` and the sparse matrices cost nothing to read.
+    """
+
+    def __init__(self, A, B, c, name=None, a_diagonal=None):
+        self.A_sparse, self.B_sparse = scipy.sparse.csr_matrix(A), scipy.sparse.csr_matrix(B)
+        self.c, self.name = c, name
+        if a_diagonal is not None:
+            self._a_diag = bool(a_diagonal)
+
+    @property
+    def A(self):
+        return _read_only(self.A_sparse.toarray())
+
+    @property
+    def B(self):
+        return _read_only(self.B_sparse.toarray())
+
+
+def _read_only(M):
+    M.flags.writeable = False
+    return M
+
+
+def kept_hlcp(hlcp):
+    """``hlcp`` as an :class:`~pympc.dynamics.Event` keeps it: itself (None, a :class:`SparseHLCP`, or at most
+    :data:`STORED_DENSE_UP_TO` pairs), else a :class:`SparseHLCP` of it."""
+    if hlcp is None or isinstance(hlcp, SparseHLCP) or hlcp.n <= STORED_DENSE_UP_TO:
+        return hlcp
+    return SparseHLCP(csr(hlcp.A), csr(hlcp.B), hlcp.c, hlcp.name, hlcp.__dict__.get("_a_diag"))
 
 
 _MOTION = {-1.0: Motion.BACKWARD, 0.0: Motion.STICK, 1.0: Motion.FORWARD}

@@ -112,7 +112,7 @@ class Transition:
         if x is None:
             x, y = (res.x, res.y) if res.x is not None else (np.zeros(evp.hlcp.n), np.zeros(evp.hlcp.n))
             event = Event(t, kind, slot, before, before or Mode(walls_before, tuple(Motion(d) for d in dirs)),
-                          evp.hlcp, evp.candidates, x, y, classification, npoints, solver, verified=False)
+                          evp.kept(), evp.candidates, x, y, classification, npoints, solver, verified=False)
             return event, q, qd, status, message
         mode, degenerate = read_mode(evp, x, y, walls_before)
         # the part that triggered the event sits on its boundary by construction (λ ≈ 0, or the reserve ≈ 0):
@@ -126,7 +126,7 @@ class Transition:
             mode, probe = self._probe(t, q, qd, a, evp, x, y, dirs, before, mode, degenerate, kind, slot)
         q, qd = self.project(t, q, qd, stick=mode.sticking, assembly=a)     # a: the assembly at this (q, q̇)
         verified, why = self.verify(t, q, qd, mode, evp.candidates)
-        event = Event(t, kind, slot, before, mode, evp.hlcp, evp.candidates, np.asarray(x), np.asarray(y),
+        event = Event(t, kind, slot, before, mode, evp.kept(), evp.candidates, np.asarray(x), np.asarray(y),
                       classification, npoints, solver, probe, verified)
         if o["crosscheck"]:
             self._crosscheck(event)
@@ -207,7 +207,7 @@ class Transition:
                     walls[k] = -before.walls[k]
             elif ("stick", k) not in pdeg:
                 motions[k] = pmode.motions[k]
-        probe = {"delta": d, "hlcp": evpp.hlcp, "x": rp.x, "y": rp.y, "parts": degenerate}
+        probe = {"delta": d, "hlcp": evpp.kept(), "x": rp.x, "y": rp.y, "parts": degenerate}
         return Mode(tuple(walls), tuple(motions)), probe
 
     def verify(self, t, q, qd, mode, candidates):
