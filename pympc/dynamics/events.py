@@ -25,7 +25,7 @@ from ..complementarity.lemke import lemke_hlcp_default
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
 from ..complementarity.solve import lemke_by_default
-from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, small_solution_set
+from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, mode_of_point, small_solution_set
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
@@ -66,13 +66,12 @@ class EventProblem:
         return tol
 
     @property
-    def _motions(self):
-        """The motion every slot keeps unless the HLCP decides it (its slip direction; candidates stick)."""
-        motions = self.__dict__.get("_motion_list")
-        if motions is None:
-            motions = self._motion_list = [_MOTION[d] if d in _MOTION else Motion(int(d))
-                                           for d in self.directions.tolist()]
-        return motions
+    def _cand(self):
+        """The stick candidates as an int64 array (the kernels' form; the compiled build's own)."""
+        cand = self.__dict__.get("_cand_array")
+        if cand is None:
+            cand = self._cand_array = np.array(self.candidates, dtype=np.int64)
+        return cand
 
     def kept(self):
         """The event HLCP as an :class:`~pympc.dynamics.Event` keeps it (:func:`kept_hlcp`; the sparse copies
@@ -200,9 +199,6 @@ def kept_hlcp(hlcp):
     return SparseHLCP(csr(hlcp.A), csr(hlcp.B), hlcp.c, hlcp.name, hlcp.__dict__.get("_a_diag"))
 
 
-_MOTION = {-1.0: Motion.BACKWARD, 0.0: Motion.STICK, 1.0: Motion.FORWARD}
-
-
 def drop_below_rounding(M):
     """``M`` (a solve's result, modified in place) with every entry at most ``ε min(r_i, c_j)`` set to zero,
     ``r_i`` and ``c_j`` the largest magnitudes of its row and its column.
@@ -276,7 +272,9 @@ def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
         float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand)
     if code != EVENT_OK:
         return None
-    return EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)
+    ev = EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)
+    ev._cand_array = cand
+    return ev
 
 
 _NO_DIAGONAL = np.zeros(0)
@@ -383,28 +381,11 @@ def read_mode(ev, x, y, previous_walls, tol=None):
         zero reserve on one side).
     """
     tol = ev.tol if tol is None else tol
-    s, cand = ev.nslots, ev.candidates
-    c = len(cand)
-    x = x.tolist() if isinstance(x, np.ndarray) else list(x)     # Python floats: the same IEEE arithmetic,
-    y = y.tolist() if isinstance(y, np.ndarray) else list(y)     # without a NumPy scalar per operation
-    walls, degenerate = [], []
-    for k in range(s):
-        lam = x[k] - y[k]                        # λ⁺ − λ⁻
-        if abs(lam) <= tol:
-            degenerate.append(("wall", k))
-            walls.append(int(previous_walls[k]))
-        else:
-            walls.append(1 if lam > 0 else -1)
-    motions = list(ev._motions)
-    for j, k in enumerate(cand):
-        acc = x[s + j] - y[s + c + j]      # a⁺ − a⁻: both may be positive when both reserves are zero (λ = 0)
-        if acc > tol:
-            motions[k] = Motion.FORWARD
-        elif acc < -tol:
-            motions[k] = Motion.BACKWARD
-        else:
-            motions[k] = Motion.STICK
-            if y[s + j] <= tol or x[s + c + j] <= tol:      # f⁺ or f⁻ at zero
-                degenerate.append(("stick", k))
-    return Mode(tuple(walls), tuple(motions)), degenerate
+    s = ev.nslots
+    walls, motions, deg = mode_of_point(as_floats(x), as_floats(y), ev._cand, as_floats(ev.directions),
+                                        np.asarray(previous_walls, dtype=np.int64), float(tol))
+    degenerate = [("wall", d) if d < s else ("stick", d - s) for d in deg.tolist()]
+    return Mode(tuple(walls.tolist()), tuple([_MOTIONS[m + 1] for m in motions.tolist()])), degenerate
 
+
+_MOTIONS = (Motion.BACKWARD, Motion.STICK, Motion.FORWARD)

@@ -451,6 +451,11 @@ class CompiledModes:
             joints, bI, Qx, Px = self._none
         if out is None:
             out = np.empty(2 * self.n + 2)
+        if p.fl is not None:          # no Python parts: the call of five arguments (the same solve), unless it fails
+            ok, bad, T, V, P = _kernels.general_mode_flat(t, np.concatenate((q, qd)), p.fl, p.il, out)
+            if ok and bad == -1:
+                self._last = (t, p, joints, T, V, P + Px)
+                return out
         q, qd, tF, Qx, bI = (_kernel_array(v) for v in (q, qd, tF, Qx, bI))
         ok, bad, T, V, P = _kernels.general_mode_timed(t, q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
                                                        self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out,

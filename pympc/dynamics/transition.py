@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import PympcError, SimulationError
 from ..mechanics.assembly import AbsoluteModel
 from ._transition import (VELOCITY_NOT_TRIED, VELOCITY_PROJECTED, VELOCITY_SAME, as_floats, assembly_arrays,
-                          check_mode, project_velocity, settle, slip_directions)
+                          check_mode, project_velocity, settle, slip_directions, velocity_rows)
 from .events import event_problem, read_mode
 from .modes import Mode, Motion, min_norm, solve_mode
 from .options import AMBIGUITY_RULES
@@ -84,8 +84,7 @@ class Transition:
             return q, qd, a
         if code == VELOCITY_PROJECTED:
             return q, qdp, None
-        Jv = np.vstack([a.J, a.WN, a.WT[stick]])
-        r = np.concatenate([a.gdot, a.vN, a.vT[stick]])
+        Jv, r = velocity_rows(k.J, k.WN, k.WT, stick, k.gdot, k.vN, k.vT)     # k: the arrays of a
         return q, qd - min_norm(Jv, r), None
 
     def __call__(self, t, q, qd, kind, slot, before):
@@ -125,7 +124,7 @@ class Transition:
         if degenerate:
             mode, probe = self._probe(t, q, qd, a, evp, x, y, dirs, before, mode, degenerate, kind, slot)
         q, qd = self.project(t, q, qd, stick=mode.sticking, assembly=a)     # a: the assembly at this (q, q̇)
-        verified, why = self.verify(t, q, qd, mode, evp.candidates)
+        verified, why = self.verify(t, q, qd, mode, evp._cand)
         event = Event(t, kind, slot, before, mode, evp.kept(), evp.candidates, np.asarray(x), np.asarray(y),
                       classification, npoints, solver, probe, verified)
         if o["crosscheck"]:
