@@ -271,3 +271,97 @@ def test_slip_directions_are_the_numpy_rule(rng):
         got = slip_directions(vT, qd, 1e-9)
         np.testing.assert_array_equal(got, want)
         assert got.dtype == np.int64
+
+
+def _python_read_mode(ev, x, y, previous_walls):
+    """The reading of a mode as read_mode did it in Python before mode_of_point (the oracle)."""
+    from pympc.dynamics import Motion
+    tol, s, cand = ev.tol, ev.nslots, ev.candidates
+    c = len(cand)
+    x, y = list(map(float, x)), list(map(float, y))
+    walls, degenerate = [], []
+    for k in range(s):
+        lam = x[k] - y[k]
+        if abs(lam) <= tol:
+            degenerate.append(("wall", k))
+            walls.append(int(previous_walls[k]))
+        else:
+            walls.append(1 if lam > 0 else -1)
+    motions = [Motion(int(d)) for d in ev.directions]
+    for j, k in enumerate(cand):
+        acc = x[s + j] - y[s + c + j]
+        if acc > tol:
+            motions[k] = Motion.FORWARD
+        elif acc < -tol:
+            motions[k] = Motion.BACKWARD
+        else:
+            motions[k] = Motion.STICK
+            if y[s + j] <= tol or x[s + c + j] <= tol:
+                degenerate.append(("stick", k))
+    return pympc.dynamics.Mode(tuple(walls), tuple(motions)), degenerate
+
+
+def test_read_mode_reads_as_python_did():
+    # points with members exactly at, just inside and outside the tolerance, zeros and both signs
+    rng = np.random.default_rng(3)
+    stab = Baumgarte()
+    for trial in range(200):
+        s = int(rng.integers(1, 5))
+        a, md = random_assembly(rng, s + 2, 0, s, True)
+        dirs = rng.integers(-1, 2, s)
+        ev = event_problem(a, dirs, rng.uniform(0.1, 0.5, s), rng.uniform(0.5, 0.9, s), stab, md)
+        n, tol = ev.hlcp.n, ev.tol
+        pick = np.array([0.0, tol, -tol, 0.5 * tol, 2 * tol, 1.0, -1.0, np.nextafter(tol, 1.0)])
+        x, y = rng.choice(pick, n), rng.choice(pick, n)
+        walls = tuple(int(w) for w in rng.choice([-1, 1], s))
+        got, want = events_module.read_mode(ev, x, y, walls), _python_read_mode(ev, x, y, walls)
+        assert got == want and str(got[0]) == str(want[0])
+        assert all(type(m) is pympc.dynamics.Motion for m in got[0].motions)
+
+
+def test_large_event_hlcps_are_kept_sparse():
+    from pympc.dynamics import SparseHLCP
+    from pympc.dynamics.events import STORED_DENSE_UP_TO, kept_hlcp
+    from pympc.dynamics.trajectory import Event, EventKind
+    rng = np.random.default_rng(0)
+    n = STORED_DENSE_UP_TO + 1
+    A = np.eye(n) + np.diag(rng.uniform(0.1, 0.2, n - 1), 1)
+    B = -np.eye(n) + np.diag(rng.uniform(0.1, 0.2, n - 1), -1)
+    c = rng.standard_normal(n)
+    h = HLCP(A, B, c)
+    ev = Event(0.0, EventKind.START, None, None, pympc.dynamics.Mode((), ()), h, [], np.zeros(n), np.zeros(n),
+               probe={"delta": 1e-6, "hlcp": h, "x": None, "y": None, "parts": []})
+    for kept in (ev.hlcp, ev.probe["hlcp"]):
+        assert isinstance(kept, SparseHLCP) and isinstance(kept, HLCP) and kept.n == n
+        assert kept.A_sparse.nnz == np.count_nonzero(A)           # only the nonzeros are kept
+        np.testing.assert_array_equal(kept.A, A)                  # and the dense matrices come back exactly
+        np.testing.assert_array_equal(kept.B, B)
+        assert not kept.A.flags.writeable and kept._a_diagonal is False
+    r, ref = pympc.solve(ev.hlcp), pympc.solve(h)
+    assert r.success and np.array_equal(r.x, ref.x) and np.array_equal(r.y, ref.y)
+    small = HLCP(A[:5, :5], B[:5, :5], c[:5])
+    assert kept_hlcp(small) is small and kept_hlcp(None) is None
+
+
+def test_mode_templates_are_kept_across_runs():
+    # a second run of the same model builds no template: every plan is a copy (and the runs are the same to the bit)
+    from pympc.dynamics import modes
+    from pympc.mechanics import slider_chain
+    built = []
+    make = modes.CompiledModes._template
+
+    def counting(self, mode):
+        built.append(mode)
+        return make(self, mode)
+    modes.CompiledModes._template = counting
+    modes._templates.clear()          # a cache: the first run below builds its templates whatever ran before
+    try:
+        runs = [pympc.simulate(slider_chain(3), (0.0, 1.0), samples=2) for _ in range(2)]
+        first = len(built)
+        runs.append(pympc.simulate(slider_chain(3), (0.0, 1.0), samples=2))
+    finally:
+        modes.CompiledModes._template = make
+    assert first > 0 and len(built) == first
+    for tr in runs[1:]:
+        assert [(e.time, str(e.mode_after)) for e in tr.events] == [(e.time, str(e.mode_after)) for e in runs[0].events]
+        np.testing.assert_array_equal(tr.q, runs[0].q)

@@ -40,7 +40,7 @@ SECTIONS = {
         [("Simulation and its results", ["simulate", "SimulateOptions", "Trajectory", "Event", "EventKind",
                                          "SimulationStatus", "AMBIGUITY_RULES", "make_formulation"]),
          ("Modes", ["Mode", "Motion", "Baumgarte", "ModeSolution", "solve_mode"]),
-         ("The event HLCP", ["EventProblem", "event_problem", "read_mode"])]),
+         ("The event HLCP", ["EventProblem", "event_problem", "read_mode", "SparseHLCP"])]),
     "identify": (
         "See :doc:`/guide/identification` for a tour and :doc:`/theory/identification` for the mathematics.",
         [("Estimating", ["estimate", "Experiment", "Parameter", "IdentificationResult", "METHODS", "JACOBIANS"]),

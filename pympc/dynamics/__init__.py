@@ -6,7 +6,7 @@ locates its first event (:class:`~.locate.EventLocator`), solves the transition 
 :class:`SimulateOptions`.  It returns a :class:`Trajectory` with its :class:`Event` list.
 """
 
-from .events import EventProblem, event_problem, read_mode
+from .events import EventProblem, SparseHLCP, event_problem, read_mode
 from .modes import Baumgarte, Mode, ModeSolution, Motion, solve_mode
 from .options import SimulateOptions
 from .simulate import AMBIGUITY_RULES, make_formulation, simulate
@@ -14,6 +14,6 @@ from .trajectory import Event, EventKind, SimulationStatus, Trajectory
 
 __all__ = [
     "simulate", "Trajectory", "Event", "EventKind", "SimulationStatus", "Mode", "Motion", "Baumgarte",
-    "ModeSolution", "solve_mode", "EventProblem", "event_problem", "read_mode", "AMBIGUITY_RULES",
+    "ModeSolution", "solve_mode", "EventProblem", "event_problem", "read_mode", "SparseHLCP", "AMBIGUITY_RULES",
     "make_formulation", "SimulateOptions",
 ]

@@ -23,7 +23,7 @@ from .._linalg import back_substitute, lu_solve, rcond_1
 from ..complementarity._kernel import batched_leaves, equilibrate_hlcp, relative_residual
 
 __all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
-           "slip_directions", "small_solution_set"]
+           "slip_directions", "small_solution_set", "velocity_rows", "mode_of_point"]
 
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
 
@@ -362,6 +362,53 @@ def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd):
     for i in range(n):
         out[i] = qd[i] - d[i]
     return VELOCITY_PROJECTED, out
+
+
+@njit(cache=True, nogil=True)
+def velocity_rows(J, WN, WT, stick, gdot, vN, vT):
+    """The rows and residuals :func:`project_velocity` declined to project: ``([J; WN; WT[stick]],
+    [ġ; vN; vT[stick]])`` (the caller's least-norm correction), in one call."""
+    k = J.shape[0] + WN.shape[0] + stick.shape[0]
+    R = np.empty((k, J.shape[1]))
+    _stack(J, WN, WT, stick, R)
+    r = np.empty((k, 1))
+    _stack(gdot.reshape((-1, 1)), vN.reshape((-1, 1)), vT.reshape((-1, 1)), stick, r)
+    return R, r.reshape(k)
+
+
+@njit(cache=True, nogil=True)
+def mode_of_point(x, y, cand, directions, previous_walls, tol):
+    """The mode an event HLCP's point ``(x, y)`` selects (see :func:`pympc.dynamics.events.read_mode`, the same
+    tests in the same arithmetic): ``(walls, motions, degenerate)``, ``degenerate`` holding ``k`` for a wall
+    part of slot ``k`` and ``s + k`` for a stick part, in the order read_mode lists them."""
+    s = directions.shape[0]
+    c = cand.shape[0]
+    walls = np.empty(s, np.int64)
+    motions = np.empty(s, np.int64)
+    deg = np.empty(s + c, np.int64)
+    m = 0
+    for k in range(s):
+        lam = x[k] - y[k]                        # λ⁺ − λ⁻
+        if abs(lam) <= tol:
+            deg[m] = k
+            m += 1
+            walls[k] = previous_walls[k]
+        else:
+            walls[k] = 1 if lam > 0 else -1
+        motions[k] = int(directions[k])
+    for j in range(c):
+        k = cand[j]
+        acc = x[s + j] - y[s + c + j]
+        if acc > tol:
+            motions[k] = 1
+        elif acc < -tol:
+            motions[k] = -1
+        else:
+            motions[k] = 0
+            if y[s + j] <= tol or x[s + c + j] <= tol:
+                deg[m] = s + k
+                m += 1
+    return walls, motions, deg[:m]
 
 
 VELOCITY_NOT_TRIED = 3

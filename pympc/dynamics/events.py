@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse
 
 from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutions, solve
 from ..complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
@@ -24,10 +25,10 @@ from ..complementarity.lemke import lemke_hlcp_default
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
 from ..complementarity.solve import lemke_by_default
-from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, small_solution_set
+from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, mode_of_point, small_solution_set
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
-__all__ = ["EventProblem", "event_problem", "read_mode"]
+__all__ = ["EventProblem", "event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
 
 
 @dataclass
@@ -65,13 +66,22 @@ class EventProblem:
         return tol
 
     @property
-    def _motions(self):
-        """The motion every slot keeps unless the HLCP decides it (its slip direction; candidates stick)."""
-        motions = self.__dict__.get("_motion_list")
-        if motions is None:
-            motions = self._motion_list = [_MOTION[d] if d in _MOTION else Motion(int(d))
-                                           for d in self.directions.tolist()]
-        return motions
+    def _cand(self):
+        """The stick candidates as an int64 array (the kernels' form; the compiled build's own)."""
+        cand = self.__dict__.get("_cand_array")
+        if cand is None:
+            cand = self._cand_array = np.array(self.candidates, dtype=np.int64)
+        return cand
+
+    def kept(self):
+        """The event HLCP as an :class:`~pympc.dynamics.Event` keeps it (:func:`kept_hlcp`; the sparse copies
+        of a problem built sparse are reused)."""
+        h = self.hlcp
+        if h.n <= STORED_DENSE_UP_TO:
+            return h
+        if self.sparse is not None:
+            return SparseHLCP(self.sparse[0], self.sparse[1], h.c, h.name, h.__dict__.get("_a_diag"))
+        return kept_hlcp(h)
 
     def split(self, x, y):
         """(λ⁺, λ⁻, a⁺, a⁻, f⁺, f⁻) from an HLCP point."""
@@ -147,7 +157,46 @@ class EventProblem:
         return solve(self.hlcp)
 
 
-_MOTION = {-1.0: Motion.BACKWARD, 0.0: Motion.STICK, 1.0: Motion.FORWARD}
+STORED_DENSE_UP_TO = 256
+"""Events keep event HLCPs of at most this many pairs as they are (dense, 1 MB at this size); larger ones as
+:class:`SparseHLCP` (a 2000-slot chain's dense pair of matrices is 61 MB per event)."""
+
+
+class SparseHLCP(HLCP):
+    """An HLCP kept with ``A`` and ``B`` as ``scipy.sparse`` CSR matrices (``A_sparse``, ``B_sparse``): how an
+    :class:`~pympc.dynamics.Event` keeps an event HLCP of more than :data:`STORED_DENSE_UP_TO` pairs.
+
+    It is an :class:`~pympc.HLCP` in every use: ``A`` and ``B`` are the dense (read-only) matrices, made anew
+    at each access and not kept, so that a trajectory of many large events holds only their nonzeros; ``n``,
+    ``c`` and the sparse matrices cost nothing to read.
+    """
+
+    def __init__(self, A, B, c, name=None, a_diagonal=None):
+        self.A_sparse, self.B_sparse = scipy.sparse.csr_matrix(A), scipy.sparse.csr_matrix(B)
+        self.c, self.name = c, name
+        if a_diagonal is not None:
+            self._a_diag = bool(a_diagonal)
+
+    @property
+    def A(self):
+        return _read_only(self.A_sparse.toarray())
+
+    @property
+    def B(self):
+        return _read_only(self.B_sparse.toarray())
+
+
+def _read_only(M):
+    M.flags.writeable = False
+    return M
+
+
+def kept_hlcp(hlcp):
+    """``hlcp`` as an :class:`~pympc.dynamics.Event` keeps it: itself (None, a :class:`SparseHLCP`, or at most
+    :data:`STORED_DENSE_UP_TO` pairs), else a :class:`SparseHLCP` of it."""
+    if hlcp is None or isinstance(hlcp, SparseHLCP) or hlcp.n <= STORED_DENSE_UP_TO:
+        return hlcp
+    return SparseHLCP(csr(hlcp.A), csr(hlcp.B), hlcp.c, hlcp.name, hlcp.__dict__.get("_a_diag"))
 
 
 def drop_below_rounding(M):
@@ -223,7 +272,9 @@ def _compiled_event_problem(a, directions, mu, mu_s, stab, mass_diagonal):
         float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand)
     if code != EVENT_OK:
         return None
-    return EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)
+    ev = EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)
+    ev._cand_array = cand
+    return ev
 
 
 _NO_DIAGONAL = np.zeros(0)
@@ -330,28 +381,11 @@ def read_mode(ev, x, y, previous_walls, tol=None):
         zero reserve on one side).
     """
     tol = ev.tol if tol is None else tol
-    s, cand = ev.nslots, ev.candidates
-    c = len(cand)
-    x = x.tolist() if isinstance(x, np.ndarray) else list(x)     # Python floats: the same IEEE arithmetic,
-    y = y.tolist() if isinstance(y, np.ndarray) else list(y)     # without a NumPy scalar per operation
-    walls, degenerate = [], []
-    for k in range(s):
-        lam = x[k] - y[k]                        # λ⁺ − λ⁻
-        if abs(lam) <= tol:
-            degenerate.append(("wall", k))
-            walls.append(int(previous_walls[k]))
-        else:
-            walls.append(1 if lam > 0 else -1)
-    motions = list(ev._motions)
-    for j, k in enumerate(cand):
-        acc = x[s + j] - y[s + c + j]      # a⁺ − a⁻: both may be positive when both reserves are zero (λ = 0)
-        if acc > tol:
-            motions[k] = Motion.FORWARD
-        elif acc < -tol:
-            motions[k] = Motion.BACKWARD
-        else:
-            motions[k] = Motion.STICK
-            if y[s + j] <= tol or x[s + c + j] <= tol:      # f⁺ or f⁻ at zero
-                degenerate.append(("stick", k))
-    return Mode(tuple(walls), tuple(motions)), degenerate
+    s = ev.nslots
+    walls, motions, deg = mode_of_point(as_floats(x), as_floats(y), ev._cand, as_floats(ev.directions),
+                                        np.asarray(previous_walls, dtype=np.int64), float(tol))
+    degenerate = [("wall", d) if d < s else ("stick", d - s) for d in deg.tolist()]
+    return Mode(tuple(walls.tolist()), tuple([_MOTIONS[m + 1] for m in motions.tolist()])), degenerate
 
+
+_MOTIONS = (Motion.BACKWARD, Motion.STICK, Motion.FORWARD)

@@ -276,6 +276,27 @@ class _Plan:
     __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il")
 
 
+class _Template:
+    """What a mode's :class:`_Plan` is made of that does not change within or across runs of one model: its rows'
+    band order, the buffers' layout and the packed arrays as first made (never evaluated in: every plan gets
+    copies, see :meth:`CompiledModes.plan`)."""
+
+    __slots__ = ("fric", "stick", "perm", "kl", "ku", "layout", "size", "fl", "il", "offsets")
+
+
+PLANS_KEPT = 512
+"""The mode templates kept per model (:meth:`CompiledModes.plan`); beyond it the oldest are dropped."""
+
+MODELS_KEPT = 8
+"""The models whose mode templates are kept (the most recent; a sweep of one structure with varied parameters is
+a new model per run, a repeated run or a batch of runs of one model is one)."""
+
+CACHED_UP_TO = 64
+"""Models of at most this many slots keep their mode templates across runs (larger ones spend far longer in
+everything else, and their buffers are large)."""
+
+_templates = {}          # model key → {mode: _Template} (insertion order: the oldest model first)
+
 class CompiledModes:
     """Assembly and mode solve in one compiled call (general method, positive diagonal mass).
 
@@ -314,8 +335,28 @@ class CompiledModes:
         self._tF = ab._tF.copy()
         self._glue = bool(self.m or ab._forces or tp is None)
         self._plans = {}
+        self._templates = self._kept_templates(mu)
         self._recent = (None, None)   # (mode, plan) of the last compute
         self._last = None        # (plan, joints, T, V, P) of the last compute
+
+    def _kept_templates(self, mu):
+        """The mode templates kept for this model (a dict to add to), None for a model too large to keep them.
+
+        The key holds everything :meth:`_template` reads, bit for bit: the sizes, the bodies of the rows, the
+        packed model, the forces of time, the friction coefficients and the stabilization."""
+        if self.ns > CACHED_UP_TO:
+            return None
+        f = lambda v: (v.dtype.str, v.shape, v.tobytes())      # noqa: E731
+        key = (self.n, self.m, self.ns, self._glue, tuple(self._joint_bodies), tuple(self._slot_bodies),
+               f(np.array([self.stab.alpha, self.stab.beta], float)), f(np.asarray(mu, float)), f(self._sf),
+               f(self._si), f(self._tF), f(self._tconst), f(self._tprog))
+        kept = _templates.pop(key, None)
+        if kept is None:
+            kept = {}
+            while len(_templates) >= MODELS_KEPT:
+                _templates.pop(next(iter(_templates), None), None)
+        _templates[key] = kept               # the most recent last
+        return kept
 
     @property
     def batched(self):
@@ -328,14 +369,46 @@ class CompiledModes:
         return getattr(form, "name", None) == "general" and form.mass_diagonal is not None
 
     def plan(self, mode):
-        """The row plan of ``mode`` (made on first use)."""
+        """The row plan of ``mode`` (made on first use): a copy of the mode's :class:`_Template`, kept across runs
+        of the same model (:data:`CACHED_UP_TO`), so that a plan of a mode seen before costs its copies only."""
         p = self._plans.get(mode)
         if p is not None:
             return p
+        kept = self._templates
+        t = kept.get(mode) if kept is not None else None
+        if t is None:
+            t = self._template(mode)
+            if kept is not None:
+                if len(kept) >= PLANS_KEPT:
+                    kept.pop(next(iter(kept), None), None)
+                kept[mode] = t
         p = _Plan()
+        p.fric, p.stick, p.perm, p.kl, p.ku = t.fric, t.stick, t.perm, t.kl, t.ku
+        p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(t.fric, t.stick, t.perm, t.kl, t.ku, self.m)
+        layout, size, ns = t.layout, t.size, self.ns
+        nib = 7 * ns + 7 * t.perm.size
+        if t.fl is None:
+            p.fb, p.ib = np.zeros(size), np.zeros(nib, np.int64)
+            p.fl = p.il = None
+        else:
+            p.fl, p.il = t.fl.copy(), t.il.copy()
+            ofb, oib = t.offsets
+            p.fb, p.ib = p.fl[ofb:ofb + size], p.il[oib:oib + nib]
+        p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
+        p.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
+        p.offs = [slice(o, o + sz) for k, (o, sz) in layout.items()][:13]
+        p.view["snv"], p.view["stv"] = p.view["snv"].reshape(ns, 6), p.view["stv"].reshape(ns, 6)
+        p.view["sidx"], p.view["snnz"] = p.ib[:6 * ns].reshape(ns, 6), p.ib[6 * ns:7 * ns]
+        self._plans[mode] = p
+        return p
+
+    def _template(self, mode):
+        """The :class:`_Template` of ``mode``: its rows and their band order, the layout of its buffers and, for a
+        model without Python parts, the two packed arrays of :func:`pympc.mechanics._kernels.pack_flat`."""
+        t = _Template()
         stick = mode.sticking
-        p.stick = np.array(stick, dtype=np.int64)
-        p.fric = -self.mu * mode._friction_sign
+        t.stick = np.array(stick, dtype=np.int64)
+        t.fric = -self.mu * mode._friction_sign
         bodies = self._joint_bodies + self._slot_bodies + [self._slot_bodies[k] for k in stick]
         R = len(bodies)
         rows, cols = [], []
@@ -343,35 +416,24 @@ class CompiledModes:
             rows += [r] * len(bs)
             cols += list(bs)
         if R <= 8:                          # a few rows: the band is the whole matrix, no ordering to find
-            p.perm, p.kl, p.ku = np.arange(R, dtype=np.int64), max(R - 1, 0), max(R - 1, 0)
+            t.perm, t.kl, t.ku = np.arange(R, dtype=np.int64), max(R - 1, 0), max(R - 1, 0)
         else:
             inc = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(R, max(1, self.n)))
             adj = (inc @ inc.T).tocsr()        # rows that share a body
-            p.perm = np.asarray(reverse_cuthill_mckee(adj, symmetric_mode=True), dtype=np.int64)
+            t.perm = np.asarray(reverse_cuthill_mckee(adj, symmetric_mode=True), dtype=np.int64)
             pos = np.empty(R, dtype=np.int64)
-            pos[p.perm] = np.arange(R)
+            pos[t.perm] = np.arange(R)
             coo = adj.tocoo()
             d = pos[coo.col] - pos[coo.row]
-            p.ku, p.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
-        p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, p.stick, p.perm, p.kl, p.ku, self.m)
-        layout, size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * p.kl + p.ku + 1)
-        if self._glue:
-            p.fb = np.zeros(size)
-            p.ib = np.zeros(7 * self.ns + 7 * R, np.int64)
-            p.fl = p.il = None
-        else:                      # everything in two arrays: the evaluation is a call of five arguments
-            p.fl, p.il, (ofb, oib) = _kernels.pack_flat(self.stab.alpha, self.stab.beta, self._sf, p.pf, size, self.n,
-                                                        self._tF, self._tconst, self._si, p.pi,
-                                                        7 * self.ns + 7 * R, self._tprog)
-            p.fb, p.ib = p.fl[ofb:ofb + size], p.il[oib:oib + 7 * self.ns + 7 * R]
-        p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
-        p.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
-        p.offs = [slice(o, o + sz) for k, (o, sz) in layout.items()][:13]
-        ns = self.ns
-        p.view["snv"], p.view["stv"] = p.view["snv"].reshape(ns, 6), p.view["stv"].reshape(ns, 6)
-        p.view["sidx"], p.view["snnz"] = p.ib[:6 * ns].reshape(ns, 6), p.ib[6 * ns:7 * ns]
-        self._plans[mode] = p
-        return p
+            t.ku, t.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
+        t.layout, t.size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * t.kl + t.ku + 1)
+        t.fl = t.il = None
+        if not self._glue:         # everything in two arrays: the evaluation is a call of five arguments
+            pf, pi, _ = _kernels.pack_mode(t.fric, t.stick, t.perm, t.kl, t.ku, self.m)
+            t.fl, t.il, t.offsets = _kernels.pack_flat(
+                self.stab.alpha, self.stab.beta, self._sf, pf, t.size, self.n, self._tF, self._tconst, self._si, pi,
+                7 * self.ns + 7 * R, self._tprog)
+        return t
 
     def compute(self, t, q, qd, mode, out=None):
         """One compiled evaluation at (q, q̇, t) in ``mode``; returns the state derivative
@@ -389,6 +451,11 @@ class CompiledModes:
             joints, bI, Qx, Px = self._none
         if out is None:
             out = np.empty(2 * self.n + 2)
+        if p.fl is not None:          # no Python parts: the call of five arguments (the same solve), unless it fails
+            ok, bad, T, V, P = _kernels.general_mode_flat(t, np.concatenate((q, qd)), p.fl, p.il, out)
+            if ok and bad == -1:
+                self._last = (t, p, joints, T, V, P + Px)
+                return out
         q, qd, tF, Qx, bI = (_kernel_array(v) for v in (q, qd, tF, Qx, bI))
         ok, bad, T, V, P = _kernels.general_mode_timed(t, q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
                                                        self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out,

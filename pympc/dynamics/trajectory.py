@@ -11,6 +11,7 @@ import numpy as np
 from ..complementarity import HLCP
 from .._enum import DocIntEnum
 from ..errors import SimulationError
+from .events import kept_hlcp
 from .export import TableExport
 from .modes import Mode
 
@@ -57,7 +58,10 @@ class Event:
     mode_before, mode_after : Mode
     hlcp : HLCP or None
         The event HLCP (pairs: one per slot, two per stick candidate); None
-        for a system without slots.
+        for a system without slots.  One of more than
+        :data:`~pympc.dynamics.events.STORED_DENSE_UP_TO` pairs is kept as a
+        :class:`~pympc.dynamics.SparseHLCP` (its nonzeros; ``A`` and ``B`` made
+        dense on each access), as is the probe's.
     candidates : list of int
         Stick candidates of the HLCP.
     x, y : ndarray
@@ -107,6 +111,9 @@ class Event:
     def __post_init__(self):
         self.time = float(self.time)                     # a Python float, whatever the root finder returned
         self.slot = None if self.slot is None else int(self.slot)
+        self.hlcp = kept_hlcp(self.hlcp)                 # a large one by its nonzeros (the transition's already)
+        if self.probe is not None and self.probe.get("hlcp") is not None:
+            self.probe["hlcp"] = kept_hlcp(self.probe["hlcp"])
 
     def pyomo_model(self):
         """A fresh Pyomo MPEC model of this event's HLCP (``pyomo.mpec.Complementarity``)."""

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import PympcError, SimulationError
 from ..mechanics.assembly import AbsoluteModel
 from ._transition import (VELOCITY_NOT_TRIED, VELOCITY_PROJECTED, VELOCITY_SAME, as_floats, assembly_arrays,
-                          check_mode, project_velocity, settle, slip_directions)
+                          check_mode, project_velocity, settle, slip_directions, velocity_rows)
 from .events import event_problem, read_mode
 from .modes import Mode, Motion, min_norm, solve_mode
 from .options import AMBIGUITY_RULES
@@ -84,8 +84,7 @@ class Transition:
             return q, qd, a
         if code == VELOCITY_PROJECTED:
             return q, qdp, None
-        Jv = np.vstack([a.J, a.WN, a.WT[stick]])
-        r = np.concatenate([a.gdot, a.vN, a.vT[stick]])
+        Jv, r = velocity_rows(k.J, k.WN, k.WT, stick, k.gdot, k.vN, k.vT)     # k: the arrays of a
         return q, qd - min_norm(Jv, r), None
 
     def __call__(self, t, q, qd, kind, slot, before):
@@ -112,7 +111,7 @@ class Transition:
         if x is None:
             x, y = (res.x, res.y) if res.x is not None else (np.zeros(evp.hlcp.n), np.zeros(evp.hlcp.n))
             event = Event(t, kind, slot, before, before or Mode(walls_before, tuple(Motion(d) for d in dirs)),
-                          evp.hlcp, evp.candidates, x, y, classification, npoints, solver, verified=False)
+                          evp.kept(), evp.candidates, x, y, classification, npoints, solver, verified=False)
             return event, q, qd, status, message
         mode, degenerate = read_mode(evp, x, y, walls_before)
         # the part that triggered the event sits on its boundary by construction (λ ≈ 0, or the reserve ≈ 0):
@@ -125,8 +124,8 @@ class Transition:
         if degenerate:
             mode, probe = self._probe(t, q, qd, a, evp, x, y, dirs, before, mode, degenerate, kind, slot)
         q, qd = self.project(t, q, qd, stick=mode.sticking, assembly=a)     # a: the assembly at this (q, q̇)
-        verified, why = self.verify(t, q, qd, mode, evp.candidates)
-        event = Event(t, kind, slot, before, mode, evp.hlcp, evp.candidates, np.asarray(x), np.asarray(y),
+        verified, why = self.verify(t, q, qd, mode, evp._cand)
+        event = Event(t, kind, slot, before, mode, evp.kept(), evp.candidates, np.asarray(x), np.asarray(y),
                       classification, npoints, solver, probe, verified)
         if o["crosscheck"]:
             self._crosscheck(event)
@@ -207,7 +206,7 @@ class Transition:
                     walls[k] = -before.walls[k]
             elif ("stick", k) not in pdeg:
                 motions[k] = pmode.motions[k]
-        probe = {"delta": d, "hlcp": evpp.hlcp, "x": rp.x, "y": rp.y, "parts": degenerate}
+        probe = {"delta": d, "hlcp": evpp.kept(), "x": rp.x, "y": rp.y, "parts": degenerate}
         return Mode(tuple(walls), tuple(motions)), probe
 
     def verify(self, t, q, qd, mode, candidates):
