@@ -10,11 +10,6 @@ nonsingular column matrix gives at most one point by a linear solve; a
 singular leaf is examined by LPs: empty, a single point, or a continuum (with
 a direction of the continuum).
 
-A walk that finds no point at all visits every leaf again without pruning
-(the LPs' absolute tolerances can call the relaxation of badly scaled data
-infeasible where a leaf holds a point at the scale of the terms): "no
-solution" is decided by the leaves.
-
 Cost grows like ``2^n`` in the worst case: sensible up to about 12-16 pairs
 (event HLCPs of mechanisms rarely exceed that).  Up to :data:`BATCHED_PAIRS`
 pairs, when every support matrix is well conditioned, all the leaves are solved
@@ -33,7 +28,7 @@ from ..errors import ProblemError
 from ._kernel import batched_leaves, relative_residual
 from .problems import HLCP, LCP
 from .._enum import DocIntEnum
-from .support import _nearly_singular, lp_point, lu_rcond, support_solution
+from .support import lp_point, lu_rcond, support_solution
 
 __all__ = ["SetKind", "SolutionSet", "enumerate_solutions"]
 
@@ -219,23 +214,20 @@ def _enumerate(hlcp, back, tol, batched):
             dirs.append(d / max(1.0, np.abs(d).max()))
             cont_fixed.append(fixed)
 
-    pruned = [0]
-
-    def walk(prefix, prune=True):
+    def walk(prefix):
         k = len(prefix)
         if k == n:
             leaf(np.array(prefix, bool))
             return
-        if prune and n - k > 3:  # prune with the LP relaxation of the undecided pairs
+        if n - k > 3:  # prune with the LP relaxation of the undecided pairs
             fixed = np.zeros(2 * n, bool)
             for i, ch in enumerate(prefix):
                 fixed[n + i if ch else i] = True
             counter[0] += 1
             if lp_point(Aeq, c, fixed) is None:
-                pruned[0] += 1
                 return
-        walk(prefix + [True], prune)
-        walk(prefix + [False], prune)
+        walk(prefix + [True])
+        walk(prefix + [False])
 
     found = None
     if batched and n <= BATCHED_PAIRS:
@@ -248,10 +240,6 @@ def _enumerate(hlcp, back, tol, batched):
     if found is None:
         Aeq = np.hstack([hlcp.A, hlcp.B])
         walk([])
-        if pruned[0] and not points and not cont_pts:
-            # "no solution" is not left to the pruning LPs: HiGHS's absolute tolerances call a relaxation of
-            # badly scaled data infeasible when one of its leaves holds a point at the scale of the terms
-            walk([], prune=False)
     else:
         for u in found:
             add(u, points)
@@ -314,8 +302,6 @@ def _batched_leaves(hlcp, tol):
             return None
         if any(np.abs(M @ np.linalg.lstsq(M, cs, rcond=None)[0] - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max()))
                for M in Cs):
-            return None
-        if any(_nearly_singular(hlcp, x, tol, 0).x is not None for x in xs[near]):   # badly scaled: a point after all
             return None
     points = []
     for k, sk in enumerate(st):

@@ -112,11 +112,7 @@ def support_solution(hlcp, choice, tol=1e-9, rcond=1e-12, lp_tol=None):
     ``c`` is in the range of ``C_α`` (least squares, within
     ``lp_tol (1 + max|c|)``), an LP over ``{A x + B y = c, x, y >= 0}`` with
     the other members fixed at zero; its point is verified within ``lp_tol``
-    (default ``tol``; LP points carry the LP's absolute tolerances).  A singular
-    support found empty so (tests at the scale of ``c``) still gives its LU
-    point, if the matrix is not exactly singular and the point verifies as a
-    nonsingular support's does: badly scaled data have solutions at the scale
-    of their terms that those tests miss.
+    (default ``tol``; LP points carry the LP's absolute tolerances).
 
     Returns
     -------
@@ -127,45 +123,28 @@ def support_solution(hlcp, choice, tol=1e-9, rcond=1e-12, lp_tol=None):
     lp_tol = tol if lp_tol is None else lp_tol
     pt = hlcp.support_point(choice, rcond=rcond)
     if pt is not None:
-        u = _checked(hlcp, pt, tol)
-        return SupportPoint(None, None, False, 0) if u is None else SupportPoint(u[:n], u[n:], False, 0)
+        u = np.concatenate(pt)
+        big = float(np.abs(u).max())
+        if u.min() < -tol * (1.0 + big):
+            return SupportPoint(None, None, False, 0)
+        u = np.maximum(u, 0.0)
+        if not hlcp.is_solution(u[:n], u[n:], tol):
+            u = np.where(u <= tol * big, 0.0, u)
+            if not hlcp.is_solution(u[:n], u[n:], tol):
+                return SupportPoint(None, None, False, 0)
+        return SupportPoint(u[:n], u[n:], False, 0)
     C = hlcp.column_matrix(choice)
     v = np.linalg.lstsq(C, hlcp.c, rcond=None)[0]
     if np.abs(C @ v - hlcp.c).max() > lp_tol * (1.0 + float(np.abs(hlcp.c).max())):
-        return _nearly_singular(hlcp, choice, tol, 0)   # c out of the range of C_α at the scale of c: no LP
+        return SupportPoint(None, None, True, 0)   # c is not in the range of C_α: no point at all, no LP needed
     fixed = np.concatenate([~choice, choice])
     u = lp_point(np.hstack([hlcp.A, hlcp.B]), hlcp.c, fixed)
     if u is None:
-        return _nearly_singular(hlcp, choice, tol, 1)
+        return SupportPoint(None, None, True, 1)
     u = np.where(fixed, 0.0, np.maximum(u, 0.0))
     if not hlcp.is_solution(u[:n], u[n:], lp_tol):
-        return _nearly_singular(hlcp, choice, tol, 1)
+        return SupportPoint(None, None, True, 1)
     return SupportPoint(u[:n], u[n:], True, 1)
-
-
-def _nearly_singular(hlcp, choice, tol, lps):
-    """A singular support the range test or the LP found empty: its LU point if the matrix is not exactly singular
-    and that point verifies as a nonsingular support's would (badly scaled data, where the tests at the scale of
-    ``c`` miss a solution at the scale of the terms), else no point."""
-    n = hlcp.n
-    pt = hlcp.support_point(choice, rcond=0.0)
-    u = None if pt is None else _checked(hlcp, pt, tol)
-    return SupportPoint(None, None, True, lps) if u is None else SupportPoint(u[:n], u[n:], True, lps)
-
-
-def _checked(hlcp, pt, tol):
-    """The support's point ``pt = (x, y)`` if it is a solution (see :func:`support_solution`), else None."""
-    n = hlcp.n
-    u = np.concatenate(pt)
-    big = float(np.abs(u).max())
-    if u.min() < -tol * (1.0 + big):
-        return None
-    u = np.maximum(u, 0.0)
-    if not hlcp.is_solution(u[:n], u[n:], tol):
-        u = np.where(u <= tol * big, 0.0, u)
-        if not hlcp.is_solution(u[:n], u[n:], tol):
-            return None
-    return u
 
 
 def solve_on_support(hlcp, choice, tol=1e-9):
