@@ -348,7 +348,8 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                 C["collocation"].add(m.q[e, r, cn] == m.q[e, 0, cn] + m.h[e] * dq)
                 dv = sum(float(A[r - 1, j - 1]) * m.a[e, j, cn] for j in range(1, s + 1))
                 C["collocation"].add(m.v[e, r, cn] == m.v[e, 0, cn] + m.h[e] * dv)
-    m.fesd = {"t": t, "outputs": outputs, "fit": fit, "controls": controls, "c": c, "A": A, "pairs": pairs,
+    m.fesd = {"t": t, "elements": elements, "outputs": outputs, "fit": fit, "controls": controls, "c": c, "A": A,
+              "pairs": pairs,
               "static": dict(zip(slots, static)), "mus": mus, "balance": balance, "sigma": float(sigma),
               "h_min": h_min, "equilibrate": equilibrate, "fixed_stick": set()}
     _start(m, system, eq, ws)
@@ -491,7 +492,7 @@ def _restart(m, system, warm_start=None):
     from ..mechanics.equations import Equations
     system = _system(system)
     with PauseGC():
-        ws = _warm(system, m.fesd["t"], len(m.fesd["layout"]) // (len(m.fesd["t"]) - 1), m.fesd["c"], warm_start)
+        ws = _warm(system, m.fesd["t"], m.fesd["elements"], m.fesd["c"], warm_start)
         _start(m, system, Equations(system), ws)
         _mode_rows(m, ws)
     return m
@@ -593,12 +594,15 @@ def _grad(expr, wrt):
         known = g(expr, wrt)
         if not all(d.__class__ in (int, float) for d in known):
             return known
+        if len(_NUMERIC_GRADIENTS) >= _GRADIENTS_KEPT:     # forms hold numbers: a long session meets many
+            _NUMERIC_GRADIENTS.clear()
         _NUMERIC_GRADIENTS[key] = known
     return list(known)
 
 
 #: gradients of numbers only, by the form of the expression and the places of the variables (see _grad)
 _NUMERIC_GRADIENTS = {}
+_GRADIENTS_KEPT = 4096
 
 
 def _zero(d):
