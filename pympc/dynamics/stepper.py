@@ -71,8 +71,9 @@ class PhaseStepper:
 
     def advance(self, t, x, mode, t1, inside, funcs, assembly):
         """The phase from (t, x) in ``mode`` to its first event or ``t1``; ``inside``: the requested sample
-        times in (t, t1), ascending; ``funcs``: its event functions; ``assembly``: an assembly at (t, q) (its Jacobians are
-        read, only by a phase with a sticking slot of a system without prescribed motions; None will do elsewhere)."""
+        times in (t, t1), ascending; ``funcs``: its event functions; ``assembly``: an assembly at (t, q) (its
+        Jacobians are read, only by a phase with a sticking slot of a system without prescribed motions; None will
+        do elsewhere)."""
         if mode.sticking and not self.rheonomic and self.ev.locked(assembly, mode):
             te, i = self.locator.frozen(t, t1, x, funcs)
             k = inside.size if te is None else int(np.searchsorted(inside, te, "left"))    # inside[inside < te]
