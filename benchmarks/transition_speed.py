@@ -10,10 +10,21 @@ Table 2: the compiled pieces against the paths they stand beside in the package,
 states, per call: the event HLCP by one compiled call (``dense_event``) against the NumPy build, and Lemke on
 an event HLCP with the defaults (one compiled call, ``_kernel.solve_hlcp_default``) against its general path.
 
+With ``--base PATH`` (a checkout of another tree), Table 1 side by side instead: ``--rounds`` rounds, each
+running this script's cases in a fresh process of each tree in turn (the order alternating), µs per transition
+as the median over rounds and its range, and the median of the ratios of the same round.
+
     python benchmarks/transition_speed.py
+    python benchmarks/transition_speed.py --base /path/to/checkout --rounds 7
 """
 
+import argparse
 import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -96,16 +107,60 @@ def per_call(fn, items, repeats=200):
     return best * 1e6
 
 
+CASES = (("friction oscillator 30 s, general", "friction_oscillator.toml", 30.0, None),
+         ("friction oscillator 30 s, tree", "friction_oscillator.toml", 30.0, "tree"),
+         ("slider-crank 2 s, general", "slider_crank.toml", 2.0, None),
+         ("cross slide 2 s (2 slots)", "cross_slide.toml", 2.0, None),
+         ("slider chain, 2 slots, 2 s", lambda: slider_chain(2), 2.0, None),
+         ("slider chain, 5 slots, 2 s", lambda: slider_chain(5), 2.0, None))
+
+
+def worker(batches):
+    """One round of Table 1 in this process (``--worker``): µs per transition of every case, as JSON."""
+    out = {}
+    for name, path, t_end, form in CASES:
+        n, total, spent = transition_cost(path if callable(path) else MODELS / path, t_end, form, batches=batches)
+        out[name] = spent / n * 1e3
+    print(json.dumps(out))
+
+
+def side_by_side(base, rounds, batches):
+    """Table 1 of this tree and of ``base`` in interleaved fresh processes (see the module)."""
+    here = Path(__file__).parents[1]
+    trees = {"base": Path(base).resolve(), "this": here}
+    got = {"base": [], "this": []}
+    for r in range(rounds):
+        for tag in (("base", "this") if r % 2 == 0 else ("this", "base")):
+            env = dict(os.environ, PYTHONPATH=str(trees[tag]))
+            res = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", "--batches", str(batches)],
+                                 env=env, capture_output=True, text=True, check=True)
+            got[tag].append(json.loads(res.stdout.strip().splitlines()[-1]))
+    print(f"Table 1, side by side: µs per transition (CPU), median [range] of {rounds} interleaved rounds "
+          f"(fresh processes, best of {batches} batches of 2 runs each); base {trees['base']}")
+    print(f"{'case':34s} {'base':>22s} {'this tree':>22s} {'base/this':>9s}")
+    for name, *_ in CASES:
+        b = [g[name] for g in got["base"]]
+        t = [g[name] for g in got["this"]]
+        fmt = lambda v: f"{statistics.median(v):6.0f} [{min(v):5.0f}–{max(v):5.0f}]"   # noqa: E731
+        ratio = statistics.median(x / y for x, y in zip(b, t))
+        print(f"{name:34s} {fmt(b):>22s} {fmt(t):>22s} {ratio:9.2f}")
+
+
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", help="a checkout of the tree to compare with (Table 1 side by side)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--batches", type=int, default=4, help="batches per case and round (with --base)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args.batches)
+    if args.base:
+        return side_by_side(args.base, args.rounds, args.batches)
     print("Table 1: transitions of small mechanisms (CPU, best of 15 batches of 2 runs; issue 28's target: "
           "≤ 150 µs per transition for systems of up to 5 slots)")
     print(f"{'case':34s} {'transitions':>11s} {'run ms':>8s} {'transition ms':>14s} {'µs/transition':>14s}")
-    for name, path, t_end, form in (("friction oscillator 30 s, general", "friction_oscillator.toml", 30.0, None),
-                                    ("friction oscillator 30 s, tree", "friction_oscillator.toml", 30.0, "tree"),
-                                    ("slider-crank 2 s, general", "slider_crank.toml", 2.0, None),
-                                    ("cross slide 2 s (2 slots)", "cross_slide.toml", 2.0, None),
-                                    ("slider chain, 2 slots, 2 s", lambda: slider_chain(2), 2.0, None),
-                                    ("slider chain, 5 slots, 2 s", lambda: slider_chain(5), 2.0, None)):
+    for name, path, t_end, form in CASES:
         n, total, spent = transition_cost(path if callable(path) else MODELS / path, t_end, form)
         print(f"{name:34s} {n:11d} {total:8.1f} {spent:14.2f} {spent / n * 1e3:14.0f}")
 

@@ -432,11 +432,8 @@ def test_the_compiled_solution_set_of_an_event_hlcp_is_the_enumerations_bit_for_
     problems = _random_hlcps(rng, 300, 6) + _oscillator_event_hlcps(rng)
     decided, kinds = 0, set()
     for h in problems:
-        fast = EventProblem(h, [], np.zeros(0), None, None).solution_set(16)
         ref = pympc.enumerate_solutions(h)
-        assert fast.kind == ref.kind and len(fast.points) == len(ref.points)
-        for (x, y), (rx, ry) in zip(fast.points, ref.points):
-            assert np.array_equal(x, rx) and np.array_equal(y, ry)
+        _assert_same_set(EventProblem(h, [], np.zeros(0), None, None).solution_set(16), ref)
         decided += small_solution_set(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)[0]
         kinds.add(ref.kind.name)
     assert decided > 0.6 * len(problems) and decided < len(problems)
@@ -620,3 +617,84 @@ def test_the_compiled_hlcp_lemke_gives_the_stepwise_result_bit_for_bit(rng, monk
     monkeypatch.setitem(solve_module.METHODS._entries, "lemke", lambda p: seen.append(p) or pympc.lemke(p))
     EventProblem(problems[-1], [], np.zeros(0), None, None).solve()
     assert seen == [problems[-1]]
+
+
+def _assert_same_set(fast, ref):
+    """The same kind and the same points, exactly."""
+    assert fast.kind == ref.kind and len(fast.points) == len(ref.points)
+    for (x, y), (rx, ry) in zip(fast.points, ref.points):
+        assert np.array_equal(x, rx) and np.array_equal(y, ry)
+
+
+def _walked_hlcps(rng, count):
+    """HLCPs of WALK_POINTS_FROM to BATCHED_PAIRS pairs: random (one point or none), LCPs with M ≈ −I (many
+    points), integer ones (ties, zero entries, singular supports), and a segment of solutions beside them."""
+    from pympc.complementarity.enumeration import BATCHED_PAIRS, WALK_POINTS_FROM
+    out = []
+    for trial in range(count):
+        n = int(rng.integers(WALK_POINTS_FROM, BATCHED_PAIRS + 1))
+        kind = trial % 5
+        if kind == 0:
+            A, B, c = rng.standard_normal((n, n)) + 2 * np.eye(n), rng.standard_normal((n, n)), rng.standard_normal(n)
+        elif kind == 1:
+            A, B = np.eye(n), -(rng.standard_normal((n, n)) * 0.1 - np.eye(n))
+            c = rng.uniform(0.5, 1.5, n) * np.where(rng.random(n) < 0.5, 1.0, -1.0)
+        elif kind == 2:
+            A, B = rng.integers(-2, 3, (n, n)).astype(float), rng.integers(-2, 3, (n, n)).astype(float)
+            c = rng.integers(-1, 2, n).astype(float)
+        elif kind == 3:        # a well-conditioned problem scaled far from 1, with a degenerate pair (c_i = 0)
+            A, B = np.eye(n) + 0.2 * rng.standard_normal((n, n)), -np.eye(n) + 0.2 * rng.standard_normal((n, n))
+            c = rng.standard_normal(n)
+            c[int(rng.integers(0, n))] = 0.0
+            A, B, c = (v * 10.0 ** rng.integers(-6, 6) for v in (A, B, c))
+        else:                  # a segment of solutions (pairs 0, 1) beside pairs with one solution each
+            A, B = np.eye(n), -np.eye(n)
+            B[:2, :2] = -np.array([[1.0, -1.0], [-1.0, 1.0]])
+            c = np.ones(n)
+            c[1] = -1.0
+            A[2:] += rng.standard_normal((n - 2, n)) * 0.1
+        out.append(pympc.HLCP(A, B, c))
+    return out
+
+
+def _chain_event_hlcps(rng):
+    """Event HLCPs of slider chains of 5 and 6 slots with one stick candidate (7 and 8 pairs) at random states."""
+    out = []
+    for slots in (5, 6):
+        form = GeneralMethod(slider_chain(slots))
+        mu = np.array([float(s.mu) for s in form.slots])
+        q, qd = form.initial_state()
+        for _ in range(15):
+            a = form.assemble(q + 0.05 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size), 0.3)
+            dirs = np.where(rng.random(slots) < 0.5, 1, -1)
+            dirs[int(rng.integers(0, slots))] = 0
+            out.append(event_problem(a, dirs, mu, mu + 0.1, Baumgarte(), form.mass_diagonal).hlcp)
+    return out
+
+
+def test_the_compiled_walk_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng):
+    """From WALK_POINTS_FROM to BATCHED_PAIRS pairs EventProblem.solution_set takes the walk's leaves in one
+    compiled call (walked_solution_set, LAPACK's LU through numba) where it decides them: the same kind and the
+    same points as pympc.enumerate_solutions, exactly, on random, degenerate and nonunique problems and on event
+    HLCPs of slider chains; it decides most, declines the singular ones (a continuum), several-point sets
+    included."""
+    from pympc.complementarity.enumeration import _SUPPORTS
+    from pympc.dynamics._transition import WALKED_KERNEL, walked_solution_set
+    from pympc.dynamics.events import EventProblem
+    if not WALKED_KERNEL:      # pragma: no cover - depends on the numba release
+        pytest.skip("numba's LAPACK wrapper not found: the enumeration decides")
+    problems = _walked_hlcps(rng, 200) + _chain_event_hlcps(rng)
+    decided, kinds, several = 0, set(), 0
+    for h in problems:
+        ref = pympc.enumerate_solutions(h)
+        _assert_same_set(EventProblem(h, [], np.zeros(0), None, None).solution_set(16), ref)
+        ok, P = walked_solution_set(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)
+        if ok:
+            decided += 1
+            kinds.add(ref.kind.name)
+            several += len(ref.points) > 1
+            assert P.shape[0] == len(ref.points)
+        else:
+            assert P.shape[0] == 0
+    assert 0.5 * len(problems) < decided < len(problems)
+    assert {"NONE", "UNIQUE", "FINITE"} <= kinds and "CONTINUUM" not in kinds and several > 10

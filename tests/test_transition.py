@@ -155,31 +155,90 @@ def test_small_least_norm_is_lstsq_and_declines_ill_conditioned_rows(rng):
 def test_compiled_velocity_projection_and_position_error(rng):
     from pympc.dynamics._transition import (VELOCITY_DECLINED, VELOCITY_PROJECTED, VELOCITY_SAME,
                                             position_error, project_velocity)
+    from pympc.dynamics.modes import SPARSE_FROM, min_norm
     seen = set()
-    for _ in range(30):
-        r, s = int(rng.integers(0, 3)), int(rng.integers(1, 3))
-        n = r + s + int(rng.integers(1, 4))
+    for _ in range(40):
+        r, s = int(rng.integers(0, 4)), int(rng.integers(1, 4))
+        n = max(1, r + s + int(rng.integers(-1, 4)))
         a, _ = random_assembly(rng, n, r, s, True)
         stick = np.flatnonzero(rng.random(s) < 0.5)
         qd = rng.standard_normal(n)
-        code, qdp = project_velocity(a.J, a.WN, a.WT, stick, a.gdot, a.vN, a.vT, qd)
+        code, qdp = project_velocity(a.J, a.WN, a.WT, stick, a.gdot, a.vN, a.vT, qd, SPARSE_FROM)
         Jv = np.vstack([a.J, a.WN, a.WT[stick]])
         rv = np.concatenate([a.gdot, a.vN, a.vT[stick]])
-        k = Jv.shape[0]
-        seen.add(code)
-        if k > 4 or k > n or np.linalg.cond(Jv @ Jv.T, 1) >= 1e4:
-            assert code == VELOCITY_DECLINED
-            continue
+        seen.add((code, Jv.shape[0] > 4))
+        # every dense row count is projected: min_norm's answer, bit for bit (its small path or lstsq's gelsd)
         assert code == VELOCITY_PROJECTED
-        np.testing.assert_allclose(qdp, qd - np.linalg.lstsq(Jv, rv, rcond=None)[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(qdp, qd - min_norm(Jv, rv))
+        if Jv.shape[0] > 4 or Jv.shape[0] > n:
+            np.testing.assert_array_equal(qdp, qd - np.linalg.lstsq(Jv, rv, rcond=None)[0])
+        # rows in min_norm's sparse range (here from 2 rows) are the caller's
+        code, same = project_velocity(a.J, a.WN, a.WT, stick, a.gdot, a.vN, a.vT, qd, 2)
+        if 2 <= Jv.shape[0] <= n:
+            assert code == VELOCITY_DECLINED and same is qd
         # nothing to remove: the very same array back
-        code, same = project_velocity(a.J, a.WN, a.WT, stick, 0 * a.gdot, 0 * a.vN, 0 * a.vT, qd)
+        code, same = project_velocity(a.J, a.WN, a.WT, stick, 0 * a.gdot, 0 * a.vN, 0 * a.vT, qd, SPARSE_FROM)
         assert code == VELOCITY_SAME and same is qd
         q = rng.standard_normal(n)
         err, bound = position_error(a.g, a.holonomic, a.gN, q)
         assert err == np.abs(np.concatenate([a.g[a.holonomic], a.gN])).max()
         assert bound == 1e-13 * (1 + np.abs(q).max())
-    assert seen == {VELOCITY_DECLINED, VELOCITY_PROJECTED}
+    assert seen == {(VELOCITY_PROJECTED, False), (VELOCITY_PROJECTED, True)}
+    a, _ = random_assembly(rng, 6, 2, 3, True)             # a velocity that is not finite: NumPy's error, not numba's
+    code, _ = project_velocity(a.J, a.WN, a.WT, np.arange(3), a.gdot, np.array([np.nan, 0, 0]), a.vT, np.zeros(6),
+                               SPARSE_FROM)
+    assert code == VELOCITY_DECLINED
+
+
+def test_compiled_least_norm_is_lstsq_bit_for_bit(rng):
+    """dense_min_norm (numba's binding of LAPACK's gelsd) returns np.linalg.lstsq's bits: full rank, more rows
+    than columns, dependent rows, zero columns, scales far from 1; min_norm of one right-hand side is it."""
+    from pympc.dynamics._transition import dense_min_norm
+    from pympc.dynamics.modes import SPARSE_FROM, min_norm
+    cases = 0
+    for _ in range(600):
+        k, n = int(rng.integers(1, 12)), int(rng.integers(1, 14))
+        J, r = rng.standard_normal((k, n)), rng.standard_normal(k)
+        kind = rng.integers(0, 4)
+        if kind == 1 and k > 1:
+            J[-1] = J[0] * 3.0                                  # dependent rows (rank-deficient J)
+        elif kind == 2:
+            J[:, rng.integers(0, n, max(1, n // 3))] = 0.0      # zero columns (bodies no row touches)
+        elif kind == 3:
+            J *= 10.0 ** rng.integers(-8, 8)
+        d = np.full(n, np.nan)
+        assert dense_min_norm(J, r, d, SPARSE_FROM)
+        ref = np.linalg.lstsq(J, r, rcond=None)[0]
+        if k > 4 or k > n or not np.allclose(d, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max()):
+            np.testing.assert_array_equal(d, ref)                # gelsd's answer: the same bits
+            cases += 1
+        np.testing.assert_array_equal(min_norm(J, r), d)
+    assert cases > 300
+    J, r = rng.standard_normal((3, 5)), rng.standard_normal(3)
+    d = np.zeros(5)
+    assert not dense_min_norm(J, r, d, 3) and not d.any()       # the sparse range: the caller's
+    assert not dense_min_norm(np.zeros((0, 5)), np.zeros(0), d, SPARSE_FROM)
+    J[1, 2] = np.inf
+    assert not dense_min_norm(J, r, d, SPARSE_FROM) and not d.any()
+
+
+def test_compiled_position_step_is_the_numpy_step(rng):
+    from pympc.dynamics._transition import position_step
+    from pympc.dynamics.modes import SPARSE_FROM, min_norm
+    for _ in range(60):
+        r, s = int(rng.integers(0, 5)), int(rng.integers(1, 6))
+        n = max(1, r + s + int(rng.integers(-1, 4)))
+        a, _ = random_assembly(rng, n, r, s, bool(rng.integers(0, 2)))
+        q = rng.standard_normal(n)
+        done, qn = position_step(a.g, a.holonomic, a.gN, a.J, a.WN, q, SPARSE_FROM)
+        assert done
+        g = np.concatenate([a.g[a.holonomic], a.gN])
+        Jh = np.vstack([a.J[a.holonomic], a.WN])
+        np.testing.assert_array_equal(qn, q - min_norm(Jh, g))
+        np.testing.assert_array_equal(qn, q - (np.linalg.lstsq(Jh, g, rcond=None)[0] if Jh.shape[0] > 4 else
+                                               min_norm(Jh, g)))
+        done, same = position_step(a.g, a.holonomic, a.gN, a.J, a.WN, q, 1)     # the sparse range: declined
+        assert (not done and same is q) or Jh.shape[0] > n
 
 
 def test_compiled_mode_check_is_the_numpy_test(rng):

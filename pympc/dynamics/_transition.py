@@ -20,10 +20,12 @@ import numpy as np
 from numba import njit
 
 from .._linalg import back_substitute, lu_solve, rcond_1
-from ..complementarity._kernel import batched_leaves, equilibrate_hlcp, relative_residual
+from ..complementarity._kernel import (F_INT_nptype, HLCP_DEFAULT_KERNEL, _dgesv, batched_leaves, equilibrate_hlcp,
+                                      relative_residual)
 
 __all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
-           "slip_directions", "small_solution_set", "velocity_rows", "mode_of_point"]
+           "slip_directions", "small_solution_set", "velocity_rows", "mode_of_point", "dense_min_norm", "position_step",
+           "walked_solution_set", "WALKED_KERNEL"]
 
 EVENT_OK, EVENT_NOT_SPD, EVENT_SINGULAR, EVENT_NOT_FINITE = 0, 1, 2, 3
 
@@ -332,13 +334,46 @@ def _stack(a, b, c, idx, out):
 
 
 @njit(cache=True, nogil=True)
-def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd):
+def _finite_rows(J, r):
+    """Are every entry of ``J`` and of ``r`` finite?"""
+    for i in range(J.shape[0]):
+        for j in range(J.shape[1]):
+            if not np.isfinite(J[i, j]):
+                return False
+    return _all_finite(r)
+
+
+_EPS = float(np.finfo(float).eps)
+
+
+@njit(cache=True, nogil=True)
+def dense_min_norm(J, r, d, sparse_from):
+    """:func:`pympc.dynamics.modes.min_norm` of one right-hand side on its dense paths, into ``d``, in one call:
+    :func:`small_min_norm` where it applies, else LAPACK's ``gelsd`` as ``np.linalg.lstsq(J, r, rcond=None)``
+    calls it (numba's binding of the same routine, ``rcond = ε max(k, n)``: the same bits, checked by the
+    tests).  False (``d`` untouched) where min_norm takes another path: no rows, a J whose rows are in its
+    sparse range (``sparse_from ≤ k ≤ n``), or an entry that is not finite (NumPy's error, not numba's)."""
+    k, n = J.shape
+    if k == 0 or (sparse_from <= k and k <= n):
+        return False
+    if small_min_norm(J, r, d):
+        return True
+    if not _finite_rows(J, r):
+        return False
+    x = np.linalg.lstsq(J, r, rcond=_EPS * max(k, n))[0]
+    for i in range(n):
+        d[i] = x[i]
+    return True
+
+
+@njit(cache=True, nogil=True)
+def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd, sparse_from):
     """q̇ projected onto the velocity constraints of the joints, the slots and the sticking slots.
 
     Returns ``(code, q̇')``: :data:`VELOCITY_SAME` (every row already exactly satisfied: ``q̇`` itself, as
     the least-norm correction of a zero residual is zero), :data:`VELOCITY_PROJECTED` (``q̇ − d`` with
-    :func:`small_min_norm`'s ``d``) or :data:`VELOCITY_DECLINED` (the caller projects with
-    :func:`pympc.dynamics.modes.min_norm`).
+    :func:`dense_min_norm`'s ``d``) or :data:`VELOCITY_DECLINED` (the caller projects with
+    :func:`pympc.dynamics.modes.min_norm`: the rows in its sparse range ``sparse_from``, or not finite).
     """
     n = qd.shape[0]
     k = J.shape[0] + WN.shape[0] + stick.shape[0]
@@ -351,17 +386,50 @@ def project_velocity(J, WN, WT, stick, gdot, vN, vT, qd):
             zero = False
     if zero:
         return VELOCITY_SAME, qd
-    if k > SMALL_ROWS or k > n:
-        return VELOCITY_DECLINED, qd
     R = np.empty((k, n))
     _stack(J, WN, WT, stick, R)
+    done, out = _corrected(R, r, qd, sparse_from)
+    return (VELOCITY_PROJECTED if done else VELOCITY_DECLINED), out
+
+
+@njit(cache=True, nogil=True)
+def _corrected(R, r, v, sparse_from):
+    """``(True, v − d)``, ``d`` :func:`dense_min_norm`'s least-norm ``R d = r``; ``(False, v)`` where it declines."""
+    n = v.shape[0]
     d = np.empty(n)
-    if not small_min_norm(R, r, d):
-        return VELOCITY_DECLINED, qd
+    if not dense_min_norm(R, r, d, sparse_from):
+        return False, v
     out = np.empty(n)
     for i in range(n):
-        out[i] = qd[i] - d[i]
-    return VELOCITY_PROJECTED, out
+        out[i] = v[i] - d[i]
+    return True, out
+
+
+@njit(cache=True, nogil=True)
+def position_step(g, holonomic, gN, J, WN, q, sparse_from):
+    """One Newton step of the position projection: ``(True, q − d)``, ``d`` :func:`dense_min_norm`'s correction of
+    the rows ``[J[holonomic]; WN]`` for the residual ``[g[holonomic]; gN]``; ``(False, q)`` where it declines
+    (the caller's :func:`pympc.dynamics.modes.min_norm` then)."""
+    n = q.shape[0]
+    h = 0
+    for i in range(g.shape[0]):
+        if holonomic[i]:
+            h += 1
+    k = h + gN.shape[0]
+    Jh = np.empty((k, n))
+    r = np.empty(k)
+    m = 0
+    for i in range(g.shape[0]):
+        if holonomic[i]:
+            for j in range(n):
+                Jh[m, j] = J[i, j]
+            r[m] = g[i]
+            m += 1
+    for i in range(gN.shape[0]):
+        for j in range(n):
+            Jh[h + i, j] = WN[i, j]
+        r[h + i] = gN[i]
+    return _corrected(Jh, r, q, sparse_from)
 
 
 @njit(cache=True, nogil=True)
@@ -415,13 +483,13 @@ VELOCITY_NOT_TRIED = 3
 
 
 @njit(cache=True, nogil=True)
-def settle(g, holonomic, gN, q, J, WN, WT, stick, gdot, vN, vT, qd):
+def settle(g, holonomic, gN, q, J, WN, WT, stick, gdot, vN, vT, qd, sparse_from):
     """:func:`position_error` and, when the positions are within its bound, :func:`project_velocity` in one call:
     ``(err, bound, code, q̇')``, ``code`` :data:`VELOCITY_NOT_TRIED` when they are not."""
     err, bound = position_error(g, holonomic, gN, q)
     if not err <= bound:
         return err, bound, VELOCITY_NOT_TRIED, qd
-    code, out = project_velocity(J, WN, WT, stick, gdot, vN, vT, qd)
+    code, out = project_velocity(J, WN, WT, stick, gdot, vN, vT, qd, sparse_from)
     return err, bound, code, out
 
 
@@ -536,18 +604,32 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
         big = 0.0
         for j in range(2 * n):
             big = max(big, abs(U[k, j]))
-        lim = 1e3 * tol * (1.0 + big)
-        same = False
-        for p in range(m):
-            d = 0.0
-            for j in range(2 * n):
-                d = max(d, abs(pts[p, j] - U[k, j]))
-            if d <= lim:
-                same = True
-                break
-        if not same:
+        if not _listed(pts, m, U[k], 1e3 * tol * (1.0 + big)):
             pts[m] = U[k]
             m += 1
+    return _verified_back(A, B, c, dx, dy, pts[:m], tol)
+
+
+@njit(cache=True, nogil=True)
+def _listed(pts, m, u, lim):
+    """Is ``u`` within ``lim`` (largest difference) of one of the first ``m`` rows of ``pts``?  (the walk's
+    ``add``: the points in its order, the later of two equal ones dropped)"""
+    for p in range(m):
+        d = 0.0
+        for j in range(u.shape[0]):
+            d = max(d, abs(pts[p, j] - u[j]))
+        if d <= lim:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _verified_back(A, B, c, dx, dy, pts, tol):
+    """The rows ``(x', y')`` of ``pts`` (points of the equilibrated problem) as points ``(dx x', dy y')`` of
+    ``HLCP(A, B, c)``, each verified by its relative residual within ``1e3 tol``: ``(True, P)``, or ``(False,
+    empty)`` when one fails (the noise rule of :meth:`~pympc.HLCP.is_solution`, or a rejection: the caller's)."""
+    n = c.shape[0]
+    m = pts.shape[0]
     out = np.empty((m, 2 * n))
     x = np.empty(n)
     y = np.empty(n)
@@ -561,6 +643,77 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
             out[p, j] = x[j]
             out[p, n + j] = y[j]
     return True, out
+
+
+WALKED_KERNEL = HLCP_DEFAULT_KERNEL
+"""Whether :func:`walked_solution_set` can run here (numba's private wrapper of LAPACK's dgesv found)."""
+_D = ord("d")
+
+
+@njit(cache=True, nogil=True)
+def walked_solution_set(A, B, c, a_diagonal, xs, tol):
+    """The points of :func:`pympc.enumerate_solutions` of an HLCP of
+    :data:`~pympc.complementarity.enumeration.WALK_POINTS_FROM` to
+    :data:`~pympc.complementarity.enumeration.BATCHED_PAIRS` pairs in one call, where its visit of the leaves
+    solves nonsingular supports only; ``(decided, P)`` as :func:`small_solution_set`.
+
+    The same steps and arithmetic as ``enumeration._enumerate`` there: the problem equilibrated, the supports
+    to visit those :func:`batched_leaves` does not prove empty (its status neither 0 nor −2), in the walk's
+    order; on each, ``support_solution``: LAPACK's LU solve of ``C_α v = c`` (dgesv, the bits of the walk's
+    dgetrf and dgetrs), the point refused for an entry below ``−tol (1 + max|u|)``, clipped at 0 and accepted
+    when its relative residual is within ``tol``; listed unless within ``1e3 tol (1 + max|u|)`` of one listed;
+    each listed point verified in the original problem by its relative residual within ``1e3 tol`` and scaled
+    back.  A visited support has an exact reciprocal condition above 1e-10 (status 1 or 2), so LAPACK's
+    estimate (never below it) is above the walk's 1e-11 and the walk solves it by LU as here.  Not decided
+    (False), the enumeration itself runs: a visited support singular or nearly so (status −1, −3: the walk's
+    least squares and LPs), a point that is not finite, one that needs ``support_solution``'s second try or the
+    noise rule of :meth:`~pympc.HLCP.is_solution`, or a failed verification in the original problem.
+    """
+    n = c.shape[0]
+    As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
+    st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)[2]
+    N = xs.shape[0]
+    for k in range(N):
+        if st[k] == -3 or st[k] == -1:
+            return False, np.zeros((0, 2 * n))
+    pts = np.empty((N, 2 * n))
+    m = 0
+    u = np.empty(2 * n)
+    piv = np.empty(n, F_INT_nptype)
+    for k in range(N):
+        if st[k] == 0 or st[k] == -2:
+            continue
+        lu = np.empty((n, n)).T              # dgesv factorizes a Fortran-ordered copy of C_α in place
+        for i in range(n):
+            for j in range(n):
+                lu[i, j] = As[i, j] if xs[k, j] else Bs[i, j]
+        v = cs.copy()                         # and overwrites the right-hand side with the solution
+        if _dgesv(_D, n, 1, lu.ctypes, n, piv.ctypes, v.ctypes, n) != 0:
+            return False, np.zeros((0, 2 * n))
+        for j in range(2 * n):
+            u[j] = 0.0
+        for j in range(n):
+            if not np.isfinite(v[j]):
+                return False, np.zeros((0, 2 * n))
+            u[j if xs[k, j] else n + j] = v[j]
+        big = 0.0
+        low = np.inf
+        for j in range(2 * n):
+            big = max(big, abs(u[j]))
+            low = min(low, u[j])
+        if low < -tol * (1.0 + big):        # the wrong sign
+            continue
+        big = 0.0
+        for j in range(2 * n):
+            if not u[j] > 0.0:             # np.maximum(u, 0): −0 too becomes +0
+                u[j] = 0.0
+            big = max(big, abs(u[j]))
+        if not _python_max(relative_residual(As, Bs, cs, u[:n], u[n:])) <= tol:
+            return False, np.zeros((0, 2 * n))
+        if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
+            pts[m] = u
+            m += 1
+    return _verified_back(A, B, c, dx, dy, pts[:m], tol)
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)

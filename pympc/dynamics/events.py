@@ -20,12 +20,13 @@ import numpy as np
 import scipy.sparse
 
 from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutions, solve
-from ..complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
+from ..complementarity.enumeration import _SUPPORTS, BATCHED_PAIRS, WALK_POINTS_FROM
 from ..complementarity.lemke import lemke_hlcp_default
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
 from ..complementarity.solve import lemke_by_default
-from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, mode_of_point, small_solution_set
+from ._transition import (EVENT_OK, WALKED_KERNEL, as_floats, assembly_arrays, dense_event, mode_of_point,
+                          small_solution_set, walked_solution_set)
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
@@ -112,11 +113,14 @@ class EventProblem:
     def solution_set(self, max_pairs):
         """:func:`pympc.enumerate_solutions` of the event HLCP (``max_pairs`` at least its pairs): below
         :data:`~pympc.complementarity.enumeration.WALK_POINTS_FROM` pairs by one compiled call
-        (:func:`~pympc.dynamics._transition.small_solution_set`, the same points) where it decides them."""
+        (:func:`~pympc.dynamics._transition.small_solution_set`, the same points) where it decides them, and up
+        to :data:`~pympc.complementarity.enumeration.BATCHED_PAIRS` by another
+        (:func:`~pympc.dynamics._transition.walked_solution_set`, the walk's points, bit for bit) where it does."""
         h = self.hlcp
         n = h.n
-        if n < WALK_POINTS_FROM:
-            decided, P = small_solution_set(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[n], 1e-9)
+        if n < WALK_POINTS_FROM or (n <= BATCHED_PAIRS and WALKED_KERNEL):
+            solved = small_solution_set if n < WALK_POINTS_FROM else walked_solution_set
+            decided, P = solved(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[n], 1e-9)
             if decided:
                 m = P.shape[0]
                 kind = SetKind.NONE if m == 0 else SetKind.UNIQUE if m == 1 else SetKind.FINITE

@@ -30,7 +30,7 @@ from ..mechanics import _kernels
 from ..mechanics.assembly import EMPTY, SparseAssembly, time_program
 from . import _event_kernels
 from ._flat import flat_rows
-from ._transition import SMALL_ROWS, as_floats, small_min_norm
+from ._transition import SMALL_ROWS, as_floats, dense_min_norm
 
 __all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm",
            "csr"]
@@ -160,25 +160,27 @@ def min_norm(J, r):
     A J of at most four rows whose ``J Jᵀ`` has a reciprocal condition
     above 1e-4 goes through ``Jᵀ (J Jᵀ)⁻¹ r`` by LU: J is then conditioned
     well enough that the normal equations lose nothing that matters, and
-    LAPACK's SVD is not called for a 1×2 system (one right-hand side: one
-    compiled call, :func:`pympc.dynamics._transition.small_min_norm`, with
-    the exact condition number; several: LAPACK and its estimate).  Large J (at
-    least :data:`SPARSE_FROM` rows, no more rows than columns) go through
-    ``Jᵀ (J Jᵀ)⁻¹ r`` with J sparse (:func:`banded_solve`); the others, and
-    any J whose J Jᵀ is singular or leaves a residual, through ``lstsq``.
+    LAPACK's SVD is not called for a 1×2 system (one right-hand side: the
+    exact condition number, :func:`pympc.dynamics._transition.small_min_norm`;
+    several: LAPACK and its estimate).  Large J (at least :data:`SPARSE_FROM`
+    rows, no more rows than columns) go through ``Jᵀ (J Jᵀ)⁻¹ r`` with J
+    sparse (:func:`banded_solve`); the others, and any J whose J Jᵀ is
+    singular or leaves a residual, through ``lstsq`` (LAPACK's gelsd).  One
+    right-hand side takes the dense paths in one compiled call
+    (:func:`pympc.dynamics._transition.dense_min_norm`: gelsd through numba,
+    the bits of ``np.linalg.lstsq``).
     """
     k, n = J.shape
-    if 0 < k <= SMALL_ROWS and k <= n:   # a few rows: the normal equations when J Jᵀ is well conditioned
-        if np.ndim(r) == 1:
-            d = np.empty(n)
-            if small_min_norm(as_floats(J), as_floats(r), d):
-                return d
-        else:
-            lu, piv, rc = lu_rcond(J @ J.T)
-            if rc > 1e-4:
-                # several right-hand sides (the sensitivities' columns) one by one: LAPACK's multi-column solve
-                # (trsm) may wake OpenBLAS threads, which took milliseconds per 2×2 solve on the shared machine
-                return J.T @ np.column_stack([_lapack.dgetrs(lu, piv, r[:, j])[0] for j in range(r.shape[1])])
+    if np.ndim(r) == 1:     # one right-hand side: the dense paths in one compiled call
+        d = np.empty(n)
+        if dense_min_norm(as_floats(J), as_floats(r), d, SPARSE_FROM):
+            return d
+    elif 0 < k <= SMALL_ROWS and k <= n:   # a few rows: the normal equations when J Jᵀ is well conditioned
+        lu, piv, rc = lu_rcond(J @ J.T)
+        if rc > 1e-4:
+            # several right-hand sides (the sensitivities' columns) one by one: LAPACK's multi-column solve
+            # (trsm) may wake OpenBLAS threads, which took milliseconds per 2×2 solve on the shared machine
+            return J.T @ np.column_stack([_lapack.dgetrs(lu, piv, r[:, j])[0] for j in range(r.shape[1])])
     if SPARSE_FROM <= k <= n:
         Js = csr(J)
         y = banded_solve(Js @ Js.T, r, symmetric=True)

@@ -18,9 +18,9 @@ import numpy as np
 from ..errors import PympcError, SimulationError
 from ..mechanics.assembly import AbsoluteModel
 from ._transition import (VELOCITY_NOT_TRIED, VELOCITY_PROJECTED, VELOCITY_SAME, as_floats, assembly_arrays,
-                          check_mode, project_velocity, settle, slip_directions, velocity_rows)
+                          check_mode, position_step, project_velocity, settle, slip_directions, velocity_rows)
 from .events import event_problem, read_mode
-from .modes import Mode, Motion, min_norm, solve_mode
+from .modes import SPARSE_FROM, Mode, Motion, min_norm, solve_mode
 from .options import AMBIGUITY_RULES
 from .trajectory import Event, EventKind, SimulationStatus
 
@@ -65,21 +65,26 @@ class Transition:
             a = assembly if i == 0 and assembly is not None else form.assemble(q, qd, t)
             k = assembly_arrays(a)
             # the position error and, converged, the velocity projection at once (settle)
-            err, bound, code, qdp = settle(k.g, k.holonomic, k.gN, as_floats(q), k.J, k.WN, k.WT, stick, k.gdot,
-                                           k.vN, k.vT, qdf)
+            qf = as_floats(q)
+            err, bound, code, qdp = settle(k.g, k.holonomic, k.gN, qf, k.J, k.WN, k.WT, stick, k.gdot,
+                                           k.vN, k.vT, qdf, SPARSE_FROM)
             if err <= bound or err > 0.5 * last:   # converged, or at round-off
                 break
             last = err
-            g = np.concatenate([a.g[a.holonomic], a.gN])
-            Jh = np.vstack([a.J[a.holonomic], a.WN])
-            q = q - min_norm(Jh, g)
+            done, qn = position_step(k.g, k.holonomic, k.gN, k.J, k.WN, qf, SPARSE_FROM)   # min_norm's dense paths
+            if done:
+                q = qn
+            else:
+                g = np.concatenate([a.g[a.holonomic], a.gN])
+                Jh = np.vstack([a.J[a.holonomic], a.WN])
+                q = q - min_norm(Jh, g)
         else:  # out of iterations: q moved after the last assembly
             a = form.assemble(q, qd, t)
             code = VELOCITY_NOT_TRIED
         self.positions = (q, a)          # its Jacobians are those at q (the velocities may be projected below)
         if code == VELOCITY_NOT_TRIED:
             k = assembly_arrays(a)
-            code, qdp = project_velocity(k.J, k.WN, k.WT, stick, k.gdot, k.vN, k.vT, qdf)
+            code, qdp = project_velocity(k.J, k.WN, k.WT, stick, k.gdot, k.vN, k.vT, qdf, SPARSE_FROM)
         if code == VELOCITY_SAME:        # a zero residual: the correction would be exactly zero
             return q, qd, a
         if code == VELOCITY_PROJECTED:
