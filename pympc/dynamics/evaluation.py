@@ -36,6 +36,7 @@ class ModeEvaluator:
         self._cache_key, self._cache = None, None
         self._modes = {}               # mode → its walls and motions as arrays (mode_arrays)
         self._locked = {}              # mode → (its rows as bytes, locked?) of its last locked() test
+        self.event_tables = ({}, {})   # the EventLocator's per-mode tables and event functions (locate.py)
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     def compiled(self, mode):
