@@ -20,11 +20,14 @@ __all__ = ["ModeEvaluator"]
 
 
 class ModeEvaluator:
-    """Evaluations of one formulation (``form``) with constraint stabilization ``stab``, one per run.
+    """Evaluations of one formulation (``form``) with constraint stabilization ``stab``, owned by one run at a
+    time (kept with the system between runs: :func:`pympc.simulate`).
 
     Attributes: ``form``, ``stab``, ``n`` (coordinates), ``mu``, ``mu_s`` (per slot), ``md`` (the mass
-    diagonal), ``_fast`` (the compiled modes, or None).  A caller that makes the compiled buffers hold
-    another point (a batch of samples, a compiled integration) calls :meth:`forget`.
+    diagonal), ``_fast`` (the compiled modes, or None), ``event_tables`` (what the
+    :class:`~pympc.dynamics.locate.EventLocator` makes once per mode, kept here: a run that takes over an evaluator
+    kept with its system takes them too).  A caller that makes the compiled buffers hold another point (a batch of
+    samples, a compiled integration) calls :meth:`forget`.
     """
 
     def __init__(self, form, stab):

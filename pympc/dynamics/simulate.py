@@ -7,7 +7,9 @@ slip velocity of a slipping slot, normal force of any slot, friction reserve of 
 transition there (:class:`~pympc.dynamics.transition.Transition`: projection, the event HLCP solved by the
 native pivoting solver and, small enough, its whole solution set enumerated, look-ahead probe, verification)
 and records the event; the Zeno guard and the event budget may stop it.  The options are one validated
-object, :class:`~pympc.dynamics.options.SimulateOptions`.
+object, :class:`~pympc.dynamics.options.SimulateOptions`.  What a run makes once — the formulation, the
+:class:`~pympc.dynamics.evaluation.ModeEvaluator` and what it keeps per mode — is kept with the system for its
+next run (:func:`_take_setup`).
 """
 
 from __future__ import annotations
