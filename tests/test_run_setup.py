@@ -103,3 +103,26 @@ def test_the_stacked_columns_are_those_phase_by_phase(model, monkeypatch):
     np.testing.assert_allclose(samples.normal_force, stacked.normal_force, rtol=1e-9, atol=1e-9)
     np.testing.assert_array_equal(samples.walls, stacked.walls)
     np.testing.assert_array_equal(samples.motions, stacked.motions)
+
+
+def test_no_setup_is_kept_with_a_copy_bound_or_read_for_one_run():
+    # simulate(system, params=...) binds a copy that the run drops: nothing to keep (the setup refers to its
+    # system: a kept one would be a reference cycle per run); the system given keeps nothing either
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    made = []
+    take = simulate_module._take_setup
+
+    def spy(sy, formulation, stab, cacheable=True):
+        made.append((sy, cacheable))
+        return take(sy, formulation, stab, cacheable)
+
+    simulate_module._take_setup = spy
+    try:
+        pympc.simulate(system, (0.0, 1.0), samples=3, params={"mu": 0.25})
+        pympc.simulate(MODELS / "friction_oscillator.toml", (0.0, 1.0), samples=3)
+        pympc.simulate(system, (0.0, 1.0), samples=3, params={})       # bind({}) is the system itself
+    finally:
+        simulate_module._take_setup = take
+    assert [c for _, c in made] == [False, False, True]
+    assert made[0][0] is not system and not made[0][0]._cache.get("run setups")
+    assert made[2][0] is system and len(system._cache["run setups"]) == 1

@@ -177,6 +177,7 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
         warnings.warn("simulate(..., overrides=...) is deprecated: write params=... (the same mapping)",
                       DeprecationWarning, stacklevel=2)
     values = {**(overrides or {}), **(params or {})}
+    given = system
     if isinstance(system, (str, Path)):
         system = load_model(system, **values)
     elif isinstance(system, System):
@@ -184,7 +185,10 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     else:
         raise OptionError(f"system must be a pympc System or a model file path, got {type(system).__name__}")
     o = opts.resolve(system, t_span)
-    setup_key, form, ev = _take_setup(system, opts.formulation, o["baumgarte"], sensitivities is None)
+    # (kept only with a system the caller holds: a copy bound or read here is dropped after the run, and the
+    # setup, which refers to it, would only make a reference cycle for the garbage collector)
+    setup_key, form, ev = _take_setup(system, opts.formulation, o["baumgarte"],
+                                      sensitivities is None and system is given)
     sens = None
     if sensitivities is not None:
         if getattr(form, "name", None) not in ("general", "tree"):
