@@ -286,3 +286,20 @@ def test_the_forcing_time_scale_is_made_again_only_for_other_elements():
     faster = TimeScale.of(s.bind(w=4.0))
     assert faster is not first and faster.tau(0.0, 1.0) == pytest.approx(0.25) and first.tau(0.0, 1.0) == 1.0
     assert TimeScale(s.bind(w=4.0)).tau(0.0, 1.0) == faster.tau(0.0, 1.0)
+
+
+def test_the_bound_copies_share_the_model_body_of_their_fingerprint():
+    """bind(): the element lines of the model file (what the fingerprint hashes besides the parameters) are made
+    once for a system and all its bound copies, whichever asks first; a change of the system makes them again."""
+    s = oscillator_in_python()
+    copies = [s.bind({"mu": mu}) for mu in (0.1, 0.2, 0.25)]
+    prints = [c.fingerprint() for c in copies]                  # the copies first, the original never
+    assert copies[0]._cache["model_body"] is s._cache["model_body"] is copies[2]._cache["model_body"]
+    assert "lines" in s._cache["model_body"]
+    for c, fp in zip(copies, prints):
+        assert fp == pickle.loads(pickle.dumps(c)).fingerprint()     # from scratch: nothing cached
+    assert len(set(prints)) == 3
+    s.add_parameter("unused_here", 1.0)                             # a change: the lines are made again
+    assert "model_body" not in s._cache
+    assert s.fingerprint() == pickle.loads(pickle.dumps(s)).fingerprint() != prints[0]
+    assert copies[0].fingerprint() == prints[0]                     # the copies keep their own definitions

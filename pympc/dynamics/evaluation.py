@@ -20,11 +20,14 @@ __all__ = ["ModeEvaluator"]
 
 
 class ModeEvaluator:
-    """Evaluations of one formulation (``form``) with constraint stabilization ``stab``, one per run.
+    """Evaluations of one formulation (``form``) with constraint stabilization ``stab``, owned by one run at a
+    time (kept with the system between runs: :func:`pympc.simulate`).
 
     Attributes: ``form``, ``stab``, ``n`` (coordinates), ``mu``, ``mu_s`` (per slot), ``md`` (the mass
-    diagonal), ``_fast`` (the compiled modes, or None).  A caller that makes the compiled buffers hold
-    another point (a batch of samples, a compiled integration) calls :meth:`forget`.
+    diagonal), ``_fast`` (the compiled modes, or None), ``event_tables`` (what the
+    :class:`~pympc.dynamics.locate.EventLocator` makes once per mode, kept here: a run that takes over an evaluator
+    kept with its system takes them too).  A caller that makes the compiled buffers hold another point (a batch of
+    samples, a compiled integration) calls :meth:`forget`.
     """
 
     def __init__(self, form, stab):
@@ -36,6 +39,7 @@ class ModeEvaluator:
         self._cache_key, self._cache = None, None
         self._modes = {}               # mode → its walls and motions as arrays (mode_arrays)
         self._locked = {}              # mode → (its rows as bytes, locked?) of its last locked() test
+        self.event_tables = ({}, {})   # the EventLocator's per-mode tables and event functions (locate.py)
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     def compiled(self, mode):

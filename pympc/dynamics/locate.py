@@ -35,8 +35,9 @@ class EventLocator:
 
     def __init__(self, evaluator, settings):
         self.ev, self.opts = evaluator, settings
-        self._tables = {}              # mode → the event functions' coefficients
-        self._functions = {}           # mode → its EventFunctions (one phase at a time uses them)
+        # mode → the event functions' coefficients, mode → its EventFunctions (one phase at a time uses them):
+        # kept with the evaluator (they depend on it and the mode alone), so the runs that share it share them
+        self._tables, self._functions = evaluator.event_tables
         self._band = max(1e-12, 10 * settings["rtol"])      # the dead band per unit of force scale
         self._zero_step = None         # the zero polynomial of a frozen phase's one step (frozen())
 

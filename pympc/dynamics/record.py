@@ -22,8 +22,70 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
     the end: no Python object per sample on the compiled path."""
     form = ev.form
     n, s = form.n, len(ev.mu)
+    dsens = []
+    columns = _compiled_columns(ev, phases, n, s) if sens is None else None
+    if columns is None:
+        columns = _phase_columns(ev, phases, status, sens, dsens)
+    info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1,
+            "integrator": " + ".join(sorted(integrators)) or "none (no integrated phase)"}
+    system = form.system
+    checked = [e for e in events if e.crosscheck]
+    if checked:
+        agree = sum(all(v["agree"] for v in e.crosscheck.values()) for e in checked)
+        info["crosscheck"] = f"{agree} of {len(checked)} events agree"
+    return Trajectory(
+        **columns, events=events, status=status, message=message, coordinate_names=list(form.absolute_names),
+        slot_names=[sl.name for sl in form.slots], info=info,
+        parameters=dict(system.parameters), model_hash=system.fingerprint(), **_sensitivity_fields(sens, dsens))
+
+
+_COLUMNS = ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions", "kinetic",
+            "potential", "dissipated", "work", "drift")
+
+
+def _compiled_columns(ev, phases, n, s):
+    """The trajectory's columns when every phase is of a compiled mode: the states of all phases stacked once,
+    the rows of each mode (:meth:`CompiledModes.rows`) in one call over all its samples, written into the
+    columns at their places (every sample is solved on its own: the numbers of one call per phase); None where
+    this does not apply (no samples, a mode with Python parts or whose call fails: :func:`_phase_columns`)."""
+    counts = [len(ts) for ts, _, _ in phases]
+    if not phases or not all(ev.compiled(mode) for _, _, mode in phases) or sum(counts) == 0:
+        return None
+    t = np.concatenate([np.asarray(ts, dtype=float) for ts, _, _ in phases])
+    X = np.concatenate([xs[:2 * n + 2] for _, xs, _ in phases], axis=1)
+    K = t.size
+    lam, F, vT = np.empty((K, s)), np.empty((K, s)), np.empty((K, s))
+    T, V, drift = np.empty(K), np.empty(K), np.empty(K)
+    starts = np.cumsum([0] + counts)
+    by_mode = {}
+    for j, (_, _, mode) in enumerate(phases):
+        if counts[j]:
+            by_mode.setdefault(mode, []).append(j)
+    for mode, idx in by_mode.items():
+        at = np.concatenate([np.arange(starts[j], starts[j + 1]) for j in idx])
+        rows = ev._fast.rows(t[at], X[:, at].T, mode)
+        ev.forget()
+        if rows is None:
+            return None
+        for out, r in zip((lam, F, vT, T, V, drift), rows):
+            out[at] = r
+    keep = [j for j in range(len(phases)) if counts[j]]
+    walls = np.repeat(np.array([phases[j][2].walls for j in keep], dtype=int).reshape(len(keep), s),
+                      [counts[j] for j in keep], axis=0)
+    motions = np.repeat(np.array([[int(m) for m in phases[j][2].motions] for j in keep], dtype=int)
+                        .reshape(len(keep), s), [counts[j] for j in keep], axis=0)
+    # the compiled path is the general method: its coordinates are the absolute ones
+    return dict(zip(_COLUMNS, (t, X[:n].T.copy(), X[n:2 * n].T.copy(), lam, F, vT, walls, motions, T, V,
+                               X[2 * n].copy(), X[2 * n + 1].copy(), drift)))
+
+
+def _phase_columns(ev, phases, status, sens, dsens):
+    """The trajectory's columns phase by phase (a block of columns per phase, stacked at the end): compiled rows
+    where they apply, else sample by sample (the sensitivities' outputs appended to ``dsens``)."""
+    form = ev.form
+    n, s = form.n, len(ev.mu)
     na = len(form.absolute_names)
-    blocks, dsens = [], []
+    blocks = []
     fast_rows = _compiled_rows(ev, phases, n)
     for j, (ts, xs, mode) in enumerate(phases):
         k = len(ts)
@@ -74,19 +136,7 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
         if i in (6, 7):             # walls, motions: one row per phase, repeated for its samples
             return np.repeat(np.array([b[i] for b in blocks], dtype=int).reshape(len(blocks), s), counts, axis=0)
         return np.concatenate([b[i] for b in blocks]).astype(dtype, copy=False)
-    info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1,
-            "integrator": " + ".join(sorted(integrators)) or "none (no integrated phase)"}
-    system = form.system
-    checked = [e for e in events if e.crosscheck]
-    if checked:
-        agree = sum(all(v["agree"] for v in e.crosscheck.values()) for e in checked)
-        info["crosscheck"] = f"{agree} of {len(checked)} events agree"
-    return Trajectory(
-        t=col(0), q=col(1), qd=col(2), normal_force=col(3), friction_force=col(4), slip_velocity=col(5),
-        walls=col(6, int), motions=col(7, int), kinetic=col(8), potential=col(9), dissipated=col(10), work=col(11),
-        drift=col(12), events=events, status=status, message=message, coordinate_names=list(form.absolute_names),
-        slot_names=[sl.name for sl in form.slots], info=info,
-        parameters=dict(system.parameters), model_hash=system.fingerprint(), **_sensitivity_fields(sens, dsens))
+    return {name: col(i, int if i in (6, 7) else float) for i, name in enumerate(_COLUMNS)}
 
 
 def _compiled_rows(ev, phases, n):

@@ -76,7 +76,7 @@ class PhaseStepper:
         do elsewhere)."""
         if mode.sticking and not self.rheonomic and self.ev.locked(assembly, mode):
             te, i = self.locator.frozen(t, t1, x, funcs)
-            k = inside.size if te is None else int(np.searchsorted(inside, te, "left"))    # inside[inside < te]
+            k = inside.size if te is None else int(inside.searchsorted(te, "left"))    # inside[inside < te]
             ts = np.empty(k + 2)
             ts[0], ts[1:k + 1], ts[k + 1] = t, inside[:k], t1 if te is None else te
             xs = np.empty((x.size, k + 2))
@@ -92,7 +92,7 @@ class PhaseStepper:
         compiled = self._compiled_window(mode, funcs)
         while True:
             tb = self.locator.window(ta, t1, 64)[0]
-            ins = inside[np.searchsorted(inside, ta, "right"):np.searchsorted(inside, tb, "left")]   # in (ta, tb)
+            ins = inside[inside.searchsorted(ta, "right"):inside.searchsorted(tb, "left")]   # in (ta, tb)
             start = ta == t or ta in inside
             window = self._window(compiled, ta, tb, t1, xa, ins, step) if compiled is not None else None
             if window is not None:           # the whole window in one compiled call
@@ -215,8 +215,8 @@ def phase_samples(sol, ta, xa, tb, xb, mode, start=True):
     st = np.asarray(sol.t, dtype=float).reshape(-1)
     sy = np.asarray(sol.y, dtype=float).reshape(len(xa), st.size)
     # the sample times are sorted (t_eval): those in (ta, tb) are one slice
-    lo = int(np.searchsorted(st, ta, "right"))
-    hi = st.size if tb is None else max(lo, int(np.searchsorted(st, tb, "left")))
+    lo = int(st.searchsorted(ta, "right"))
+    hi = st.size if tb is None else max(lo, int(st.searchsorted(tb, "left")))
     i0 = 1 if start else 0
     k = i0 + hi - lo
     ts, xs = np.empty(k + (tb is not None)), np.empty((len(xa), k + (tb is not None)))

@@ -472,9 +472,11 @@ class System:
         new._overrides = {**self._overrides, **clean}
         new._bodies, new._joints, new._forces = dict(self._bodies), dict(self._joints), dict(self._forces)
         new._cache = {"used": self.used_parameters()}
-        for key in ("names_known", "model_body"):      # the same elements and parameters: their names check
-            if key in self._cache:                     # out, their lines of the model file are the same
-                new._cache[key] = self._cache[key]
+        if "names_known" in self._cache:               # the same elements and parameters: their names check out
+            new._cache["names_known"] = True
+        # their lines of the model file are the same: one holder for this system and all its bound copies, filled
+        # by the first fingerprint() of any of them (a loop of runs with varied μ binds the copies, not the original)
+        new._cache["model_body"] = self._cache.setdefault("model_body", {})
         if self._cache.get("resolved") is not None and not self._cache.get("is_resolved"):
             # resolved() takes this system's resolved elements where their parameters keep their values
             new._cache["resolve_from"] = (self.parameters, self._cache["resolved"],
@@ -511,9 +513,10 @@ class System:
         """A short hash of the model (its elements and the parameter values as bound now)."""
         fp = self._cache.get("fingerprint")
         if fp is None:
-            body = self._cache.get("model_body")         # (the elements' lines: shared by the bound copies)
+            shared = self._cache.setdefault("model_body", {})   # (the elements' lines: shared by the bound copies)
+            body = shared.get("lines")
             if body is None:
-                body = self._cache["model_body"] = tuple(body_lines(self))
+                body = shared["lines"] = tuple(body_lines(self))
             fp = self._cache["fingerprint"] = hashlib.sha256(dump_model(self, body).encode()).hexdigest()[:16]
         return fp
 
