@@ -86,6 +86,40 @@ def test_forward_route_gives_the_same_estimate(record):
     assert all(abs(a.theta[n] - b.theta[n]) <= 1e-6 for n in a.theta), (a.theta, b.theta)
 
 
+def test_fit_options_change_the_work_not_the_answer(record):
+    """FIT_OPTIONS (IPOPT takes MUMPS's KKT solutions without their residuals and refinement) are under the
+    caller's options; with IPOPT's own defaults (a residual and one refinement at least for every solution) the
+    fit takes the same walks and iterations to the same estimate (oracle: the solve with IPOPT's defaults)."""
+    from pympc.identify.fesd_fit import FIT_OPTIONS, fit
+    from pympc.mechanics import load_model
+    assert FIT_OPTIONS == {"min_refinement_steps": 0, "fast_step_computation": "yes"}
+    args = (load_model(OSC).bind({"mu": 0.29, "mu_s": 0.41}), record.t, record.y, ["mass.x"], ["mu", "mu_s"])
+    a = fit(*args, noise=list(record.sigma))
+    b = fit(*args, noise=list(record.sigma), options={"min_refinement_steps": 1, "fast_step_computation": "no"})
+    assert a.ok and b.ok, (a.message, b.message)
+    assert a.walks == b.walks and [s.iterations for s in a.solves] == [s.iterations for s in b.solves]
+    assert all(abs(a.theta[n] - b.theta[n]) <= 1e-9 * abs(b.theta[n]) for n in a.theta), (a.theta, b.theta)
+    assert abs(a.objective - b.objective) <= 1e-9 * b.objective
+
+
+def test_active_set_evaluator_equals_pyomo_value():
+    """fix_active_set's evaluator (the operator nodes applied by hand, a Var's value read directly) gives
+    pyo.value's numbers on every pair member of a model, and Pyomo's error for a Var without a value."""
+    import pyomo.environ as pyo
+
+    from pympc.identify.fesd import trajectory_model
+    from pympc.identify.fesd_solve import _evaluator
+    m = trajectory_model(OSC, np.linspace(0.0, 1.0, 5), elements=2)
+    ev = _evaluator()
+    members = [x for st in m.fesd["pairs"].values() for pair in st for x in pair]
+    assert len(members) > 50
+    for x in members:
+        assert ev(x) == pyo.value(x)
+    m.F[0, 1, "slot"].set_value(None)
+    with pytest.raises(ValueError, match="No value"):
+        ev(m.F[0, 1, "slot"])
+
+
 def test_two_experiments_jointly_agree_with_joint_shooting():
     """Two records of the oscillator at different drive amplitudes (known μ = 0.3, μ_s = 0.4), fitted jointly:
     one NLP with the parameters shared, each record verified by simulation; the joint FESD estimate is the

@@ -238,7 +238,10 @@ def _evaluator():
         cls = node.__class__
         if cls in native_numeric_types:
             return node
-        if cls is VarData or not node.is_expression_type():
+        if cls is VarData:                      # the common leaf: its value without value()'s call and checks
+            x = node._value
+            return x if x is not None else value(node)      # (None: value()'s error)
+        if not node.is_expression_type():
             return value(node)
         return node._apply_operation([evaluated(a) for a in node.args])
 

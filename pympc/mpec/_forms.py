@@ -108,7 +108,7 @@ _PLACES = []
 class _Form:
     """The reading of a form's first row with its columns as places of the form's variables."""
 
-    __slots__ = ("part", "first", "fields", "nl_key")
+    __slots__ = ("part", "first", "fields", "nl_places", "nl_key")
 
     def __init__(self, part, calls, free, template):
         place = {id(v): k for k, v in enumerate(free)}
@@ -120,15 +120,19 @@ class _Form:
                 at[col] = k
                 self.first.append(k)
         self.part = part
-        self.fields = {name: np.array([at[c] for c in np.asarray(getattr(part, name)).tolist()], int)
-                       for name in ("lin_idx", "qa", "qb") + (("nl_idx",) if part.nl is not None else ())}
+        # each field's entries as positions in ``first`` (the columns a row's make numbers, in that order); an
+        # empty field is left out (the copy keeps the first row's empty array)
+        order = {k: i for i, k in enumerate(self.first)}
+        self.fields = {name: np.array([order[at[c]] for c in np.asarray(getattr(part, name)).tolist()], int)
+                       for name in ("lin_idx", "qa", "qb") + (("nl_idx",) if part.nl is not None else ())
+                       if name == "nl_idx" or np.asarray(getattr(part, name)).size}
+        self.nl_places = [self.first[i] for i in self.fields["nl_idx"]] if part.nl is not None else None
         self.nl_key = template(*part.nl) if part.nl is not None else None
 
     def make(self, free, index, where):
         """The reading of a row of this form whose variables are ``free``."""
-        cols = np.empty(len(free), int)
-        for k in self.first:                      # numbered in the first row's order: the same columns
-            cols[k] = index(free[k], where)
+        # numbered in the first row's order: the same columns
+        cols = np.array([index(free[k], where) for k in self.first], int)
         part = object.__new__(self.part.__class__)      # a copy of the first row's reading
         part.__dict__.update(self.part.__dict__)
         shared = part.lin_idx is getattr(part, "idx", None)
@@ -138,7 +142,7 @@ class _Form:
             part.idx = part.lin_idx
         if part.nl is not None:
             part.nl_idx = part.nl_idx.tolist()
-            part.nl = (None, [free[k] for k in self.fields["nl_idx"]])  # the expression: the first row's form
+            part.nl = (None, [free[k] for k in self.nl_places])  # the expression: the first row's form
             part.nl_key = self.nl_key
         return part
 
