@@ -18,7 +18,9 @@ no big-M can be proved) do not weaken them.
   zeroes its smaller member first.  HiGHS re-solves each node from the last
   basis (dual simplex after bound changes).  An infeasible LP prunes its
   subtree; the search ends with a verified point, with every subtree pruned
-  (no solution), or at the time limit (undecided).
+  (no solution, unless Lemke's method finds a point that verifies: HiGHS's
+  absolute tolerances can call a relaxation of badly scaled data infeasible),
+  or at the time limit (undecided).
 
 Measured (``benchmarks/crosscheck_speed.py``): the 71 event HLCPs of a 50-slot
 chain (50–54 pairs) in milliseconds each by the search, where the big-M MILP
@@ -108,7 +110,8 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
     ``verify(choice)`` re-solves on the support ``choice`` (True: ``x_i`` may
     be positive) and returns a verified ``(x, y)`` or None.  Returns
     ``(point, status, nodes)`` with status ``"found"``, ``"exhausted"`` (no
-    solution: every leaf LP-infeasible), ``"undecided"`` (a feasible leaf whose
+    solution: every leaf LP-infeasible and Lemke's point, if any, fails verification; a point of Lemke's that
+    verifies is returned as ``"found"``), ``"undecided"`` (a feasible leaf whose
     point did not verify: no proof either way) or ``"time"``.
     """
     from ._highs import add_dense_rows
@@ -172,4 +175,14 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
         first, second = (zero_x, zero_y) if x[i] <= y[i] else (zero_y, zero_x)
         stack.append(second)
         stack.append(first)
-    return None, ("undecided" if unproved else "exhausted"), nodes
+    if unproved:
+        return None, "undecided", nodes
+    # "no solution" rests on HiGHS's absolute tolerances, which can call a relaxation of badly scaled data
+    # infeasible (a nearly singular support holding a solution at the scale of its terms): Lemke's point, if it
+    # verifies, says the search was wrong
+    from .lemke import lemke
+
+    r = lemke(hlcp, certify=False)
+    if r.status.name == "SOLVED" and hlcp.is_solution(r.x, r.y):
+        return (r.x, r.y), "found", nodes
+    return None, "exhausted", nodes
