@@ -288,17 +288,17 @@ def _enumerate(hlcp, back, tol, batched):
 
 
 def _witness(hlcp, tol):
-    """A point ``(x, y)`` of ``hlcp`` that ``is_solution`` accepts within ``tol``, by Lemke's method (no
-    certification: that would enumerate) or else the exact search of :func:`~pympc.complementarity.milp.milp`,
-    or None: the check of an enumeration that found no solution."""
-    from .lemke import lemke
+    """A point ``(x, y)`` of ``hlcp`` that ``is_solution`` accepts within ``tol``, by Lemke's method
+    (:func:`~pympc.complementarity.search.lemke_point`) or else the exact search of
+    :func:`~pympc.complementarity.milp.milp`, or None: the check of an enumeration that found no solution."""
     from .milp import milp
+    from .search import lemke_point
 
-    for solve, options in ((lemke, {"certify": False}), (milp, {"tol": tol})):
-        r = solve(hlcp, **options)
-        if r.status.name == "SOLVED" and hlcp.is_solution(r.x, r.y, tol):
-            return r.x, r.y
-    return None
+    pt = lemke_point(hlcp, tol)
+    if pt is not None:
+        return pt
+    r = milp(hlcp, tol=tol)
+    return (r.x, r.y) if r.status.name == "SOLVED" and hlcp.is_solution(r.x, r.y, tol) else None
 
 
 def _leaves_to_visit(hlcp, tol):

@@ -34,7 +34,9 @@ import time
 
 import numpy as np
 
-__all__ = ["monotone_form", "solve_monotone_qp", "branch_and_bound"]
+from ._kernel import HLCP_DEFAULT_KERNEL, KERNEL_SOLVED, solve_hlcp_default, solve_lcp_form_default
+
+__all__ = ["monotone_form", "solve_monotone_qp", "branch_and_bound", "lemke_point"]
 
 
 def monotone_form(hlcp):
@@ -180,9 +182,24 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
     # "no solution" rests on HiGHS's absolute tolerances, which can call a relaxation of badly scaled data
     # infeasible (a nearly singular support holding a solution at the scale of its terms): Lemke's point, if it
     # verifies, says the search was wrong
-    from .lemke import lemke
+    pt = lemke_point(hlcp)
+    return (pt, "found", nodes) if pt is not None else (None, "exhausted", nodes)
 
-    r = lemke(hlcp, certify=False)
-    if r.status.name == "SOLVED" and hlcp.is_solution(r.x, r.y):
-        return (r.x, r.y), "found", nodes
-    return None, "exhausted", nodes
+
+def lemke_point(hlcp, tol=1e-9):
+    """The point ``(x, y)`` of Lemke's method with the default options (its one compiled call,
+    :func:`~pympc.complementarity._kernel.solve_lcp_form_default` for an LCP's form,
+    :func:`~pympc.complementarity._kernel.solve_hlcp_default` else) if it ends on a point that ``hlcp.is_solution``
+    accepts within ``tol``; else None (also where this numba lacks that call).  The check of a "no solution"
+    by the support search and the enumeration (which :func:`pympc.lemke` itself calls: hence the kernel)."""
+    n = hlcp.n
+    if hlcp._a_diagonal:            # an LCP's form: Lemke on LCP(−B/a, c/a), as pympc.lemke takes it
+        code, _, _, out = solve_lcp_form_default(hlcp.A, hlcp.B, hlcp.c)
+        x, y = (out[n:2 * n], out[:n]) if code == KERNEL_SOLVED else (None, None)
+    elif HLCP_DEFAULT_KERNEL:
+        decided, code, _, _, _, x, y, _, negative, _, _ = solve_hlcp_default(hlcp.A, hlcp.B, hlcp.c)
+        if not decided or code != KERNEL_SOLVED or negative:
+            x = None
+    else:                           # pragma: no cover - depends on the numba release
+        x = None
+    return None if x is None or not hlcp.is_solution(x, y, tol) else (x, y)
