@@ -10,6 +10,15 @@ nonsingular column matrix gives at most one point by a linear solve; a
 singular leaf is examined by LPs: empty, a single point, or a continuum (with
 a direction of the continuum).
 
+"No solution" is never left to those tests alone: when no leaf gives a point,
+Lemke's method and the exact search (:func:`~pympc.complementarity.milp.milp`)
+are asked for one; if either finds a point that verifies, the enumeration was
+wrong (badly scaled data: a nearly singular support holds a solution at the
+scale of its terms that the range test and the LPs, working at the scale of
+``c`` and with HiGHS's absolute tolerances, call empty) and the set is decided
+again (:func:`_second_look`): every leaf without pruning, a nearly singular
+leaf's LU point taken when it verifies, and the found point itself.
+
 Cost grows like ``2^n`` in the worst case: sensible up to about 12-16 pairs
 (event HLCPs of mechanisms rarely exceed that).  Up to :data:`BATCHED_PAIRS`
 pairs, when every support matrix is well conditioned, all the leaves are solved
@@ -195,9 +204,9 @@ def _enumerate(hlcp, back, tol, batched):
         target.append(u)
         return True
 
-    def leaf(choice):
+    def leaf(choice, lu_point=False):
         # choice[i] True: x_i may be positive (y_i = 0); the point by the one support solve of pympc
-        sp = support_solution(hlcp, choice, tol, rcond=1e-11, lp_tol=1e3 * tol)
+        sp = support_solution(hlcp, choice, tol, rcond=1e-11, lp_tol=1e3 * tol, lu_point=lu_point)
         counter[0] += sp.lps
         if sp.x is None:
             return
@@ -229,6 +238,12 @@ def _enumerate(hlcp, back, tol, batched):
         walk(prefix + [True])
         walk(prefix + [False])
 
+    def second_look(witness):
+        # every leaf, no pruning, a nearly singular leaf's LU point when it verifies, and the witness itself
+        for k in range(2 ** n):
+            leaf(((k >> (n - 1 - np.arange(n))) & 1) == 0, lu_point=True)
+        add(np.concatenate([witness[0] / dx, witness[1] / dy]), points)
+
     found = None
     if batched and n <= BATCHED_PAIRS:
         found = _batched_leaves(hlcp, tol) if n < WALK_POINTS_FROM else None
@@ -245,6 +260,12 @@ def _enumerate(hlcp, back, tol, batched):
             add(u, points)
     # map back and verify every point in the original problem
     points = [u for u in points if orig.is_solution(u[:n] * dx, u[n:] * dy, 1e3 * tol)]
+    if not points and not cont_pts:
+        witness = _witness(orig, tol)
+        if witness is not None:     # the leaves missed a solution: decide again (see the module)
+            Aeq = np.hstack([hlcp.A, hlcp.B])
+            second_look(witness)
+            points = [u for u in points if orig.is_solution(u[:n] * dx, u[n:] * dy, 1e3 * tol)]
     # a point that lies in the polyhedron of a continuum is not a separate solution
     if cont_fixed:
         points = [u for u in points if not any((u[f] == 0.0).all() for f in cont_fixed)]
@@ -264,6 +285,20 @@ def _enumerate(hlcp, back, tol, batched):
         out.directions = [back(d[:n], d[n:]) for d in dirs]
     out.points = [back(u[:n], u[n:]) for u in cont_pts + [u * scale for u in points]]
     return out
+
+
+def _witness(hlcp, tol):
+    """A point ``(x, y)`` of ``hlcp`` that ``is_solution`` accepts within ``tol``, by Lemke's method
+    (:func:`~pympc.complementarity.search.lemke_point`) or else the exact search of
+    :func:`~pympc.complementarity.milp.milp`, or None: the check of an enumeration that found no solution."""
+    from .milp import milp
+    from .search import lemke_point
+
+    pt = lemke_point(hlcp, tol)
+    if pt is not None:
+        return pt
+    r = milp(hlcp, tol=tol)
+    return (r.x, r.y) if r.status.name == "SOLVED" and hlcp.is_solution(r.x, r.y, tol) else None
 
 
 def _leaves_to_visit(hlcp, tol):

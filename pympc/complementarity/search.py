@@ -18,7 +18,9 @@ no big-M can be proved) do not weaken them.
   zeroes its smaller member first.  HiGHS re-solves each node from the last
   basis (dual simplex after bound changes).  An infeasible LP prunes its
   subtree; the search ends with a verified point, with every subtree pruned
-  (no solution), or at the time limit (undecided).
+  (no solution, unless Lemke's method finds a point that verifies: HiGHS's
+  absolute tolerances can call a relaxation of badly scaled data infeasible),
+  or at the time limit (undecided).
 
 Measured (``benchmarks/crosscheck_speed.py``): the 71 event HLCPs of a 50-slot
 chain (50–54 pairs) in milliseconds each by the search, where the big-M MILP
@@ -32,7 +34,9 @@ import time
 
 import numpy as np
 
-__all__ = ["monotone_form", "solve_monotone_qp", "branch_and_bound"]
+from ._kernel import HLCP_DEFAULT_KERNEL, KERNEL_SOLVED, solve_hlcp_default, solve_lcp_form_default
+
+__all__ = ["monotone_form", "solve_monotone_qp", "branch_and_bound", "lemke_point"]
 
 
 def monotone_form(hlcp):
@@ -108,7 +112,8 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
     ``verify(choice)`` re-solves on the support ``choice`` (True: ``x_i`` may
     be positive) and returns a verified ``(x, y)`` or None.  Returns
     ``(point, status, nodes)`` with status ``"found"``, ``"exhausted"`` (no
-    solution: every leaf LP-infeasible), ``"undecided"`` (a feasible leaf whose
+    solution: every leaf LP-infeasible and Lemke's point, if any, fails verification; a point of Lemke's that
+    verifies is returned as ``"found"``), ``"undecided"`` (a feasible leaf whose
     point did not verify: no proof either way) or ``"time"``.
     """
     from ._highs import add_dense_rows
@@ -172,4 +177,29 @@ def branch_and_bound(highspy, hlcp, verify, verbose=False, time_limit=None, cloc
         first, second = (zero_x, zero_y) if x[i] <= y[i] else (zero_y, zero_x)
         stack.append(second)
         stack.append(first)
-    return None, ("undecided" if unproved else "exhausted"), nodes
+    if unproved:
+        return None, "undecided", nodes
+    # "no solution" rests on HiGHS's absolute tolerances, which can call a relaxation of badly scaled data
+    # infeasible (a nearly singular support holding a solution at the scale of its terms): Lemke's point, if it
+    # verifies, says the search was wrong
+    pt = lemke_point(hlcp)
+    return (pt, "found", nodes) if pt is not None else (None, "exhausted", nodes)
+
+
+def lemke_point(hlcp, tol=1e-9):
+    """The point ``(x, y)`` of Lemke's method with the default options (its one compiled call,
+    :func:`~pympc.complementarity._kernel.solve_lcp_form_default` for an LCP's form,
+    :func:`~pympc.complementarity._kernel.solve_hlcp_default` else) if it ends on a point that ``hlcp.is_solution``
+    accepts within ``tol``; else None (also where this numba lacks that call).  The check of a "no solution"
+    by the support search and the enumeration (which :func:`pympc.lemke` itself calls: hence the kernel)."""
+    n = hlcp.n
+    if hlcp._a_diagonal:            # an LCP's form: Lemke on LCP(−B/a, c/a), as pympc.lemke takes it
+        code, _, _, out = solve_lcp_form_default(hlcp.A, hlcp.B, hlcp.c)
+        x, y = (out[n:2 * n], out[:n]) if code == KERNEL_SOLVED else (None, None)
+    elif HLCP_DEFAULT_KERNEL:
+        decided, code, _, _, _, x, y, _, negative, _, _ = solve_hlcp_default(hlcp.A, hlcp.B, hlcp.c)
+        if not decided or code != KERNEL_SOLVED or negative:
+            x = None
+    else:                           # pragma: no cover - depends on the numba release
+        x = None
+    return None if x is None or not hlcp.is_solution(x, y, tol) else (x, y)

@@ -99,7 +99,7 @@ class SupportPoint(NamedTuple):
     lps: int
 
 
-def support_solution(hlcp, choice, tol=1e-9, rcond=1e-12, lp_tol=None):
+def support_solution(hlcp, choice, tol=1e-9, rcond=1e-12, lp_tol=None, lu_point=False):
     """The point of ``hlcp`` on the support ``choice``, verified, with how it was found.
 
     ``choice[i]`` True: ``x_i`` may be positive and ``y_i = 0``; False: the
@@ -114,6 +114,14 @@ def support_solution(hlcp, choice, tol=1e-9, rcond=1e-12, lp_tol=None):
     the other members fixed at zero; its point is verified within ``lp_tol``
     (default ``tol``; LP points carry the LP's absolute tolerances).
 
+    ``lu_point``: a singular support found empty so (those tests work at the
+    scale of ``c``) still gives its LU point if its matrix is not exactly
+    singular and the point verifies as a nonsingular support's does (badly
+    scaled data: a nearly singular support can hold a solution at the scale
+    of its terms that the range test and the LP miss).  The enumeration's
+    second look (:func:`~pympc.complementarity.enumeration.enumerate_solutions`)
+    asks for it.
+
     Returns
     -------
     SupportPoint
@@ -123,28 +131,46 @@ def support_solution(hlcp, choice, tol=1e-9, rcond=1e-12, lp_tol=None):
     lp_tol = tol if lp_tol is None else lp_tol
     pt = hlcp.support_point(choice, rcond=rcond)
     if pt is not None:
-        u = np.concatenate(pt)
-        big = float(np.abs(u).max())
-        if u.min() < -tol * (1.0 + big):
-            return SupportPoint(None, None, False, 0)
-        u = np.maximum(u, 0.0)
-        if not hlcp.is_solution(u[:n], u[n:], tol):
-            u = np.where(u <= tol * big, 0.0, u)
-            if not hlcp.is_solution(u[:n], u[n:], tol):
-                return SupportPoint(None, None, False, 0)
-        return SupportPoint(u[:n], u[n:], False, 0)
+        u = _checked(hlcp, pt, tol)
+        return SupportPoint(None, None, False, 0) if u is None else SupportPoint(u[:n], u[n:], False, 0)
+    empty = lambda lps: _lu_point(hlcp, choice, tol, lps) if lu_point else SupportPoint(None, None, True, lps)  # noqa: E731
     C = hlcp.column_matrix(choice)
     v = np.linalg.lstsq(C, hlcp.c, rcond=None)[0]
     if np.abs(C @ v - hlcp.c).max() > lp_tol * (1.0 + float(np.abs(hlcp.c).max())):
-        return SupportPoint(None, None, True, 0)   # c is not in the range of C_α: no point at all, no LP needed
+        return empty(0)   # c is not in the range of C_α (at the scale of c): no point at all, no LP needed
     fixed = np.concatenate([~choice, choice])
     u = lp_point(np.hstack([hlcp.A, hlcp.B]), hlcp.c, fixed)
     if u is None:
-        return SupportPoint(None, None, True, 1)
+        return empty(1)
     u = np.where(fixed, 0.0, np.maximum(u, 0.0))
     if not hlcp.is_solution(u[:n], u[n:], lp_tol):
-        return SupportPoint(None, None, True, 1)
+        return empty(1)
     return SupportPoint(u[:n], u[n:], True, 1)
+
+
+def _lu_point(hlcp, choice, tol, lps):
+    """A singular support that the range test or the LP found empty: its LU point if the matrix is not exactly
+    singular and the point verifies as a nonsingular support's would, else no point (``lps`` LPs solved)."""
+    n = hlcp.n
+    pt = hlcp.support_point(choice, rcond=0.0)
+    u = None if pt is None else _checked(hlcp, pt, tol)
+    return SupportPoint(None, None, True, lps) if u is None else SupportPoint(u[:n], u[n:], True, lps)
+
+
+def _checked(hlcp, pt, tol):
+    """The support's point ``pt = (x, y)``, nonnegative, if it is a solution (see :func:`support_solution`), else
+    None."""
+    n = hlcp.n
+    u = np.concatenate(pt)
+    big = float(np.abs(u).max())
+    if u.min() < -tol * (1.0 + big):
+        return None
+    u = np.maximum(u, 0.0)
+    if not hlcp.is_solution(u[:n], u[n:], tol):
+        u = np.where(u <= tol * big, 0.0, u)
+        if not hlcp.is_solution(u[:n], u[n:], tol):
+            return None
+    return u
 
 
 def solve_on_support(hlcp, choice, tol=1e-9):
