@@ -682,11 +682,12 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
     (False), the enumeration itself runs: a visited support singular or nearly so (status −1, −3: the walk's
     least squares and LPs), a point that is not finite, one that needs ``support_solution``'s second try or the
     noise rule of :meth:`~pympc.HLCP.is_solution`, a failed verification in the original problem, or no point
-    at all (the enumeration checks "no solution" by Lemke and the exact search, see :data:`NONE_RCOND`).
+    where a support refused for its sign has a reciprocal condition below :data:`NONE_RCOND` (the enumeration
+    then checks "no solution" by Lemke and the exact search).
     """
     n = c.shape[0]
     As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
-    st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)[2]
+    rc, _, st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
     N = xs.shape[0]
     for k in range(N):
         if st[k] == -3 or st[k] == -1:
@@ -728,8 +729,10 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
         if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
             pts[m] = u
             m += 1
-    if m == 0:      # no point: the enumeration decides (it checks "no solution" by Lemke and the exact search)
-        return False, np.zeros((0, 2 * n))
+    if m == 0:      # no point: decided only if every support refused for its sign was well conditioned
+        for k in range(N):
+            if st[k] >= 0 and not rc[k] >= NONE_RCOND:
+                return False, np.zeros((0, 2 * n))
     return _verified_back(A, B, c, dx, dy, pts[:m], tol)
 
 
