@@ -406,6 +406,39 @@ class System:
             used = self._cache["used"] = frozenset(used)
         return used
 
+    def _friction_only(self):
+        """Names of the parameters whose values enter nothing but the slots' friction coefficients (``mu``,
+        ``mu_s`` fields of slots): no body, joint geometry, force or simulation setting uses them directly (a
+        derived parameter is its own name: its value is compared on its own, see :meth:`_same_kinematics`)."""
+        only = self._cache.get("friction only")
+        if only is None:
+            other = set()
+            for table in (self._bodies, self._joints, self._forces):
+                for e in table.values():
+                    for f in type(e).FIELDS:
+                        if not (getattr(e, "SLOT", False) and f in ("mu", "mu_s")):
+                            other |= _field_parameters(getattr(e, f))
+            for v in self._simulation.values():
+                other |= _field_parameters(tuple(v.values()) if isinstance(v, dict) else v)
+            only = self._cache["friction only"] = frozenset(self._params) - other
+        return only
+
+    def _same_kinematics(self, other):
+        """Is ``other`` this system, or a copy of it bound (:meth:`bind`) to values that differ from this
+        system's, to the bit, in friction-only parameters alone (:meth:`_friction_only`)?  Then the two have the
+        same elements but for the slots' μ and μ_s: the same assembly, the same modes' rows."""
+        if other is self:
+            return True
+        if not isinstance(other, System) or other._params is not self._params \
+                or other._simulation is not self._simulation or other.formulation != self.formulation:
+            return False
+        for kind in ("_bodies", "_joints", "_forces"):
+            mine, theirs = getattr(self, kind), getattr(other, kind)
+            if len(mine) != len(theirs) or any(theirs.get(k) is not e for k, e in mine.items()):
+                return False
+        a, b, only = self.parameters, other.parameters, self._friction_only()
+        return all(k in only for k in a if not _same_value(a[k], b[k]))
+
     def bind(self, values=None, /, **kw):
         """The same mechanism with other parameter values (validated; nothing is parsed again).
 
