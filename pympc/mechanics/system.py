@@ -388,17 +388,21 @@ class System:
         if b is not None and not b[0] <= v <= b[1]:
             raise ModelError(f"parameter {name!r} = {v:g} is outside its bounds [{b[0]:g}, {b[1]:g}]")
 
+    def _field_uses(self):
+        """``(element, field, parameter names)`` of every field of every element, then ``(None, key, names)`` of
+        every simulation setting: the parameters each uses directly."""
+        for table in (self._bodies, self._joints, self._forces):
+            for e in table.values():
+                for f in type(e).FIELDS:
+                    yield e, f, _field_parameters(getattr(e, f))
+        for k, v in self._simulation.items():
+            yield None, k, _field_parameters(tuple(v.values()) if isinstance(v, dict) else v)
+
     def used_parameters(self):
         """Names of the parameters that some element or simulation setting depends on (directly or not)."""
         used = self._cache.get("used")
         if used is None:
-            used = set()
-            for table in (self._bodies, self._joints, self._forces):
-                for e in table.values():
-                    for f in type(e).FIELDS:
-                        used |= _field_parameters(getattr(e, f))
-            for v in self._simulation.values():
-                used |= _field_parameters(tuple(v.values()) if isinstance(v, dict) else v)
+            used = set().union(*(names for _, _, names in self._field_uses()))
             for k in reversed(list(self._params)):      # derived parameters pass their use on
                 p = self._params[k]
                 if k in used and p.derived:
@@ -412,14 +416,8 @@ class System:
         derived parameter is its own name: its value is compared on its own, see :meth:`_same_kinematics`)."""
         only = self._cache.get("friction only")
         if only is None:
-            other = set()
-            for table in (self._bodies, self._joints, self._forces):
-                for e in table.values():
-                    for f in type(e).FIELDS:
-                        if not (getattr(e, "SLOT", False) and f in ("mu", "mu_s")):
-                            other |= _field_parameters(getattr(e, f))
-            for v in self._simulation.values():
-                other |= _field_parameters(tuple(v.values()) if isinstance(v, dict) else v)
+            other = set().union(*(names for e, f, names in self._field_uses()
+                                  if not (getattr(e, "SLOT", False) and f in ("mu", "mu_s"))))
             only = self._cache["friction only"] = frozenset(self._params) - other
         return only
 
