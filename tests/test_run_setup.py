@@ -106,23 +106,93 @@ def test_the_stacked_columns_are_those_phase_by_phase(model, monkeypatch):
 
 
 def test_no_setup_is_kept_with_a_copy_bound_or_read_for_one_run():
-    # simulate(system, params=...) binds a copy that the run drops: nothing to keep (the setup refers to its
-    # system: a kept one would be a reference cycle per run); the system given keeps nothing either
+    # simulate(system, params=...) binds a copy that the run drops: nothing is kept with it (the setup refers to
+    # its system: a kept one would be a reference cycle per run).  A copy bound to other friction coefficients
+    # runs on the setup of the system given, which keeps it; other parameters make a setup for the run alone
     system = pympc.load_model(MODELS / "friction_oscillator.toml")
     made = []
     take = simulate_module._take_setup
 
-    def spy(sy, formulation, stab, cacheable=True):
-        made.append((sy, cacheable))
-        return take(sy, formulation, stab, cacheable)
+    def spy(sy, formulation, stab, holder=None):
+        made.append((sy, holder))
+        return take(sy, formulation, stab, holder)
 
     simulate_module._take_setup = spy
     try:
-        pympc.simulate(system, (0.0, 1.0), samples=3, params={"mu": 0.25})
+        pympc.simulate(system, (0.0, 1.0), samples=3, params={"K": 14.0})
         pympc.simulate(MODELS / "friction_oscillator.toml", (0.0, 1.0), samples=3)
+        assert not system._cache.get("run setups")
+        pympc.simulate(system, (0.0, 1.0), samples=3, params={"mu": 0.25})
         pympc.simulate(system, (0.0, 1.0), samples=3, params={})       # bind({}) is the system itself
     finally:
         simulate_module._take_setup = take
-    assert [c for _, c in made] == [False, False, True]
+    assert [h is system for _, h in made] == [False, False, True, True]
+    assert made[0][1] is None and made[1][1] is None
     assert made[0][0] is not system and not made[0][0]._cache.get("run setups")
-    assert made[2][0] is system and len(system._cache["run setups"]) == 1
+    assert made[2][0] is not system and not made[2][0]._cache.get("run setups")
+    assert made[3][0] is system and len(system._cache["run setups"]) == 1
+
+
+def test_friction_only_parameters_are_recognized():
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    assert system._friction_only() == {"mu", "mu_s"}
+    assert system._same_kinematics(system.bind(mu=0.25))
+    assert system._same_kinematics(system.bind(mu=0.25, mu_s=0.5))
+    assert system._same_kinematics(system.bind(mu=0.3))                  # the same values
+    for other in ({"K": 14.0}, {"m": 1.5}, {"mu": 0.25, "g": 9.0}):
+        assert not system._same_kinematics(system.bind(other))
+    assert not system._same_kinematics(pympc.load_model(MODELS / "friction_oscillator.toml", mu=0.25))
+    # a parameter that enters a friction coefficient and something else is not friction-only
+    s = System("both", parameters={"c": 0.3, "mu_s": "2*c"})
+    s.add(Particle("p", mass="1 + c"))
+    s.add(Slot("slot", "p", "ground", mu="c", mu_s="mu_s"))
+    s.add(PointForce("push", "p", value=(5.0, -10.0)))
+    assert s._friction_only() == {"mu_s"}
+    assert not s._same_kinematics(s.bind(c=0.2))          # (mu_s follows c, and so does the mass)
+    assert s._same_kinematics(s.bind(mu_s=0.7))
+
+
+def test_runs_with_varied_friction_are_those_of_fresh_systems():
+    # the oracle: every run with other values on a system built afresh with them (nothing kept, nothing shared);
+    # the loop runs through the setup kept with `system` (μ, μ_s), and through new setups where the values change
+    # the model beyond the friction coefficients (K, m): bit for bit the same trajectories
+    import pickle
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    runs = [{"mu": 0.25}, {"mu": 0.35}, {}, {"mu": 0.2, "mu_s": 0.45}, {"K": 12.0}, {"mu_s": 0.5},
+            {"m": 1.3, "mu": 0.28}, {"mu": 0.25}, {}, {"mu": 0.39}]
+    evaluators = []
+    take = simulate_module._take_setup
+
+    def spy(sy, formulation, stab, holder=None):
+        out = take(sy, formulation, stab, holder)
+        evaluators.append(out[2])
+        return out
+
+    simulate_module._take_setup = spy
+    try:
+        got = [pympc.simulate(system, (0.0, 12.0), params=p) for p in runs]
+    finally:
+        simulate_module._take_setup = take
+    for p, tr in zip(runs, got):
+        fresh = pympc.simulate(pympc.load_model(MODELS / "friction_oscillator.toml", **p), (0.0, 12.0))
+        _same(tr, fresh)
+        assert tr.parameters == fresh.parameters and tr.info["formulation"] == "general"
+        assert tr.model_hash == fresh.model_hash
+        assert len(tr.events) > 5
+    shared = {id(ev) for p, ev in zip(runs, evaluators) if not {"K", "m"} & set(p)}
+    assert len(shared) == 1                                   # one evaluator for every friction-only binding
+    assert all(id(ev) not in shared for p, ev in zip(runs, evaluators) if {"K", "m"} & set(p))
+    assert len(system._cache["run setups"]) == 1
+    # what Dask sends: the system without its caches
+    assert pickle.loads(pickle.dumps(system))._cache == {}
+
+
+def test_mode_templates_are_shared_by_values_of_mu():
+    from pympc.dynamics import modes
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    pympc.simulate(system, (0.0, 6.0), params={"mu": 0.21})
+    keys = list(modes._templates)
+    pympc.simulate(pympc.load_model(MODELS / "friction_oscillator.toml", mu=0.22), (0.0, 6.0))
+    assert list(modes._templates) == keys                # the same key: no templates made for the new μ
+    pympc.simulate(pympc.load_model(MODELS / "friction_oscillator.toml", K=13.0), (0.0, 6.0))
+    assert len(modes._templates) == min(len(keys) + 1, modes.MODELS_KEPT)

@@ -42,6 +42,25 @@ class ModeEvaluator:
         self.event_tables = ({}, {})   # the EventLocator's per-mode tables and event functions (locate.py)
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
+    def set_friction(self, slots):
+        """Take the friction coefficients of ``slots`` (a system's slots, in the order of ``form.slots``): a
+        setup kept with a system serves a copy of it bound to other values of μ or μ_s (:func:`pympc.simulate`).
+        New arrays (what earlier runs handed out keeps its values); the compiled modes' plans get the new
+        friction columns, and the event tables, which hold μ_s, are made again when μ_s changed."""
+        mu = np.array([float(s.mu) for s in slots])
+        mu_s = np.array([float(s.static_mu) for s in slots])
+        if mu.tobytes() != self.mu.tobytes():
+            self.mu = mu
+            if self._fast is not None:
+                self._fast.set_mu(mu)
+            self._cache_key = None
+        if mu_s.tobytes() != self.mu_s.tobytes():
+            self.mu_s = mu_s
+            if self._fast is not None:
+                self._fast.mu_s = mu_s
+            self.event_tables = ({}, {})
+            self._cache_key = None
+
     def compiled(self, mode):
         """Does the compiled path evaluate ``mode``?"""
         return self._fast is not None and isinstance(mode, Mode)

@@ -275,15 +275,17 @@ def _kernel_array(a):
 class _Plan:
     """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
 
-    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il")
+    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il",
+                 "at_fric")
 
 
 class _Template:
     """What a mode's :class:`_Plan` is made of that does not change within or across runs of one model: its rows'
     band order, the buffers' layout and the packed arrays as first made (never evaluated in: every plan gets
-    copies, see :meth:`CompiledModes.plan`)."""
+    copies, see :meth:`CompiledModes.plan`), with the friction columns left out (zeros in ``fl`` from ``at_fric``):
+    the templates of one structure serve every value of μ."""
 
-    __slots__ = ("fric", "stick", "perm", "kl", "ku", "layout", "size", "fl", "il", "offsets")
+    __slots__ = ("stick", "perm", "kl", "ku", "layout", "size", "fl", "il", "offsets", "at_fric")
 
 
 PLANS_KEPT = 512
@@ -337,20 +339,21 @@ class CompiledModes:
         self._tF = ab._tF.copy()
         self._glue = bool(self.m or ab._forces or tp is None)
         self._plans = {}
-        self._templates = self._kept_templates(mu)
+        self._templates = self._kept_templates()
         self._recent = (None, None)   # (mode, plan) of the last compute
         self._last = None        # (plan, joints, T, V, P) of the last compute
 
-    def _kept_templates(self, mu):
+    def _kept_templates(self):
         """The mode templates kept for this model (a dict to add to), None for a model too large to keep them.
 
         The key holds everything :meth:`_template` reads, bit for bit: the sizes, the bodies of the rows, the
-        packed model, the forces of time, the friction coefficients and the stabilization."""
+        packed model, the forces of time and the stabilization.  Not the friction coefficients: a template holds
+        none (every plan packs this model's, :meth:`plan`), so runs with varied μ share the templates."""
         if self.ns > CACHED_UP_TO:
             return None
         f = lambda v: (v.dtype.str, v.shape, v.tobytes())      # noqa: E731
         key = (self.n, self.m, self.ns, self._glue, tuple(self._joint_bodies), tuple(self._slot_bodies),
-               f(np.array([self.stab.alpha, self.stab.beta], float)), f(np.asarray(mu, float)), f(self._sf),
+               f(np.array([self.stab.alpha, self.stab.beta], float)), f(self._sf),
                f(self._si), f(self._tF), f(self._tconst), f(self._tprog))
         kept = _templates.pop(key, None)
         if kept is None:
@@ -385,8 +388,9 @@ class CompiledModes:
                     kept.pop(next(iter(kept), None), None)
                 kept[mode] = t
         p = _Plan()
-        p.fric, p.stick, p.perm, p.kl, p.ku = t.fric, t.stick, t.perm, t.kl, t.ku
-        p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(t.fric, t.stick, t.perm, t.kl, t.ku, self.m)
+        p.fric = -self.mu * mode._friction_sign       # this run's friction coefficients (not in the template)
+        p.stick, p.perm, p.kl, p.ku, p.at_fric = t.stick, t.perm, t.kl, t.ku, t.at_fric
+        p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, t.stick, t.perm, t.kl, t.ku, self.m)
         layout, size, ns = t.layout, t.size, self.ns
         nib = 7 * ns + 7 * t.perm.size
         if t.fl is None:
@@ -394,6 +398,7 @@ class CompiledModes:
             p.fl = p.il = None
         else:
             p.fl, p.il = t.fl.copy(), t.il.copy()
+            p.fl[p.at_fric:p.at_fric + ns] = p.fric      # the packed friction columns (pack_mode: pf starts with them)
             ofb, oib = t.offsets
             p.fb, p.ib = p.fl[ofb:ofb + size], p.il[oib:oib + nib]
         p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
@@ -404,13 +409,23 @@ class CompiledModes:
         self._plans[mode] = p
         return p
 
+    def set_mu(self, mu):
+        """Evaluate with the kinetic coefficients ``mu`` from now on: every plan made gets its friction columns
+        again (the rows, their order and the buffers stay)."""
+        self.mu = mu
+        ns = self.ns
+        for mode, p in self._plans.items():
+            p.fric = -mu * mode._friction_sign
+            p.pf[:ns] = p.fric
+            if p.fl is not None:
+                p.fl[p.at_fric:p.at_fric + ns] = p.fric
+
     def _template(self, mode):
         """The :class:`_Template` of ``mode``: its rows and their band order, the layout of its buffers and, for a
         model without Python parts, the two packed arrays of :func:`pympc.mechanics._kernels.pack_flat`."""
         t = _Template()
         stick = mode.sticking
         t.stick = np.array(stick, dtype=np.int64)
-        t.fric = -self.mu * mode._friction_sign
         bodies = self._joint_bodies + self._slot_bodies + [self._slot_bodies[k] for k in stick]
         R = len(bodies)
         rows, cols = [], []
@@ -429,12 +444,14 @@ class CompiledModes:
             d = pos[coo.col] - pos[coo.row]
             t.ku, t.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
         t.layout, t.size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * t.kl + t.ku + 1)
-        t.fl = t.il = None
+        t.fl = t.il = t.at_fric = None
         if not self._glue:         # everything in two arrays: the evaluation is a call of five arguments
-            pf, pi, _ = _kernels.pack_mode(t.fric, t.stick, t.perm, t.kl, t.ku, self.m)
+            # (the friction columns as zeros: every plan writes its own, at the offset of pf in fl)
+            pf, pi, _ = _kernels.pack_mode(np.zeros(self.ns), t.stick, t.perm, t.kl, t.ku, self.m)
             t.fl, t.il, t.offsets = _kernels.pack_flat(
                 self.stab.alpha, self.stab.beta, self._sf, pf, t.size, self.n, self._tF, self._tconst, self._si, pi,
                 7 * self.ns + 7 * R, self._tprog)
+            t.at_fric = 2 + self._sf.size        # pack_flat: (alpha, beta), sf, then pf
         return t
 
     def compute(self, t, q, qd, mode, out=None):

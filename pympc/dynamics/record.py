@@ -12,11 +12,13 @@ from .trajectory import SimulationStatus, Trajectory
 __all__ = ["build_trajectory"]
 
 
-def build_trajectory(ev, integrators, phases, events, status, message, sens=None):
+def build_trajectory(ev, integrators, phases, events, status, message, sens=None, system=None):
     """The :class:`Trajectory` of a run: ``phases`` the samples ``(t, x, mode)`` of its phases, evaluated by
     the run's :class:`~pympc.dynamics.evaluation.ModeEvaluator` ``ev`` (forces, slip velocities, energies;
     the whole phase in one compiled call where it applies), ``events`` its events, ``integrators`` the names
-    of the integrators that ran, ``sens`` its sensitivities (or None).
+    of the integrators that ran, ``sens`` its sensitivities (or None), ``system`` the system that ran (default
+    the formulation's; a run bound to other friction coefficients runs on the formulation of the system it was
+    bound from).
 
     Every phase becomes one block of columns (arrays of its samples), and the blocks are stacked once at
     the end: no Python object per sample on the compiled path."""
@@ -28,7 +30,7 @@ def build_trajectory(ev, integrators, phases, events, status, message, sens=None
         columns = _phase_columns(ev, phases, status, sens, dsens)
     info = {"formulation": getattr(form, "name", type(form).__name__), "transitions": len(events) - 1,
             "integrator": " + ".join(sorted(integrators)) or "none (no integrated phase)"}
-    system = form.system
+    system = form.system if system is None else system
     checked = [e for e in events if e.crosscheck]
     if checked:
         agree = sum(all(v["agree"] for v in e.crosscheck.values()) for e in checked)

@@ -186,9 +186,11 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
         raise OptionError(f"system must be a pympc System or a model file path, got {type(system).__name__}")
     o = opts.resolve(system, t_span)
     # (kept only with a system the caller holds: a copy bound or read here is dropped after the run, and the
-    # setup, which refers to it, would only make a reference cycle for the garbage collector)
+    # setup, which refers to it, would only make a reference cycle for the garbage collector; a copy bound to
+    # other friction coefficients runs on the setup of the system it was bound from, made from that system)
+    holder = given if isinstance(given, System) and given._same_kinematics(system) else None
     setup_key, form, ev = _take_setup(system, opts.formulation, o["baumgarte"],
-                                      sensitivities is None and system is given)
+                                      holder if sensitivities is None else None)
     sens = None
     if sensitivities is not None:
         if getattr(form, "name", None) not in ("general", "tree"):
@@ -264,8 +266,8 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
         progress(t, t0, t1)
     if not phases:
         phases.append((np.array([t]), x[:, None], mode))
-    tr = build_trajectory(ev, stepper.integrators, phases, events, status, message, sens)
-    _give_back(system, setup_key, form, ev)
+    tr = build_trajectory(ev, stepper.integrators, phases, events, status, message, sens, system)
+    _give_back(holder, setup_key, form, ev)
     tr.initial_violation, tr.sample_times = initial, grid
     return add_slot_outputs(system, tr)
 
@@ -275,32 +277,39 @@ SETUPS_KEPT = 4
 formulation and Baumgarte stabilization (:func:`_take_setup`)."""
 
 
-def _take_setup(system, formulation, stab, cacheable=True):
+def _take_setup(system, formulation, stab, holder=None):
     """``(key, form, ev)``: the formulation and the evaluator of a run of ``system``.
 
-    A run without sensitivities of a formulation given by name takes them out of the system's cache (kept in
-    ``System._cache``, which every change of the system clears; one entry per formulation and ``stab``), where
-    an earlier run left them with what it made once per mode (the compiled modes' plans, the event functions'
-    tables): the same objects give the same numbers, without the ~0.3 ms of making them again.  Taken out,
-    not shared: a run owns its evaluator (its compiled buffers hold its points), and a nested or concurrent run
-    of the same system makes its own.  ``key`` is None for a setup that is not to be given back."""
-    if cacheable and (formulation is None or isinstance(formulation, str)):
-        key = (formulation or system.formulation, stab)
-        kept = system._cache.get("run setups")
+    A run without sensitivities of a formulation given by name takes them out of the cache of ``holder`` (the
+    system the caller holds: ``system`` itself, or the system it was bound from when only friction-only
+    parameters differ, :meth:`System._same_kinematics`; kept in ``System._cache``, which every change of the
+    system clears; one entry per formulation and ``stab``), where an earlier run left them with what it made
+    once per mode (the compiled modes' plans, the event functions' tables): the same objects give the same
+    numbers, without making them again; only the friction coefficients are ``system``'s
+    (:meth:`ModeEvaluator.set_friction`).  Taken out, not shared: a run owns its evaluator (its compiled
+    buffers hold its points), and a nested or concurrent run of the same system makes its own.  ``key`` is
+    None for a setup that is not to be given back (``holder`` None: made from ``system``)."""
+    if holder is not None and (formulation is None or isinstance(formulation, str)):
+        key = (formulation or holder.formulation, stab)
+        kept = holder._cache.get("run setups")
         entry = kept.pop(key, None) if kept else None
         if entry is not None:
-            return (key, *entry)
-    else:
-        key = None
+            entry[1].set_friction(system.slots)     # (an earlier run may have been of another binding)
+        else:
+            form = make_formulation(holder, formulation)
+            entry = (form, ModeEvaluator(form, stab))
+            if holder is not system:
+                entry[1].set_friction(system.slots)
+        return (key, *entry)
     form = make_formulation(system, formulation)
-    return key, form, ModeEvaluator(form, stab)
+    return None, form, ModeEvaluator(form, stab)
 
 
-def _give_back(system, key, form, ev):
-    """Keep a run's setup (:func:`_take_setup`) for the next run of ``system``: at most :data:`SETUPS_KEPT`."""
+def _give_back(holder, key, form, ev):
+    """Keep a run's setup (:func:`_take_setup`) for the next run of ``holder``: at most :data:`SETUPS_KEPT`."""
     if key is None:
         return
-    kept = system._cache.setdefault("run setups", {})
+    kept = holder._cache.setdefault("run setups", {})
     if key in kept or len(kept) < SETUPS_KEPT:
         kept[key] = (form, ev)
 

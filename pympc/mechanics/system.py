@@ -388,23 +388,54 @@ class System:
         if b is not None and not b[0] <= v <= b[1]:
             raise ModelError(f"parameter {name!r} = {v:g} is outside its bounds [{b[0]:g}, {b[1]:g}]")
 
+    def _field_uses(self):
+        """``(element, field, parameter names)`` of every field of every element, then ``(None, key, names)`` of
+        every simulation setting: the parameters each uses directly."""
+        for table in (self._bodies, self._joints, self._forces):
+            for e in table.values():
+                for f in type(e).FIELDS:
+                    yield e, f, _field_parameters(getattr(e, f))
+        for k, v in self._simulation.items():
+            yield None, k, _field_parameters(tuple(v.values()) if isinstance(v, dict) else v)
+
     def used_parameters(self):
         """Names of the parameters that some element or simulation setting depends on (directly or not)."""
         used = self._cache.get("used")
         if used is None:
-            used = set()
-            for table in (self._bodies, self._joints, self._forces):
-                for e in table.values():
-                    for f in type(e).FIELDS:
-                        used |= _field_parameters(getattr(e, f))
-            for v in self._simulation.values():
-                used |= _field_parameters(tuple(v.values()) if isinstance(v, dict) else v)
+            used = set().union(*(names for _, _, names in self._field_uses()))
             for k in reversed(list(self._params)):      # derived parameters pass their use on
                 p = self._params[k]
                 if k in used and p.derived:
                     used |= p.value.parameters
             used = self._cache["used"] = frozenset(used)
         return used
+
+    def _friction_only(self):
+        """Names of the parameters whose values enter nothing but the slots' friction coefficients (``mu``,
+        ``mu_s`` fields of slots): no body, joint geometry, force or simulation setting uses them directly (a
+        derived parameter is its own name: its value is compared on its own, see :meth:`_same_kinematics`)."""
+        only = self._cache.get("friction only")
+        if only is None:
+            other = set().union(*(names for e, f, names in self._field_uses()
+                                  if not (getattr(e, "SLOT", False) and f in ("mu", "mu_s"))))
+            only = self._cache["friction only"] = frozenset(self._params) - other
+        return only
+
+    def _same_kinematics(self, other):
+        """Is ``other`` this system, or a copy of it bound (:meth:`bind`) to values that differ from this
+        system's, to the bit, in friction-only parameters alone (:meth:`_friction_only`)?  Then the two have the
+        same elements but for the slots' μ and μ_s: the same assembly, the same modes' rows."""
+        if other is self:
+            return True
+        if not isinstance(other, System) or other._params is not self._params \
+                or other._simulation is not self._simulation or other.formulation != self.formulation:
+            return False
+        for kind in ("_bodies", "_joints", "_forces"):
+            mine, theirs = getattr(self, kind), getattr(other, kind)
+            if len(mine) != len(theirs) or any(theirs.get(k) is not e for k, e in mine.items()):
+                return False
+        a, b, only = self.parameters, other.parameters, self._friction_only()
+        return all(k in only for k in a if not _same_value(a[k], b[k]))
 
     def bind(self, values=None, /, **kw):
         """The same mechanism with other parameter values (validated; nothing is parsed again).
