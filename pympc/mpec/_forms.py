@@ -185,6 +185,9 @@ class _Row:
             if len(leaf) == 3:                              # a named expression: the same argument
                 if node.args[0] is not x:
                     return False
+            elif node.__class__ is VarData and node._value is not None:   # value() of a Var without its call
+                if not node._fixed or float(node._value) != x:
+                    return False
             elif (node.is_variable_type() and not node.fixed) or float(value(node)) != x:
                 return False
         return True
