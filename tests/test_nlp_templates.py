@@ -169,3 +169,19 @@ def test_rows_kept_between_compiles_are_walked_again_only_when_changed(monkeypat
     monkeypatch.setattr(forms, "form", form)
     _same_nlp(changed, CompiledNLP(m))
     assert not any(r.con is m.few[0] for r in kept.values())     # a row no longer read is not kept
+
+
+def test_form_reads_a_sums_own_arguments_when_its_list_is_shared():
+    """Pyomo's ``e1 + z`` appends z to e1's argument list in place (the new sum shares it; e1 keeps its count):
+    form() reads e1's arguments only — its key and variables those of the same sum built afresh."""
+    from pympc.mpec._forms import form
+    m = pyo.ConcreteModel()
+    m.x, m.y, m.z = pyo.Var(), pyo.Var(), pyo.Var()
+    e1 = pyo.sin(m.x) + m.y * m.x
+    e2 = e1 + m.z
+    assert e1._args_ is e2._args_ and len(e1._args_) == 3 and e1.nargs() == 2       # the case itself
+    key, free = form(e1)
+    fresh_key, fresh_free = form(pyo.sin(m.x) + m.y * m.x)
+    assert key == fresh_key and [v.name for v in free] == [v.name for v in fresh_free] == ["x", "y"]
+    key2, free2 = form(e2)
+    assert key2 != key and [v.name for v in free2] == ["x", "y", "z"]

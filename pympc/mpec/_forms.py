@@ -33,6 +33,9 @@ _NODES = {SumExpression: False, LinearExpression: False, MonomialTermExpression:
           NegationExpression: False, DivisionExpression: False, PowExpression: False, UnaryFunctionExpression: True,
           AbsExpression: True}
 
+#: the nodes whose argument list may be longer than their arguments (``args`` slices it)
+_SUMS = {SumExpression, LinearExpression}
+
 #: longest key (tokens) of a row read by form
 _LONGEST = 5000
 
@@ -46,20 +49,42 @@ def form(expr, leaves=None):
     constant leaves (Params, expressions of them) and the named expressions met are appended to it as
     ``(node, value)`` and ``(node, argument, True)``, what the key took from them (:class:`_Row`)."""
     out, pos, free = [], {}, []
+    put = out.append
     note = leaves.append if leaves is not None else None
     stack = [expr]
-    nodes, named_classes, places = _NODES, _NAMED, _PLACES
+    push, pop = stack.extend, stack.pop
+    nodes, sums, named_classes, places = _NODES, _SUMS, _NAMED, _PLACES
     while stack:
-        node = stack.pop()
+        node = pop()
         cls = node.__class__
-        if cls in native_numeric_types:
-            out.append(float(node))
+        named = nodes.get(cls)
+        if named is not None:                   # an operator node (the most common, then variables)
+            put(cls)
+            if named:
+                put(node.getname())
+            if cls in sums:                     # node.args without the property: a sum's list may be longer
+                args = node._args_[:node._nargs]
+            else:
+                args = node._args_
+            put(len(args))
+            if len(out) > _LONGEST:
+                return None
+            push(reversed(args))
             continue
-        if cls is VarData or (cls not in nodes and cls not in named_classes and node.is_variable_type()):
-            if node.fixed:
+        if cls is VarData:
+            fixed = node._fixed
+        elif cls in native_numeric_types:
+            put(float(node))
+            continue
+        elif cls not in named_classes and node.is_variable_type():
+            fixed = node.fixed
+        else:
+            fixed = None
+        if fixed is not None:
+            if fixed:
                 x = node.value
                 x = float(x if x is not None else value(node))    # (value(): Pyomo's error for None)
-                out.append(x)
+                put(x)
                 if note is not None:
                     note((node, x))
                 continue
@@ -69,32 +94,22 @@ def form(expr, leaves=None):
                 free.append(node)
                 if k == len(places):
                     places.append((None, k))
-            out.append(places[k])        # a variable: (None, its place); numbers are floats, nodes classes
+            put(places[k])               # a variable: (None, its place); numbers are floats, nodes classes
             continue
-        named = nodes.get(cls)
-        if named is None:
-            if cls in named_classes or node.is_named_expression_type():   # seen through, as the readers do
-                named_classes.add(cls)
-                inner = node.args[0]
-                stack.append(inner)
-                if note is not None:
-                    note((node, inner, True))
-                continue
-            if not node.is_potentially_variable():
-                x = float(value(node))
-                out.append(x)
-                if note is not None:
-                    note((node, x))
-                continue
-            return None
-        args = node.args
-        out.append(cls)
-        if named:
-            out.append(node.getname())
-        out.append(len(args))
-        if len(out) > _LONGEST:
-            return None
-        stack.extend(reversed(args))
+        if cls in named_classes or node.is_named_expression_type():   # seen through, as the readers do
+            named_classes.add(cls)
+            inner = node.args[0]
+            stack.append(inner)
+            if note is not None:
+                note((node, inner, True))
+            continue
+        if not node.is_potentially_variable():
+            x = float(value(node))
+            put(x)
+            if note is not None:
+                note((node, x))
+            continue
+        return None
     return tuple(out), free
 
 
@@ -169,6 +184,9 @@ class _Row:
             node, x = leaf[0], leaf[1]
             if len(leaf) == 3:                              # a named expression: the same argument
                 if node.args[0] is not x:
+                    return False
+            elif node.__class__ is VarData and node._value is not None:   # value() of a Var without its call
+                if not node._fixed or float(node._value) != x:
                     return False
             elif (node.is_variable_type() and not node.fixed) or float(value(node)) != x:
                 return False

@@ -64,34 +64,40 @@ class Presolved:
         A.sum_duplicates()
         A.eliminate_zeros()
         At = A.tocsc()
+        # the loops below run over rows of a few entries: Python lists, not NumPy's per-call overhead on tiny arrays
+        ptr, idx, dat = A.indptr.tolist(), A.indices.tolist(), A.data.tolist()
+        tptr, tidx = At.indptr.tolist(), At.indices.tolist()
+        cl, lb, ub = nlp.cl.tolist(), nlp.lb.tolist(), nlp.ub.tolist()
+        value, free, keep = value.tolist(), free.tolist(), keep.tolist()
         left = np.diff(A.indptr)
         queue = np.flatnonzero(linear & (left <= 1)).tolist()
+        left = left.tolist()
         fixed = []
         while queue:
             i = queue.pop()
             if not keep[i]:
                 continue
-            cols, coef = A.indices[A.indptr[i]:A.indptr[i + 1]], A.data[A.indptr[i]:A.indptr[i + 1]]
-            on = free[cols]
-            n_on = int(on.sum())
-            if n_on > 1:
+            lo, hi = ptr[i], ptr[i + 1]
+            on = [j for j in range(lo, hi) if free[idx[j]]]
+            if len(on) > 1:
                 continue
-            rest = float(nlp.cl[i] - coef[~on] @ value[cols[~on]])
-            if n_on == 0:                               # every variable fixed: the row holds or not
+            rest = cl[i] - sum(dat[j] * value[idx[j]] for j in range(lo, hi) if not free[idx[j]])
+            if not on:                                  # every variable fixed: the row holds or not
                 keep[i] = False
-                if abs(rest) > tol * (1.0 + abs(float(nlp.cl[i]))):
+                if abs(rest) > tol * (1.0 + abs(cl[i])):
                     self.violated.append(nlp.constraints_data[i])
                 continue
-            k, ck = int(cols[on][0]), float(coef[on][0])
+            k, ck = idx[on[0]], dat[on[0]]
             x = rest / ck
-            if not (nlp.lb[k] <= x <= nlp.ub[k]):         # left to IPOPT, which meets the contradiction
+            if not (lb[k] <= x <= ub[k]):               # left to IPOPT, which meets the contradiction
                 continue
             value[k], free[k], keep[i] = x, False, False
             fixed.append(k)
-            for j in At.indices[At.indptr[k]:At.indptr[k + 1]].tolist():
+            for j in tidx[tptr[k]:tptr[k + 1]]:
                 left[j] -= 1
                 if keep[j] and left[j] <= 1:
                     queue.append(j)
+        value, free, keep = np.array(value, float), np.array(free, bool), np.array(keep, bool)
         self.fixed = np.array(fixed, int)
         # u_c = alpha[c] u_rep[c] + beta[c]: a free column its own representative, a fixed one a constant
         rep = np.where(free, np.arange(N), -1)
@@ -134,27 +140,32 @@ class Presolved:
         has_dep = np.zeros(len(free), bool)
         u0 = np.where(free, nlp.start(), beta)
         gap = np.abs(A @ u0 - nlp.cl)
+        ptr, idx, dat = A.indptr.tolist(), A.indices.tolist(), A.data.tolist()
+        cl, gap, start = nlp.cl.tolist(), gap.tolist(), u0.tolist()
+        lb, ub, free = lb.tolist(), ub.tolist(), free.tolist()
+        reps, alphas, betas = rep.tolist(), alpha.tolist(), beta.tolist()
         for i in np.flatnonzero(linear & keep).tolist():
-            cols, coef = A.indices[A.indptr[i]:A.indptr[i + 1]], A.data[A.indptr[i]:A.indptr[i + 1]]
-            if gap[i] > 1e-12 * (1.0 + np.abs(coef * u0[cols]).max()):
+            cols, coef = idx[ptr[i]:ptr[i + 1]], dat[ptr[i]:ptr[i + 1]]
+            if gap[i] > 1e-12 * (1.0 + max([abs(a * start[c]) for c, a in zip(cols, coef)], default=0.0)):
                 continue
             form, const = {}, 0.0
-            for c, a in zip(cols.tolist(), coef.tolist()):
+            for c, a in zip(cols, coef):
                 if free[c]:
-                    form[int(rep[c])] = form.get(int(rep[c]), 0.0) + a * alpha[c]
-                    const += a * beta[c]
+                    form[reps[c]] = form.get(reps[c], 0.0) + a * alphas[c]
+                    const += a * betas[c]
                 else:
-                    const += a * beta[c]
+                    const += a * betas[c]
             form = {k: a for k, a in form.items() if a != 0.0}
             if len(form) != 2:
                 continue
             for k, j in (tuple(form), tuple(form)[::-1]):
                 if lb[k] <= -1e19 and ub[k] >= 1e19 and not has_dep[k]:
-                    rep[k], alpha[k], beta[k] = j, -form[j] / form[k], (float(nlp.cl[i]) - const) / form[k]
+                    reps[k], alphas[k], betas[k] = j, -form[j] / form[k], (cl[i] - const) / form[k]
                     has_dep[j] = True
                     keep[i] = False
                     self.aggregated.append(k)
                     break
+        rep[:], alpha[:], beta[:] = reps, alphas, betas
 
     def full(self, x):
         """The vector of ``nlp``'s variables: ``x`` (the representatives) mapped to every free column, the
