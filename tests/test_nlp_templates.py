@@ -185,3 +185,36 @@ def test_form_reads_a_sums_own_arguments_when_its_list_is_shared():
     assert key == fresh_key and [v.name for v in free] == [v.name for v in fresh_free] == ["x", "y"]
     key2, free2 = form(e2)
     assert key2 != key and [v.name for v in free2] == ["x", "y", "z"]
+
+
+def test_bounds_are_pyomos_own_values():
+    """The column bounds are Pyomo's ``v.lb``/``v.ub`` (domain and bound the tighter, None unbounded) and the row
+    bounds ``pyo.value`` of the row's lower and upper, less its constant, also after a mutable Param moves."""
+    m = pyo.ConcreteModel()
+    m.p = pyo.Param(initialize=0.5, mutable=True)
+    m.x = pyo.Var(range(4), initialize=1.0)
+    m.x[0].setlb(-2.0)
+    m.x[1].domain = pyo.NonNegativeReals
+    m.x[1].setub(3)                                   # an int bound
+    m.x[2].domain = pyo.NonPositiveReals
+    m.x[2].setlb(-m.p * 4)                            # an expression bound (-2), the domain's upper 0
+    m.r = pyo.Constraint(expr=m.x[0] + 2 * m.x[1] + 1.0 <= m.p)          # Param upper bound
+    m.s = pyo.Constraint(expr=pyo.inequality(-1, m.x[2] * m.x[3], 4))   # int bounds, no constant
+    m.t = pyo.Constraint(expr=m.x[3] - m.x[0] == 0.25)
+    m.o = pyo.Objective(expr=sum(m.x[i] ** 2 for i in range(4)))
+    nlp = CompiledNLP(m)
+    for k, v in enumerate(nlp.variables):
+        assert nlp.lb[k] == (-1e20 if v.lb is None else v.lb) and nlp.ub[k] == (1e20 if v.ub is None else v.ub)
+    assert nlp.lb.tolist() == [-2.0, 0.0, -2.0, -1e20] and nlp.ub.tolist() == [1e20, 3.0, 0.0, 1e20]
+
+    def expected():
+        out = []
+        for con, part in zip(nlp.constraints_data, nlp.cons):
+            lo, up = pyo.value(con.lower), pyo.value(con.upper)
+            out.append(((-1e20 if lo is None else lo) - part.const, (1e20 if up is None else up) - part.const))
+        return out
+    assert list(zip(nlp.cl.tolist(), nlp.cu.tolist())) == expected()
+    assert nlp.cu[0] == -0.5                                             # 0.5 - 1.0
+    m.p.set_value(2.0)
+    nlp.refresh_bounds()
+    assert list(zip(nlp.cl.tolist(), nlp.cu.tolist())) == expected() and nlp.cu[0] == 1.0

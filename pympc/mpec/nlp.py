@@ -13,6 +13,7 @@ with their structure fixed at construction and duplicates summed.
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 
 import numpy as np
 import pyomo.environ as pyo
@@ -408,8 +409,9 @@ class CompiledNLP:
             self._drop_redundant_equalities()
         self.n, self.m = len(self.variables), len(self.cons)
         self.refresh_bounds()
-        self.lb = np.array([_bound(v.lb, -_INF) for v in self.variables])
-        self.ub = np.array([_bound(v.ub, _INF) for v in self.variables])
+        bounds = [v.bounds for v in self.variables]     # (lb, ub) with one look at the domain
+        self.lb = np.array([_bound(lo, -_INF) for lo, _ in bounds])
+        self.ub = np.array([_bound(up, _INF) for _, up in bounds])
         self._build()
 
     def _drop_redundant_equalities(self):
@@ -510,10 +512,12 @@ class CompiledNLP:
     def _build(self):
         n = self.n
         # Jacobian entries: (row, col) of every linear, quadratic and nonlinear term
-        rows = lambda key: np.repeat(np.arange(self.m), [getattr(p, key).size for p in self.cons])  # noqa: E731
-        cat = lambda key, dtype: np.concatenate([getattr(p, key) for p in self.cons] + [np.zeros(0, dtype)])  # noqa: E731
-        self._lin = (rows("lin_idx"), cat("lin_idx", int).astype(int), cat("lin_coef", float))
-        self._q = (rows("qc"), cat("qa", int).astype(int), cat("qb", int).astype(int), cat("qc", float))
+        # the rows' fields gathered in one pass (lin_idx, lin_coef, qa, qb, qc: one list each)
+        li, lc, qa, qb, qc = zip(*map(_FIELDS, self.cons)) if self.cons else ((),) * 5
+        rows = lambda arrays: np.repeat(np.arange(self.m), [a.size for a in arrays])  # noqa: E731
+        cat = lambda arrays, dtype: np.concatenate([*arrays, np.zeros(0, dtype)])  # noqa: E731
+        self._lin = (rows(li), cat(li, int).astype(int), cat(lc, float))
+        self._q = (rows(qc), cat(qa, int).astype(int), cat(qb, int).astype(int), cat(qc, float))
         singles, self._nl_groups = self._group_nonlinear()
         self._nl_cons = [(i, part.nl_idx, *self._compile(part, f"constraint {self._con_datas[i].name}"))
                          for i, part in ((i, self.cons[i]) for i in singles)]
@@ -634,8 +638,9 @@ class CompiledNLP:
     def refresh_bounds(self):
         """Re-read the constraint bounds (they may hold mutable Params, e.g. ``mpec_bound``)."""
         const = np.array([p.const for p in self.cons])
-        self.cl = np.array([_bound(pyo.value(lo), -_INF) for lo, _ in self._con_bounds]) - const
-        self.cu = np.array([_bound(pyo.value(up), _INF) for _, up in self._con_bounds]) - const
+        nat, value = native_numeric_types, pyo.value      # a number's value is itself: no call for it
+        self.cl = np.array([_bound(lo if lo.__class__ in nat else value(lo), -_INF) for lo, _ in self._con_bounds]) - const
+        self.cu = np.array([_bound(up if up.__class__ in nat else value(up), _INF) for _, up in self._con_bounds]) - const
 
     def violation(self, u):
         """The largest violation of a row or variable bound at ``u`` (0 when ``u`` is feasible)."""
@@ -652,6 +657,10 @@ class CompiledNLP:
         """Write ``u`` into the model's variables."""
         for v, val in zip(self.variables, u):
             v.set_value(float(val), skip_validation=True)
+
+
+#: a row's reading's linear and quadratic fields, the order :meth:`CompiledNLP._build` gathers them in
+_FIELDS = attrgetter("lin_idx", "lin_coef", "qa", "qb", "qc")
 
 
 def _violated(value, lower, upper, rtol=1e-9):
