@@ -600,8 +600,7 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
     """
     n = c.shape[0]
     As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
-    status = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
-    U, st = status[1], status[2]
+    rc, U, st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
     N = xs.shape[0]
     for k in range(N):
         if st[k] == -3 or st[k] == -1 or st[k] == 2:
@@ -617,11 +616,20 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
         if not _listed(pts, m, U[k], 1e3 * tol * (1.0 + big)):
             pts[m] = U[k]
             m += 1
-    if m == 0:      # no point: decided only if every rejected support was well conditioned (see NONE_RCOND)
-        for k in range(N):
-            if st[k] == 0 and not status[0][k] >= NONE_RCOND:
-                return False, np.zeros((0, 2 * n))
+    if m == 0 and not _none_decided(rc, st):
+        return False, np.zeros((0, 2 * n))
     return _verified_back(A, B, c, dx, dy, pts[:m], tol)
+
+
+@njit(cache=True, nogil=True)
+def _none_decided(rc, st):
+    """May a compiled solution set with no point say "no solution"?  Only if every support refused for its sign
+    (``st[k] >= 0``: :func:`batched_leaves`' status 0, or a visited support whose point had the wrong sign) has
+    a reciprocal condition ``rc[k]`` of at least :data:`NONE_RCOND`."""
+    for k in range(st.shape[0]):
+        if st[k] >= 0 and not rc[k] >= NONE_RCOND:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -729,10 +737,8 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
         if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
             pts[m] = u
             m += 1
-    if m == 0:      # no point: decided only if every support refused for its sign was well conditioned
-        for k in range(N):
-            if st[k] >= 0 and not rc[k] >= NONE_RCOND:
-                return False, np.zeros((0, 2 * n))
+    if m == 0 and not _none_decided(rc, st):
+        return False, np.zeros((0, 2 * n))
     return _verified_back(A, B, c, dx, dy, pts[:m], tol)
 
 
