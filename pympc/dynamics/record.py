@@ -59,11 +59,7 @@ def _compiled_columns(ev, phases, n, s):
     lam, F, vT = np.empty((K, s)), np.empty((K, s)), np.empty((K, s))
     T, V, drift = np.empty(K), np.empty(K), np.empty(K)
     starts = np.cumsum([0] + counts)
-    by_mode = {}
-    for j, (_, _, mode) in enumerate(phases):
-        if counts[j]:
-            by_mode.setdefault(mode, []).append(j)
-    for mode, idx in by_mode.items():
+    for mode, idx in _compiled_phases(ev, phases).items():
         at = np.concatenate([np.arange(starts[j], starts[j + 1]) for j in idx])
         rows = ev._fast.rows(t[at], X[:, at].T, mode)
         ev.forget()
@@ -146,12 +142,8 @@ def _compiled_rows(ev, phases, n):
     mode in one call (every sample is solved on its own: the same numbers as one call per phase); a mode
     whose call fails somewhere is left out (its phases are done one by one, and the failing one sample by
     sample, which says why)."""
-    by_mode = {}
-    for j, (ts, _, mode) in enumerate(phases):
-        if len(ts) and ev.compiled(mode):
-            by_mode.setdefault(mode, []).append(j)
     out = {}
-    for mode, idx in by_mode.items():
+    for mode, idx in _compiled_phases(ev, phases).items():
         if len(idx) == 1:
             continue                # (one phase: the caller's own call)
         ts = np.concatenate([phases[j][0] for j in idx])
@@ -166,6 +158,15 @@ def _compiled_rows(ev, phases, n):
             out[j] = tuple(r[start:end] for r in rows)
             start = end
     return out
+
+
+def _compiled_phases(ev, phases):
+    """Compiled mode → the indices of its phases that have samples, in order (one call of its rows serves them)."""
+    by_mode = {}
+    for j, (ts, _, mode) in enumerate(phases):
+        if len(ts) and ev.compiled(mode):
+            by_mode.setdefault(mode, []).append(j)
+    return by_mode
 
 
 def _sensitivity_fields(sens, dsens):
