@@ -22,6 +22,7 @@ from numba import njit
 from .._linalg import back_substitute, lu_solve, rcond_1
 from ..complementarity._kernel import (F_INT_nptype, HLCP_DEFAULT_KERNEL, _dgesv, batched_leaves, equilibrate_hlcp,
                                       relative_residual)
+from ..complementarity.problems import NOISE   # (a constant of the noise rule, read at compile time)
 
 __all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
            "slip_directions", "small_solution_set", "velocity_rows", "mode_of_point", "dense_min_norm", "position_step",
@@ -602,23 +603,38 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
     As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
     rc, U, st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
     N = xs.shape[0]
+    noisy = False
     for k in range(N):
-        if st[k] == -3 or st[k] == -1 or st[k] == 2:
+        if st[k] == -3 or st[k] == -1:
             return False, np.zeros((0, 2 * n))
+        noisy = noisy or st[k] == 2
+    # the equilibrated problem's own equilibration: the units of its noise rule (only where a point needs it)
+    scales = equilibrate_hlcp(As, Bs, cs, _is_diagonal(As) if noisy else False, EQUILIBRATION_SWEEPS if noisy else 0)
     pts = np.empty((N, 2 * n))
+    u = np.empty(2 * n)
     m = 0
     for k in range(N):
-        if st[k] != 1:
+        if st[k] == 1:
+            u[:] = U[k]
+        elif st[k] == 2:       # enumeration._batched_leaves: support_solution's two tries, with the noise rule
+            u[:] = U[k]
+            if not _forgiven(As, Bs, cs, scales, u, tol):
+                big = 0.0
+                for j in range(2 * n):
+                    big = max(big, abs(u[j]))
+                if not _second_try(As, Bs, cs, scales, u, tol * big, tol):
+                    continue
+        else:
             continue
         big = 0.0
         for j in range(2 * n):
-            big = max(big, abs(U[k, j]))
-        if not _listed(pts, m, U[k], 1e3 * tol * (1.0 + big)):
-            pts[m] = U[k]
+            big = max(big, abs(u[j]))
+        if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
+            pts[m] = u
             m += 1
     if m == 0 and not _none_decided(rc, st):
         return False, np.zeros((0, 2 * n))
-    return _verified_back(A, B, c, dx, dy, pts[:m], tol)
+    return _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
 
 
 @njit(cache=True, nogil=True)
@@ -646,10 +662,69 @@ def _listed(pts, m, u, lim):
 
 
 @njit(cache=True, nogil=True)
-def _verified_back(A, B, c, dx, dy, pts, tol):
-    """The rows ``(x', y')`` of ``pts`` (points of the equilibrated problem) as points ``(dx x', dy y')`` of
-    ``HLCP(A, B, c)``, each verified by its relative residual within ``1e3 tol``: ``(True, P)``, or ``(False,
-    empty)`` when one fails (the noise rule of :meth:`~pympc.HLCP.is_solution`, or a rejection: the caller's)."""
+def _is_diagonal(A):
+    """``HLCP._a_diagonal`` of a problem with this A: every entry off the diagonal zero."""
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            if i != j and A[i, j] != 0.0:
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _noise_cleaned(A, B, c, cs, dx, dy, x, y, tol):
+    """The noise rule of :meth:`~pympc.HLCP.is_solution` (its second test, the same arithmetic): ``(x, y)`` with
+    its entries at most ``NOISE (1 + max|x', y', c'|)`` in the units of the equilibrated problem (``x' = x /
+    dx``, ``y' = y / dy``, ``cs`` = c': :func:`equilibrate_hlcp` of ``(A, B, c)``) zeroed has its relative
+    residual within ``tol``.  (A point with an entry that is not finite fails, as there.)"""
+    n = c.shape[0]
+    mx = 0.0
+    my = 0.0
+    mc = 0.0
+    for j in range(n):
+        mx = _np_max(mx, abs(x[j] / dx[j]))
+        my = _np_max(my, abs(y[j] / dy[j]))
+        mc = _np_max(mc, abs(cs[j]))
+    floor = NOISE * (1.0 + _python_max((mx, my, mc)))
+    xc = np.empty(n)
+    yc = np.empty(n)
+    for j in range(n):
+        xc[j] = 0.0 if abs(x[j] / dx[j]) <= floor else x[j]
+        yc[j] = 0.0 if abs(y[j] / dy[j]) <= floor else y[j]
+    return _python_max(relative_residual(A, B, c, xc, yc)) <= tol
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _np_max(m, v):
+    """One step of ``ndarray.max``: a NaN stays."""
+    return v if (v > m or v != v) and m == m else m
+
+
+@njit(cache=True, nogil=True)
+def _forgiven(As, Bs, cs, scales, u, tol):
+    """``HLCP(As, Bs, cs).is_solution(u[:n], u[n:], tol)`` for a point whose relative residual failed: the noise
+    rule, ``scales`` the problem's own :func:`equilibrate_hlcp` (its units)."""
+    n = cs.shape[0]
+    return _noise_cleaned(As, Bs, cs, scales[2], scales[3], scales[4], u[:n], u[n:], tol)
+
+
+@njit(cache=True, nogil=True)
+def _second_try(As, Bs, cs, scales, u, floor, tol):
+    """``support_solution``'s second try of a point the first failed: ``u``'s entries at most ``floor`` zeroed
+    (in place), and the point verified by its relative residual or else the noise rule (:func:`_forgiven`)."""
+    n = cs.shape[0]
+    for j in range(2 * n):
+        if u[j] <= floor:
+            u[j] = 0.0
+    return _python_max(relative_residual(As, Bs, cs, u[:n], u[n:])) <= tol or _forgiven(As, Bs, cs, scales, u, tol)
+
+
+@njit(cache=True, nogil=True)
+def _verified_back(A, B, c, cs, dx, dy, pts, tol):
+    """The rows ``(x', y')`` of ``pts`` (points of the equilibrated problem, ``(A', B', c', dx, dy)`` with ``cs``
+    = c') as points ``(dx x', dy y')`` of ``HLCP(A, B, c)``, each verified as :meth:`~pympc.HLCP.is_solution`
+    verifies it within ``1e3 tol`` (its relative residual, else the noise rule): ``(True, P)``, or ``(False,
+    empty)`` when one fails (a rejection: the caller's)."""
     n = c.shape[0]
     m = pts.shape[0]
     out = np.empty((m, 2 * n))
@@ -659,7 +734,8 @@ def _verified_back(A, B, c, dx, dy, pts, tol):
         for j in range(n):
             x[j] = pts[p, j] * dx[j]
             y[j] = pts[p, n + j] * dy[j]
-        if not _python_max(relative_residual(A, B, c, x, y)) <= 1e3 * tol:
+        if not (_python_max(relative_residual(A, B, c, x, y)) <= 1e3 * tol
+                or _noise_cleaned(A, B, c, cs, dx, dy, x, y, 1e3 * tol)):
             return False, np.zeros((0, 2 * n))
         for j in range(n):
             out[p, j] = x[j]
@@ -704,6 +780,8 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
     m = 0
     u = np.empty(2 * n)
     piv = np.empty(n, F_INT_nptype)
+    noisy = False
+    scales = equilibrate_hlcp(As, Bs, cs, False, 0)     # (made for the noise rule when a point needs it)
     for k in range(N):
         if st[k] == 0 or st[k] == -2:
             continue
@@ -727,19 +805,25 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
             low = min(low, u[j])
         if low < -tol * (1.0 + big):        # the wrong sign
             continue
-        big = 0.0
+        floor = tol * big                  # support_solution's second try: entries below tol max|u| zeroed
         for j in range(2 * n):
             if not u[j] > 0.0:             # np.maximum(u, 0): −0 too becomes +0
                 u[j] = 0.0
-            big = max(big, abs(u[j]))
         if not _python_max(relative_residual(As, Bs, cs, u[:n], u[n:])) <= tol:
-            return False, np.zeros((0, 2 * n))
+            if not noisy:   # the equilibrated problem's own equilibration: the units of its noise rule
+                scales = equilibrate_hlcp(As, Bs, cs, _is_diagonal(As), EQUILIBRATION_SWEEPS)
+                noisy = True
+            if not _forgiven(As, Bs, cs, scales, u, tol) and not _second_try(As, Bs, cs, scales, u, floor, tol):
+                continue
+        big = 0.0
+        for j in range(2 * n):
+            big = max(big, abs(u[j]))
         if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
             pts[m] = u
             m += 1
     if m == 0 and not _none_decided(rc, st):
         return False, np.zeros((0, 2 * n))
-    return _verified_back(A, B, c, dx, dy, pts[:m], tol)
+    return _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
