@@ -587,26 +587,32 @@ a solution of any of them."""
 @njit(cache=True, nogil=True)
 def small_solution_set(A, B, c, a_diagonal, xs, tol):
     """The points of :func:`pympc.enumerate_solutions` of a small HLCP in one call, where its batched path
-    decides them without a Python step; ``(decided, P)``, the rows of ``P`` the points ``(x, y)`` in its order.
+    decides them; ``(decided, P, near)``, the rows of ``P`` the points ``(x, y)`` in its order, ``near`` the
+    supports the caller must still find empty (see below).
 
     The same steps and arithmetic as ``enumeration._enumerate`` with ``_batched_leaves``: the problem equilibrated
     (:meth:`~pympc.HLCP.equilibrated`), every support ``xs[k]`` solved (:func:`batched_leaves`), the verified
-    points in the walk's order less those within ``1e3 tol (1 + max|u|)`` of one listed, each verified in the
-    original problem by its relative residual within ``1e3 tol`` and scaled back.  Not decided (False), the
-    enumeration itself runs: a support the batched path hands to the walk or to LAPACK's estimate (status −3,
-    −1), a point it checks with the noise rule of :meth:`~pympc.HLCP.is_solution` (status 2), or a point
-    whose relative residual in the original problem fails (the noise rule again, or a rejection), or no point
-    where a support's point was refused for its sign with a reciprocal condition below :data:`NONE_RCOND` (the
+    points in the walk's order (a point whose relative residual fails taken as ``support_solution``'s second try
+    or the noise rule of :meth:`~pympc.HLCP.is_solution` takes it, status 2) less those within ``1e3 tol (1 +
+    max|u|)`` of one listed, each verified in the original problem as ``is_solution`` verifies it within ``1e3
+    tol`` and scaled back.  The nearly singular supports (status −1) are left to LAPACK's estimate and a
+    least-squares residual, as there: they are ``near``, and the set is the enumeration's when
+    :func:`~pympc.complementarity.enumeration.nearly_singular_empty` finds them empty (the caller asks).  Not
+    decided (False), the enumeration itself runs: a support the batched path hands to the walk (status −3), a
+    point whose verification in the original problem fails (a rejection), or no point where a support is nearly
+    singular or one's point was refused for its sign with a reciprocal condition below :data:`NONE_RCOND` (the
     enumeration then checks "no solution" by Lemke and the exact search).
     """
     n = c.shape[0]
     As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
     rc, U, st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
     N = xs.shape[0]
+    near = 0
     noisy = False
     for k in range(N):
-        if st[k] == -3 or st[k] == -1:
-            return False, np.zeros((0, 2 * n))
+        if st[k] == -3:
+            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+        near += st[k] == -1
         noisy = noisy or st[k] == 2
     # the equilibrated problem's own equilibration: the units of its noise rule (only where a point needs it)
     scales = equilibrate_hlcp(As, Bs, cs, _is_diagonal(As) if noisy else False, EQUILIBRATION_SWEEPS if noisy else 0)
@@ -632,9 +638,10 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
         if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
             pts[m] = u
             m += 1
-    if m == 0 and not _none_decided(rc, st):
-        return False, np.zeros((0, 2 * n))
-    return _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
+    if m == 0 and (near or not _none_decided(rc, st)):
+        return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+    ok, P = _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
+    return ok, P, np.flatnonzero(st == -1)
 
 
 @njit(cache=True, nogil=True)
@@ -753,29 +760,34 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
     """The points of :func:`pympc.enumerate_solutions` of an HLCP of
     :data:`~pympc.complementarity.enumeration.WALK_POINTS_FROM` to
     :data:`~pympc.complementarity.enumeration.BATCHED_PAIRS` pairs in one call, where its visit of the leaves
-    solves nonsingular supports only; ``(decided, P)`` as :func:`small_solution_set`.
+    solves nonsingular supports only; ``(decided, P, near)`` as :func:`small_solution_set` (``near``: the
+    nearly singular supports, status −1, that the walk finds empty by LAPACK's estimate and a least-squares
+    residual where the caller's :func:`~pympc.complementarity.enumeration.nearly_singular_empty` does).
 
     The same steps and arithmetic as ``enumeration._enumerate`` there: the problem equilibrated, the supports
     to visit those :func:`batched_leaves` does not prove empty (its status neither 0 nor −2), in the walk's
     order; on each, ``support_solution``: LAPACK's LU solve of ``C_α v = c`` (dgesv, the bits of the walk's
     dgetrf and dgetrs), the point refused for an entry below ``−tol (1 + max|u|)``, clipped at 0 and accepted
-    when its relative residual is within ``tol``; listed unless within ``1e3 tol (1 + max|u|)`` of one listed;
-    each listed point verified in the original problem by its relative residual within ``1e3 tol`` and scaled
-    back.  A visited support has an exact reciprocal condition above 1e-10 (status 1 or 2), so LAPACK's
-    estimate (never below it) is above the walk's 1e-11 and the walk solves it by LU as here.  Not decided
-    (False), the enumeration itself runs: a visited support singular or nearly so (status −1, −3: the walk's
-    least squares and LPs), a point that is not finite, one that needs ``support_solution``'s second try or the
-    noise rule of :meth:`~pympc.HLCP.is_solution`, a failed verification in the original problem, or no point
-    where a support refused for its sign has a reciprocal condition below :data:`NONE_RCOND` (the enumeration
-    then checks "no solution" by Lemke and the exact search).
+    when its relative residual is within ``tol`` (else as the second try, entries below ``tol max|u|`` zeroed,
+    or the noise rule of :meth:`~pympc.HLCP.is_solution` accepts it, or not at all); listed unless within ``1e3
+    tol (1 + max|u|)`` of one listed; each listed point verified in the original problem as ``is_solution``
+    verifies it within ``1e3 tol`` and scaled back.  A visited support has an exact reciprocal condition above
+    1e-10 (status 1 or 2), so LAPACK's estimate (never below it) is above the walk's 1e-11 and the walk solves
+    it by LU as here.  Not decided (False), the enumeration itself runs: a visited support exactly singular
+    with ``c`` near its range (status −3: the walk's LPs), a point that is not finite, a failed verification in
+    the original problem, or no point where a support is nearly singular or one refused for its sign has a
+    reciprocal condition below :data:`NONE_RCOND` (the enumeration then checks "no solution" by Lemke and the
+    exact search).
     """
     n = c.shape[0]
     As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
     rc, _, st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
     N = xs.shape[0]
+    near = 0
     for k in range(N):
-        if st[k] == -3 or st[k] == -1:
-            return False, np.zeros((0, 2 * n))
+        if st[k] == -3:
+            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+        near += st[k] == -1
     pts = np.empty((N, 2 * n))
     m = 0
     u = np.empty(2 * n)
@@ -783,7 +795,7 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
     noisy = False
     scales = equilibrate_hlcp(As, Bs, cs, False, 0)     # (made for the noise rule when a point needs it)
     for k in range(N):
-        if st[k] == 0 or st[k] == -2:
+        if st[k] == 0 or st[k] == -2 or st[k] == -1:      # (−1: the caller's, see above)
             continue
         lu = np.empty((n, n)).T              # dgesv factorizes a Fortran-ordered copy of C_α in place
         for i in range(n):
@@ -791,12 +803,12 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
                 lu[i, j] = As[i, j] if xs[k, j] else Bs[i, j]
         v = cs.copy()                         # and overwrites the right-hand side with the solution
         if _dgesv(_D, n, 1, lu.ctypes, n, piv.ctypes, v.ctypes, n) != 0:
-            return False, np.zeros((0, 2 * n))
+            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
         for j in range(2 * n):
             u[j] = 0.0
         for j in range(n):
             if not np.isfinite(v[j]):
-                return False, np.zeros((0, 2 * n))
+                return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
             u[j if xs[k, j] else n + j] = v[j]
         big = 0.0
         low = np.inf
@@ -821,9 +833,10 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
         if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
             pts[m] = u
             m += 1
-    if m == 0 and not _none_decided(rc, st):
-        return False, np.zeros((0, 2 * n))
-    return _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
+    if m == 0 and (near or not _none_decided(rc, st)):
+        return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+    ok, P = _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
+    return ok, P, np.flatnonzero(st == -1)
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
