@@ -1,11 +1,12 @@
 """The transition at an event: projection, the event HLCP, the look-ahead probe, verification.
 
 At an event (and at the start) :class:`Transition` projects the state onto the constraints, builds and solves
-the event HLCP (:func:`~pympc.dynamics.events.event_problem`: the native pivoting solver and, small enough,
-the enumeration of its whole solution set), reads the new mode off its solution, settles the degenerate
+the event HLCP (:func:`~pympc.dynamics.events.solved_event_problem`: the native pivoting solver and, small
+enough, the enumeration of its whole solution set), reads the new mode off its solution, settles the degenerate
 parts by a look-ahead probe (the event HLCP a short time ``probe_delta`` ahead), projects the velocities
 onto the new mode's constraints and verifies the mode (:func:`~pympc.dynamics._transition.check_mode`).
-Its compiled kernels are in :mod:`pympc.dynamics._transition`.
+Its compiled kernels are in :mod:`pympc.dynamics._transition` and :mod:`pympc.dynamics._event_solve` (the event
+HLCP built, solved, read and enumerated in one call).
 
 The contract: ``transition(t, q, q̇, kind, slot, mode_before)`` → ``(Event, q, q̇, status, message)``, the
 status ``None`` when the simulation may go on in ``Event.mode_after``.
