@@ -82,16 +82,17 @@ def transition_cost(path, t_end, formulation=None, batches=15, runs=2):
 def event_states():
     """The (run, assembly, directions) of every event HLCP the oscillator's 30 s run builds."""
     seen = []
-    build = _transition.event_problem
+    name = "solved_event_problem" if hasattr(_transition, "solved_event_problem") else "event_problem"
+    build = getattr(_transition, name)
 
-    def recording(a, dirs, mu, mu_s, stab, md=None):
+    def recording(a, dirs, mu, mu_s, stab, md=None, *rest):
         seen.append((a, np.array(dirs), mu, mu_s, stab, md))
-        return build(a, dirs, mu, mu_s, stab, md)
-    _transition.event_problem = recording
+        return build(a, dirs, mu, mu_s, stab, md, *rest)
+    setattr(_transition, name, recording)
     try:
         _driver.simulate(pympc.load_model(MODELS / "friction_oscillator.toml"), (0.0, 30.0), samples=2)
     finally:
-        _transition.event_problem = build
+        setattr(_transition, name, build)
     return seen
 
 

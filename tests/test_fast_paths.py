@@ -672,6 +672,88 @@ def _chain_event_hlcps(rng):
     return out
 
 
+def _simulated_event_hlcps():
+    """The event HLCPs whose solution sets the slider chains' runs of 2 to 5 slots (2 s) enumerate."""
+    seen = []
+    solution_set = events_module.EventProblem.solution_set
+
+    def recording(self, max_pairs):
+        seen.append(self.hlcp)
+        return solution_set(self, max_pairs)
+    events_module.EventProblem.solution_set = recording
+    try:
+        for slots in (2, 3, 4, 5):
+            pympc.simulate(slider_chain(slots), (0.0, 2.0), samples=2)
+    finally:
+        events_module.EventProblem.solution_set = solution_set
+    return seen
+
+
+def test_the_compiled_solution_sets_forgive_noise_and_leave_nearly_singular_supports_as_the_enumeration_does():
+    """A support point whose relative residual fails and that support_solution's second try or the noise rule
+    of HLCP.is_solution accepts (batched_leaves' status 2, and visited leaves alike), and nearly singular
+    supports (status −1, left to nearly_singular_empty: LAPACK's estimate and the least-squares residual): the
+    compiled solution sets decide them as the enumeration does — the same kind and the same points, exactly —
+    on the event HLCPs of the slider chains' runs, where both occur (a row whose terms are all zero but
+    round-off; the stick candidate's two rows)."""
+    from pympc.complementarity._kernel import batched_leaves, equilibrate_hlcp
+    from pympc.complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
+    from pympc.dynamics._transition import small_solution_set, walked_solution_set
+    from pympc.dynamics.events import EventProblem
+    noisy = decided = singular = 0
+    problems = _simulated_event_hlcps()
+    for h in problems:
+        ref = pympc.enumerate_solutions(h)
+        _assert_same_set(EventProblem(h, [], np.zeros(0), None, None).solution_set(16), ref)
+        solved = small_solution_set if h.n < WALK_POINTS_FROM else walked_solution_set
+        ok, P, near = solved(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)
+        st = batched_leaves(*equilibrate_hlcp(h.A, h.B, h.c, h._a_diagonal, 20)[:3], _SUPPORTS[h.n], 1e-9, 1e-6)[2]
+        assert np.array_equal(near, np.flatnonzero(st == -1)) or not ok
+        if events_module._taken(h, ok, near):
+            decided += 1
+            noisy += bool((st == 2).any())
+            singular += bool(near.size)
+            assert P.shape[0] == len(ref.points)
+            for i, (x, y) in enumerate(ref.points):
+                assert np.array_equal(P[i, :h.n], x) and np.array_equal(P[i, h.n:], y)
+    assert noisy >= 3 and singular >= 2 and decided > 0.8 * len(problems)
+
+
+def test_the_event_hlcp_solved_in_one_call_is_the_one_built_solved_and_read_step_by_step(rng):
+    """solved_event_problem (build, Lemke, the mode of its point and the solution set in one compiled call) =
+    event_problem, then EventProblem.solve, read_mode of Lemke's point and EventProblem.solution_set, each on
+    its own path: the same HLCP, point, mode and set, exactly, at random states of the oscillator, the cross
+    slide and chains of 2 to 6 slots (stick candidates or not, several walls before)."""
+    from pympc.dynamics.events import solved_event_problem
+    cases = [(pympc.load_model(MODELS / "friction_oscillator.toml"), 1), (pympc.load_model(MODELS / "cross_slide.toml"), 2)]
+    cases += [(slider_chain(k), k) for k in (2, 3, 5, 6)]
+    checked = with_set = 0
+    for system, slots in cases:
+        form = GeneralMethod(system)
+        mu = np.array([float(s.mu) for s in form.slots])
+        q, qd = form.initial_state()
+        for _ in range(12):
+            a = form.assemble(q + 0.05 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size), 0.3)
+            dirs = np.where(rng.random(slots) < 0.5, 1, -1)
+            dirs[rng.random(slots) < 0.3] = 0
+            walls = tuple(int(w) for w in np.where(rng.random(slots) < 0.5, 1, -1))
+            ev, res = solved_event_problem(a, dirs, mu, mu + 0.1, Baumgarte(), form.mass_diagonal, walls, 8)
+            ref = event_problem(a, dirs, mu, mu + 0.1, Baumgarte(), form.mass_diagonal)
+            rres = ref.solve()
+            for name in ("A", "B", "c"):
+                assert np.array_equal(getattr(ev.hlcp, name), getattr(ref.hlcp, name))
+            assert np.array_equal(ev.Q, ref.Q) and np.array_equal(ev.qdd0, ref.qdd0) and ev.tol == ref.tol
+            assert res.status == rres.status and res.pivots == rres.pivots
+            assert np.array_equal(res.x, rres.x) and np.array_equal(res.y, rres.y)
+            if res.success:
+                assert events_module.read_mode(ev, res.x, res.y, walls) == events_module.read_mode(ref, rres.x, rres.y, walls)
+            if ref.hlcp.n <= 8:
+                with_set += "_set" in ev.__dict__ and ev._set is not False
+                _assert_same_set(ev.solution_set(8), ref.solution_set(8))
+            checked += 1
+    assert checked == 72 and with_set > 30
+
+
 def test_the_compiled_walk_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng):
     """From WALK_POINTS_FROM to BATCHED_PAIRS pairs EventProblem.solution_set takes the walk's leaves in one
     compiled call (walked_solution_set, LAPACK's LU through numba) where it decides them: the same kind and the
@@ -688,8 +770,8 @@ def test_the_compiled_walk_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng)
     for h in problems:
         ref = pympc.enumerate_solutions(h)
         _assert_same_set(EventProblem(h, [], np.zeros(0), None, None).solution_set(16), ref)
-        ok, P = walked_solution_set(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)
-        if ok:
+        ok, P, near = walked_solution_set(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)
+        if events_module._taken(h, ok, near):
             decided += 1
             kinds.add(ref.kind.name)
             several += len(ref.points) > 1

@@ -889,6 +889,15 @@ def solve_lcp_form_default(A, B, c):
     return code, pivots, clean, out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _column_norm(V, j):
+    """``np.sqrt(np.sum(V[:, j] ** 2))`` without the temporary (the same sum, in the same order)."""
+    s = 0.0
+    for i in range(V.shape[0]):
+        s += V[i, j] ** 2
+    return np.sqrt(s)
+
+
 @njit(cache=True, nogil=True)
 def range_residual(C, c):
     """``max |C u − c|`` of the least-squares ``u`` (what ``lstsq`` leaves): the part of ``c`` outside the range
@@ -899,13 +908,13 @@ def range_residual(C, c):
     used = np.zeros(m, np.bool_)
     big = 0.0
     for j in range(m):
-        big = max(big, np.sqrt(np.sum(V[:, j] ** 2)))
+        big = max(big, _column_norm(V, j))
     rank = 0
     for _ in range(m):
         best, bn = -1, 0.0
         for j in range(m):
             if not used[j]:
-                nj = np.sqrt(np.sum(V[:, j] ** 2))
+                nj = _column_norm(V, j)
                 if nj > bn:
                     best, bn = j, nj
         if best < 0 or bn <= n * 2.220446049250313e-16 * big:
@@ -954,6 +963,7 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     Ci = np.empty((n, n))
     I = np.eye(n)
     v = np.empty(n)
+    cmax = np.abs(c).max() if n else 0.0
     for k in range(N):
         for i in range(n):
             for j in range(n):
@@ -962,7 +972,7 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
         Ci[:, :] = I
         if not lu_solve(W, Ci):      # an exact zero pivot: LAPACK's estimate is 0 as well
             r = range_residual(C, c)
-            status[k] = -3 if r <= lp_tol * (1.0 + np.abs(c).max()) else -2
+            status[k] = -3 if r <= lp_tol * (1.0 + cmax) else -2
             continue
         rc[k] = rcond_1(C, Ci)
         finite = True

@@ -310,6 +310,20 @@ def _leaves_to_visit(hlcp, tol):
     return np.flatnonzero((status != 0) & (status != -2)).tolist()
 
 
+def nearly_singular_empty(hlcp, supports, tol):
+    """Are the nearly singular supports ``supports`` (rows of choices) of a small (equilibrated) HLCP empty by
+    the walk's first tests of a singular leaf (:func:`~pympc.complementarity.support.support_solution` with
+    ``rcond`` 1e-11 and ``lp_tol`` ``1e3 tol``): LAPACK's estimate of each one's reciprocal condition at most
+    1e-11 (no LU point) and ``c`` out of its range (a least-squares residual above ``1e3 tol (1 + max|c|)``, no
+    LP)?  False as soon as one is not: the walk decides it."""
+    As, Bs, cs = hlcp.A, hlcp.B, hlcp.c
+    Cs = np.where(supports[:, None, :], As[None, :, :], Bs[None, :, :])
+    if any(lu_rcond(M)[2] > 1e-11 for M in Cs):
+        return False
+    return not any(np.abs(M @ np.linalg.lstsq(M, cs, rcond=None)[0] - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max()))
+                   for M in Cs)
+
+
 def _batched_leaves(hlcp, tol):
     """The points of every leaf of a small (equilibrated) HLCP in one batched solve, in the walk's order, or
     None when some support matrix is singular or nearly so (its leaf may hold a continuum: the walk decides).
@@ -330,14 +344,8 @@ def _batched_leaves(hlcp, tol):
     st = status.tolist()
     if -3 in st:
         return None
-    if -1 in st:
-        near = status == -1
-        Cs = np.where(xs[near][:, None, :], As[None, :, :], Bs[None, :, :])
-        if any(lu_rcond(M)[2] > 1e-11 for M in Cs):
-            return None
-        if any(np.abs(M @ np.linalg.lstsq(M, cs, rcond=None)[0] - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max()))
-               for M in Cs):
-            return None
+    if -1 in st and not nearly_singular_empty(hlcp, xs[status == -1], tol):
+        return None
     points = []
     for k, sk in enumerate(st):
         if sk <= 0:

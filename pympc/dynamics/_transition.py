@@ -22,6 +22,7 @@ from numba import njit
 from .._linalg import back_substitute, lu_solve, rcond_1
 from ..complementarity._kernel import (F_INT_nptype, HLCP_DEFAULT_KERNEL, _dgesv, batched_leaves, equilibrate_hlcp,
                                       relative_residual)
+from ..complementarity.problems import NOISE   # (a constant of the noise rule, read at compile time)
 
 __all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error", "small_min_norm", "project_velocity", "check_mode",
            "slip_directions", "small_solution_set", "velocity_rows", "mode_of_point", "dense_min_norm", "position_step",
@@ -586,39 +587,61 @@ a solution of any of them."""
 @njit(cache=True, nogil=True)
 def small_solution_set(A, B, c, a_diagonal, xs, tol):
     """The points of :func:`pympc.enumerate_solutions` of a small HLCP in one call, where its batched path
-    decides them without a Python step; ``(decided, P)``, the rows of ``P`` the points ``(x, y)`` in its order.
+    decides them; ``(decided, P, near)``, the rows of ``P`` the points ``(x, y)`` in its order, ``near`` the
+    supports the caller must still find empty (see below).
 
     The same steps and arithmetic as ``enumeration._enumerate`` with ``_batched_leaves``: the problem equilibrated
     (:meth:`~pympc.HLCP.equilibrated`), every support ``xs[k]`` solved (:func:`batched_leaves`), the verified
-    points in the walk's order less those within ``1e3 tol (1 + max|u|)`` of one listed, each verified in the
-    original problem by its relative residual within ``1e3 tol`` and scaled back.  Not decided (False), the
-    enumeration itself runs: a support the batched path hands to the walk or to LAPACK's estimate (status −3,
-    −1), a point it checks with the noise rule of :meth:`~pympc.HLCP.is_solution` (status 2), or a point
-    whose relative residual in the original problem fails (the noise rule again, or a rejection), or no point
-    where a support's point was refused for its sign with a reciprocal condition below :data:`NONE_RCOND` (the
+    points in the walk's order (a point whose relative residual fails taken as ``support_solution``'s second try
+    or the noise rule of :meth:`~pympc.HLCP.is_solution` takes it, status 2) less those within ``1e3 tol (1 +
+    max|u|)`` of one listed, each verified in the original problem as ``is_solution`` verifies it within ``1e3
+    tol`` and scaled back.  The nearly singular supports (status −1) are left to LAPACK's estimate and a
+    least-squares residual, as there: they are ``near``, and the set is the enumeration's when
+    :func:`~pympc.complementarity.enumeration.nearly_singular_empty` finds them empty (the caller asks).  Not
+    decided (False), the enumeration itself runs: a support the batched path hands to the walk (status −3), a
+    point whose verification in the original problem fails (a rejection), or no point where a support is nearly
+    singular or one's point was refused for its sign with a reciprocal condition below :data:`NONE_RCOND` (the
     enumeration then checks "no solution" by Lemke and the exact search).
     """
     n = c.shape[0]
     As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
     rc, U, st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
     N = xs.shape[0]
+    near = 0
+    noisy = False
     for k in range(N):
-        if st[k] == -3 or st[k] == -1 or st[k] == 2:
-            return False, np.zeros((0, 2 * n))
+        if st[k] == -3:
+            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+        near += st[k] == -1
+        noisy = noisy or st[k] == 2
+    # the equilibrated problem's own equilibration: the units of its noise rule (only where a point needs it)
+    scales = equilibrate_hlcp(As, Bs, cs, _is_diagonal(As) if noisy else False, EQUILIBRATION_SWEEPS if noisy else 0)
     pts = np.empty((N, 2 * n))
+    u = np.empty(2 * n)
     m = 0
     for k in range(N):
-        if st[k] != 1:
+        if st[k] == 1:
+            u[:] = U[k]
+        elif st[k] == 2:       # enumeration._batched_leaves: support_solution's two tries, with the noise rule
+            u[:] = U[k]
+            if not _forgiven(As, Bs, cs, scales, u, tol):
+                big = 0.0
+                for j in range(2 * n):
+                    big = max(big, abs(u[j]))
+                if not _second_try(As, Bs, cs, scales, u, tol * big, tol):
+                    continue
+        else:
             continue
         big = 0.0
         for j in range(2 * n):
-            big = max(big, abs(U[k, j]))
-        if not _listed(pts, m, U[k], 1e3 * tol * (1.0 + big)):
-            pts[m] = U[k]
+            big = max(big, abs(u[j]))
+        if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
+            pts[m] = u
             m += 1
-    if m == 0 and not _none_decided(rc, st):
-        return False, np.zeros((0, 2 * n))
-    return _verified_back(A, B, c, dx, dy, pts[:m], tol)
+    if m == 0 and (near or not _none_decided(rc, st)):
+        return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+    ok, P = _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
+    return ok, P, np.flatnonzero(st == -1)
 
 
 @njit(cache=True, nogil=True)
@@ -646,10 +669,69 @@ def _listed(pts, m, u, lim):
 
 
 @njit(cache=True, nogil=True)
-def _verified_back(A, B, c, dx, dy, pts, tol):
-    """The rows ``(x', y')`` of ``pts`` (points of the equilibrated problem) as points ``(dx x', dy y')`` of
-    ``HLCP(A, B, c)``, each verified by its relative residual within ``1e3 tol``: ``(True, P)``, or ``(False,
-    empty)`` when one fails (the noise rule of :meth:`~pympc.HLCP.is_solution`, or a rejection: the caller's)."""
+def _is_diagonal(A):
+    """``HLCP._a_diagonal`` of a problem with this A: every entry off the diagonal zero."""
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            if i != j and A[i, j] != 0.0:
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _noise_cleaned(A, B, c, cs, dx, dy, x, y, tol):
+    """The noise rule of :meth:`~pympc.HLCP.is_solution` (its second test, the same arithmetic): ``(x, y)`` with
+    its entries at most ``NOISE (1 + max|x', y', c'|)`` in the units of the equilibrated problem (``x' = x /
+    dx``, ``y' = y / dy``, ``cs`` = c': :func:`equilibrate_hlcp` of ``(A, B, c)``) zeroed has its relative
+    residual within ``tol``.  (A point with an entry that is not finite fails, as there.)"""
+    n = c.shape[0]
+    mx = 0.0
+    my = 0.0
+    mc = 0.0
+    for j in range(n):
+        mx = _np_max(mx, abs(x[j] / dx[j]))
+        my = _np_max(my, abs(y[j] / dy[j]))
+        mc = _np_max(mc, abs(cs[j]))
+    floor = NOISE * (1.0 + _python_max((mx, my, mc)))
+    xc = np.empty(n)
+    yc = np.empty(n)
+    for j in range(n):
+        xc[j] = 0.0 if abs(x[j] / dx[j]) <= floor else x[j]
+        yc[j] = 0.0 if abs(y[j] / dy[j]) <= floor else y[j]
+    return _python_max(relative_residual(A, B, c, xc, yc)) <= tol
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _np_max(m, v):
+    """One step of ``ndarray.max``: a NaN stays."""
+    return v if (v > m or v != v) and m == m else m
+
+
+@njit(cache=True, nogil=True)
+def _forgiven(As, Bs, cs, scales, u, tol):
+    """``HLCP(As, Bs, cs).is_solution(u[:n], u[n:], tol)`` for a point whose relative residual failed: the noise
+    rule, ``scales`` the problem's own :func:`equilibrate_hlcp` (its units)."""
+    n = cs.shape[0]
+    return _noise_cleaned(As, Bs, cs, scales[2], scales[3], scales[4], u[:n], u[n:], tol)
+
+
+@njit(cache=True, nogil=True)
+def _second_try(As, Bs, cs, scales, u, floor, tol):
+    """``support_solution``'s second try of a point the first failed: ``u``'s entries at most ``floor`` zeroed
+    (in place), and the point verified by its relative residual or else the noise rule (:func:`_forgiven`)."""
+    n = cs.shape[0]
+    for j in range(2 * n):
+        if u[j] <= floor:
+            u[j] = 0.0
+    return _python_max(relative_residual(As, Bs, cs, u[:n], u[n:])) <= tol or _forgiven(As, Bs, cs, scales, u, tol)
+
+
+@njit(cache=True, nogil=True)
+def _verified_back(A, B, c, cs, dx, dy, pts, tol):
+    """The rows ``(x', y')`` of ``pts`` (points of the equilibrated problem, ``(A', B', c', dx, dy)`` with ``cs``
+    = c') as points ``(dx x', dy y')`` of ``HLCP(A, B, c)``, each verified as :meth:`~pympc.HLCP.is_solution`
+    verifies it within ``1e3 tol`` (its relative residual, else the noise rule): ``(True, P)``, or ``(False,
+    empty)`` when one fails (a rejection: the caller's)."""
     n = c.shape[0]
     m = pts.shape[0]
     out = np.empty((m, 2 * n))
@@ -659,7 +741,8 @@ def _verified_back(A, B, c, dx, dy, pts, tol):
         for j in range(n):
             x[j] = pts[p, j] * dx[j]
             y[j] = pts[p, n + j] * dy[j]
-        if not _python_max(relative_residual(A, B, c, x, y)) <= 1e3 * tol:
+        if not (_python_max(relative_residual(A, B, c, x, y)) <= 1e3 * tol
+                or _noise_cleaned(A, B, c, cs, dx, dy, x, y, 1e3 * tol)):
             return False, np.zeros((0, 2 * n))
         for j in range(n):
             out[p, j] = x[j]
@@ -677,35 +760,42 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
     """The points of :func:`pympc.enumerate_solutions` of an HLCP of
     :data:`~pympc.complementarity.enumeration.WALK_POINTS_FROM` to
     :data:`~pympc.complementarity.enumeration.BATCHED_PAIRS` pairs in one call, where its visit of the leaves
-    solves nonsingular supports only; ``(decided, P)`` as :func:`small_solution_set`.
+    solves nonsingular supports only; ``(decided, P, near)`` as :func:`small_solution_set` (``near``: the
+    nearly singular supports, status −1, that the walk finds empty by LAPACK's estimate and a least-squares
+    residual where the caller's :func:`~pympc.complementarity.enumeration.nearly_singular_empty` does).
 
     The same steps and arithmetic as ``enumeration._enumerate`` there: the problem equilibrated, the supports
     to visit those :func:`batched_leaves` does not prove empty (its status neither 0 nor −2), in the walk's
     order; on each, ``support_solution``: LAPACK's LU solve of ``C_α v = c`` (dgesv, the bits of the walk's
     dgetrf and dgetrs), the point refused for an entry below ``−tol (1 + max|u|)``, clipped at 0 and accepted
-    when its relative residual is within ``tol``; listed unless within ``1e3 tol (1 + max|u|)`` of one listed;
-    each listed point verified in the original problem by its relative residual within ``1e3 tol`` and scaled
-    back.  A visited support has an exact reciprocal condition above 1e-10 (status 1 or 2), so LAPACK's
-    estimate (never below it) is above the walk's 1e-11 and the walk solves it by LU as here.  Not decided
-    (False), the enumeration itself runs: a visited support singular or nearly so (status −1, −3: the walk's
-    least squares and LPs), a point that is not finite, one that needs ``support_solution``'s second try or the
-    noise rule of :meth:`~pympc.HLCP.is_solution`, a failed verification in the original problem, or no point
-    where a support refused for its sign has a reciprocal condition below :data:`NONE_RCOND` (the enumeration
-    then checks "no solution" by Lemke and the exact search).
+    when its relative residual is within ``tol`` (else as the second try, entries below ``tol max|u|`` zeroed,
+    or the noise rule of :meth:`~pympc.HLCP.is_solution` accepts it, or not at all); listed unless within ``1e3
+    tol (1 + max|u|)`` of one listed; each listed point verified in the original problem as ``is_solution``
+    verifies it within ``1e3 tol`` and scaled back.  A visited support has an exact reciprocal condition above
+    1e-10 (status 1 or 2), so LAPACK's estimate (never below it) is above the walk's 1e-11 and the walk solves
+    it by LU as here.  Not decided (False), the enumeration itself runs: a visited support exactly singular
+    with ``c`` near its range (status −3: the walk's LPs), a point that is not finite, a failed verification in
+    the original problem, or no point where a support is nearly singular or one refused for its sign has a
+    reciprocal condition below :data:`NONE_RCOND` (the enumeration then checks "no solution" by Lemke and the
+    exact search).
     """
     n = c.shape[0]
     As, Bs, cs, dx, dy = equilibrate_hlcp(A, B, c, a_diagonal, EQUILIBRATION_SWEEPS)
     rc, _, st = batched_leaves(As, Bs, cs, xs, tol, 1e3 * tol)
     N = xs.shape[0]
+    near = 0
     for k in range(N):
-        if st[k] == -3 or st[k] == -1:
-            return False, np.zeros((0, 2 * n))
+        if st[k] == -3:
+            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+        near += st[k] == -1
     pts = np.empty((N, 2 * n))
     m = 0
     u = np.empty(2 * n)
     piv = np.empty(n, F_INT_nptype)
+    noisy = False
+    scales = equilibrate_hlcp(As, Bs, cs, False, 0)     # (made for the noise rule when a point needs it)
     for k in range(N):
-        if st[k] == 0 or st[k] == -2:
+        if st[k] == 0 or st[k] == -2 or st[k] == -1:      # (−1: the caller's, see above)
             continue
         lu = np.empty((n, n)).T              # dgesv factorizes a Fortran-ordered copy of C_α in place
         for i in range(n):
@@ -713,12 +803,12 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
                 lu[i, j] = As[i, j] if xs[k, j] else Bs[i, j]
         v = cs.copy()                         # and overwrites the right-hand side with the solution
         if _dgesv(_D, n, 1, lu.ctypes, n, piv.ctypes, v.ctypes, n) != 0:
-            return False, np.zeros((0, 2 * n))
+            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
         for j in range(2 * n):
             u[j] = 0.0
         for j in range(n):
             if not np.isfinite(v[j]):
-                return False, np.zeros((0, 2 * n))
+                return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
             u[j if xs[k, j] else n + j] = v[j]
         big = 0.0
         low = np.inf
@@ -727,19 +817,26 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
             low = min(low, u[j])
         if low < -tol * (1.0 + big):        # the wrong sign
             continue
-        big = 0.0
+        floor = tol * big                  # support_solution's second try: entries below tol max|u| zeroed
         for j in range(2 * n):
             if not u[j] > 0.0:             # np.maximum(u, 0): −0 too becomes +0
                 u[j] = 0.0
-            big = max(big, abs(u[j]))
         if not _python_max(relative_residual(As, Bs, cs, u[:n], u[n:])) <= tol:
-            return False, np.zeros((0, 2 * n))
+            if not noisy:   # the equilibrated problem's own equilibration: the units of its noise rule
+                scales = equilibrate_hlcp(As, Bs, cs, _is_diagonal(As), EQUILIBRATION_SWEEPS)
+                noisy = True
+            if not _forgiven(As, Bs, cs, scales, u, tol) and not _second_try(As, Bs, cs, scales, u, floor, tol):
+                continue
+        big = 0.0
+        for j in range(2 * n):
+            big = max(big, abs(u[j]))
         if not _listed(pts, m, u, 1e3 * tol * (1.0 + big)):
             pts[m] = u
             m += 1
-    if m == 0 and not _none_decided(rc, st):
-        return False, np.zeros((0, 2 * n))
-    return _verified_back(A, B, c, dx, dy, pts[:m], tol)
+    if m == 0 and (near or not _none_decided(rc, st)):
+        return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+    ok, P = _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
+    return ok, P, np.flatnonzero(st == -1)
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)

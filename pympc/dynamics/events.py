@@ -20,16 +20,18 @@ import numpy as np
 import scipy.sparse
 
 from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutions, solve
-from ..complementarity.enumeration import _SUPPORTS, BATCHED_PAIRS, WALK_POINTS_FROM
-from ..complementarity.lemke import lemke_hlcp_default
+from ..complementarity._kernel import HLCP_DEFAULT_KERNEL
+from ..complementarity.enumeration import _SUPPORTS, BATCHED_PAIRS, WALK_POINTS_FROM, nearly_singular_empty
+from ..complementarity.lemke import lemke_hlcp_default, verified_hlcp_result
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
 from ..complementarity.solve import lemke_by_default
+from ._event_solve import solved_event
 from ._transition import (EVENT_OK, WALKED_KERNEL, as_floats, assembly_arrays, dense_event, mode_of_point,
                           small_solution_set, walked_solution_set)
 from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
 
-__all__ = ["EventProblem", "event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
+__all__ = ["EventProblem", "event_problem", "solved_event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
 
 
 @dataclass
@@ -116,15 +118,16 @@ class EventProblem:
         (:func:`~pympc.dynamics._transition.small_solution_set`, the same points) where it decides them, and up
         to :data:`~pympc.complementarity.enumeration.BATCHED_PAIRS` by another
         (:func:`~pympc.dynamics._transition.walked_solution_set`, the walk's points, bit for bit) where it does."""
+        kept = self.__dict__.get("_set")     # made with the problem (solved_event_problem); False: declined
+        if kept is not None and kept is not False:
+            return kept
         h = self.hlcp
         n = h.n
-        if n < WALK_POINTS_FROM or (n <= BATCHED_PAIRS and WALKED_KERNEL):
+        if kept is None and _compiled_set(n):
             solved = small_solution_set if n < WALK_POINTS_FROM else walked_solution_set
-            decided, P = solved(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[n], 1e-9)
-            if decided:
-                m = P.shape[0]
-                kind = SetKind.NONE if m == 0 else SetKind.UNIQUE if m == 1 else SetKind.FINITE
-                return SolutionSet(kind, [(P[i, :n], P[i, n:]) for i in range(m)])
+            decided, P, near = solved(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[n], 1e-9)
+            if _taken(h, decided, near):
+                return _solution_set(P, n)
         return enumerate_solutions(h, max_pairs=max_pairs)
 
     def solve(self):
@@ -159,6 +162,24 @@ class EventProblem:
                     return Result(self.hlcp, Status.SOLVED, "solution found and verified (sparse reduction)",
                                       x, y, r.pivots, "lemke", {"log": r.info["log"], "basis": np.ones(x.size, bool)})
         return solve(self.hlcp)
+
+
+def _compiled_set(n):
+    """Is the solution set of an event HLCP of ``n`` pairs one compiled call (where it decides)?"""
+    return n < WALK_POINTS_FROM or (n <= BATCHED_PAIRS and WALKED_KERNEL)
+
+
+def _taken(h, decided, near):
+    """Is a compiled solution set of ``h`` the enumeration's?  Decided, and its nearly singular supports ``near``
+    (if any) empty by the enumeration's own test (:func:`~pympc.complementarity.enumeration.nearly_singular_empty`)."""
+    return decided and (not near.size or nearly_singular_empty(h.equilibrated()[0], _SUPPORTS[h.n][near], 1e-9))
+
+
+def _solution_set(P, n):
+    """The :class:`~pympc.complementarity.SolutionSet` of a compiled set's points (the rows of ``P``)."""
+    m = P.shape[0]
+    kind = SetKind.NONE if m == 0 else SetKind.UNIQUE if m == 1 else SetKind.FINITE
+    return SolutionSet(kind, [(P[i, :n], P[i, n:]) for i in range(m)])
 
 
 STORED_DENSE_UP_TO = 256
@@ -257,6 +278,49 @@ def event_problem(a, directions, mu, mu_s, stab, mass_diagonal=None):
         if ev is not None:
             return ev
     return _numpy_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, use_sparse)
+
+
+def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_walls, enumerate_pairs):
+    """``(ev, ev.solve())`` of ``ev = event_problem(a, directions, mu, mu_s, stab, mass_diagonal)``, and what a
+    transition reads of them made with them: the mode Lemke's point selects (:func:`read_mode` of that point
+    and ``previous_walls``, the same object, takes it) and, for at most ``enumerate_pairs`` pairs, the solution
+    set (:meth:`EventProblem.solution_set` takes it).
+
+    Where :func:`event_problem` builds by its compiled call and :meth:`EventProblem.solve` takes Lemke's compiled
+    default call, all of it is one compiled call (:func:`~pympc.dynamics._event_solve.solved_event`: the same
+    kernels); whatever one of them declines goes the way it goes without it (the NumPy build, the general
+    solve, the enumeration), as do larger systems.
+    """
+    directions = as_floats(np.asarray(directions, dtype=float))
+    s = len(directions)
+    cl = [k for k, d in enumerate(directions.tolist()) if d == 0.0]     # the stick candidates, ascending
+    n = s + 2 * len(cl)
+    if (HLCP_DEFAULT_KERNEL and n < REDUCE_FROM and a.M.shape[0] <= COMPILED_UP_TO and a.J.shape[0] <= COMPILED_UP_TO
+            and not (mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM) and lemke_by_default()):
+        enumerated = n <= enumerate_pairs and _compiled_set(n)
+        cand = np.array(cl, dtype=np.int64)
+        md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
+        k = assembly_arrays(a)
+        code, built, lemke, read, (decided, P, near) = solved_event(
+            k.M, md, k.J, k.WN, k.WT, k.h, k.w, k.gdot, k.g, k.holonomic, k.bN, k.vN, k.gN, k.bT, k.vT,
+            float(stab.alpha), float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand,
+            np.asarray(previous_walls, dtype=np.int64), _SUPPORTS[n] if enumerated else _NO_SUPPORTS)
+        if code == EVENT_OK:
+            A, B, c, qdd0, Q, diagonal, tol = built
+            ev = EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)
+            ev._cand_array, ev._tol = cand, tol
+            if enumerated:
+                ev._set = _solution_set(P, n) if _taken(ev.hlcp, decided, near) else False
+            res = verified_hlcp_result(ev.hlcp, *lemke[1:5], lemke[5:9], *lemke[9:]) if lemke[0] else None
+            if res is None:           # A diagonal, a singular basis, a point that does not verify: the general path
+                return ev, ev.solve()
+            ev._read = (res.x, res.y, previous_walls, read)
+            return ev, res
+    ev = event_problem(a, directions, mu, mu_s, stab, mass_diagonal)
+    return ev, ev.solve()
+
+
+_NO_SUPPORTS = np.zeros((0, 0), dtype=bool)
 
 
 COMPILED_UP_TO = 64
@@ -384,10 +448,14 @@ def read_mode(ev, x, y, previous_walls, tol=None):
         stick candidate sits on the stick/slip boundary (zero acceleration and
         zero reserve on one side).
     """
-    tol = ev.tol if tol is None else tol
     s = ev.nslots
-    walls, motions, deg = mode_of_point(as_floats(x), as_floats(y), ev._cand, as_floats(ev.directions),
-                                        np.asarray(previous_walls, dtype=np.int64), float(tol))
+    kept = ev.__dict__.get("_read")      # Lemke's point's, read with the problem (solved_event_problem)
+    if kept is not None and tol is None and kept[0] is x and kept[1] is y and kept[2] is previous_walls:
+        walls, motions, deg = kept[3]
+    else:
+        tol = ev.tol if tol is None else tol
+        walls, motions, deg = mode_of_point(as_floats(x), as_floats(y), ev._cand, as_floats(ev.directions),
+                                            np.asarray(previous_walls, dtype=np.int64), float(tol))
     degenerate = [("wall", d) if d < s else ("stick", d - s) for d in deg.tolist()]
     return Mode(tuple(walls.tolist()), tuple([_MOTIONS[m + 1] for m in motions.tolist()])), degenerate
 

@@ -1,11 +1,12 @@
 """The transition at an event: projection, the event HLCP, the look-ahead probe, verification.
 
 At an event (and at the start) :class:`Transition` projects the state onto the constraints, builds and solves
-the event HLCP (:func:`~pympc.dynamics.events.event_problem`: the native pivoting solver and, small enough,
-the enumeration of its whole solution set), reads the new mode off its solution, settles the degenerate
+the event HLCP (:func:`~pympc.dynamics.events.solved_event_problem`: the native pivoting solver and, small
+enough, the enumeration of its whole solution set), reads the new mode off its solution, settles the degenerate
 parts by a look-ahead probe (the event HLCP a short time ``probe_delta`` ahead), projects the velocities
 onto the new mode's constraints and verifies the mode (:func:`~pympc.dynamics._transition.check_mode`).
-Its compiled kernels are in :mod:`pympc.dynamics._transition`.
+Its compiled kernels are in :mod:`pympc.dynamics._transition` and :mod:`pympc.dynamics._event_solve` (the event
+HLCP built, solved, read and enumerated in one call).
 
 The contract: ``transition(t, q, q̇, kind, slot, mode_before)`` → ``(Event, q, q̇, status, message)``, the
 status ``None`` when the simulation may go on in ``Event.mode_after``.
@@ -19,7 +20,7 @@ from ..errors import PympcError, SimulationError
 from ..mechanics.assembly import AbsoluteModel
 from ._transition import (VELOCITY_NOT_TRIED, VELOCITY_PROJECTED, VELOCITY_SAME, as_floats, assembly_arrays,
                           check_mode, position_step, project_velocity, settle, slip_directions, velocity_rows)
-from .events import event_problem, read_mode
+from .events import read_mode, solved_event_problem
 from .modes import SPARSE_FROM, Mode, Motion, min_norm, solve_mode
 from .options import AMBIGUITY_RULES
 from .trajectory import Event, EventKind, SimulationStatus
@@ -109,9 +110,8 @@ class Transition:
                     dirs[k] = 0
         if kind == EventKind.SLIP_STOP:
             dirs[slot] = 0
-        evp = event_problem(a, dirs, ev.mu, ev.mu_s, ev.stab, ev.md)
         walls_before = before.walls if before is not None else (1,) * len(ev.mu)
-        res = evp.solve()
+        evp, res = solved_event_problem(a, dirs, ev.mu, ev.mu_s, ev.stab, ev.md, walls_before, o["enumerate_pairs"])
         x, y, classification, npoints, solver, status, message = self._choose(t, kind, evp, res, walls_before)
         if x is None:
             x, y = (res.x, res.y) if res.x is not None else (np.zeros(evp.hlcp.n), np.zeros(evp.hlcp.n))
@@ -196,11 +196,11 @@ class Transition:
             qdd = evp.accelerations(x, y)
         qp, qdp = q + d * qd + 0.5 * d * d * qdd, qd + d * qdd
         ap = self.form.assemble(qp, qdp, t + d)
-        evpp = event_problem(ap, dirs, ev.mu, ev.mu_s, ev.stab, ev.md)
-        rp = evpp.solve()
+        walls_before = mode.walls
+        evpp, rp = solved_event_problem(ap, dirs, ev.mu, ev.mu_s, ev.stab, ev.md, walls_before, 0)
         walls, motions = list(mode.walls), list(mode.motions)
         if rp.success:
-            pmode, pdeg = read_mode(evpp, rp.x, rp.y, mode.walls)
+            pmode, pdeg = read_mode(evpp, rp.x, rp.y, walls_before)
         else:
             pmode, pdeg = mode, list(degenerate)
         for part, k in degenerate:

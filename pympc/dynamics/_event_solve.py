@@ -1,0 +1,69 @@
+"""The event HLCP of a small system built, solved by Lemke's method, read and enumerated in one compiled call.
+
+:func:`solved_event` chains the kernels a transition used to call one by one from Python
+(:func:`~pympc.dynamics._transition.dense_event`, :func:`~pympc.complementarity._kernel.solve_hlcp_default`,
+:func:`~pympc.dynamics._transition.mode_of_point` of Lemke's point and, where the transition enumerates the
+event HLCP, :func:`~pympc.dynamics._transition.small_solution_set` or
+:func:`~pympc.dynamics._transition.walked_solution_set`): the same kernels on the same arrays, so the same
+numbers, with one crossing from Python instead of four and their glue.  What each of them declines is declined
+here too, and the caller (:func:`pympc.dynamics.events.solved_event_problem`) takes the Python path for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..complementarity._kernel import solve_hlcp_default
+from ._transition import EVENT_OK, dense_event, mode_of_point, small_solution_set, walked_solution_set
+
+__all__ = ["solved_event", "WALK_FROM"]
+
+WALK_FROM = 7
+"""From this many pairs the solution set is :func:`walked_solution_set`'s, below it :func:`small_solution_set`'s
+(``enumeration.WALK_POINTS_FROM``, checked by the tests)."""
+
+
+@njit(cache=True, nogil=True)
+def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT, alpha, beta, dirs, mu, mu_s, cand,
+                 previous_walls, supports):
+    """:func:`~pympc.dynamics._transition.dense_event` of the arguments up to ``cand``, Lemke's compiled default
+    call on it (where A is not diagonal), the mode its point selects (``previous_walls``: the walls of slots
+    whose force is zero; the tolerance :attr:`~pympc.dynamics.events.EventProblem.tol` of the problem) and,
+    when ``supports`` has rows (``enumeration._SUPPORTS`` of the problem's pairs), its solution set.
+
+    Returns ``(code, (A, B, c, qdd0, Q, diagonal, tol), (decided, code, pivots, el, ll, x, y, residual,
+    negative, dx, dy), (walls, motions, degenerate), (set_decided, P, near))``: ``code`` :data:`EVENT_OK` or why
+    the build declined (nothing else meaningful then); Lemke's tuple is ``solve_hlcp_default``'s (``decided``
+    False, too, where A is diagonal: not tried); the mode is ``mode_of_point``'s of Lemke's point (empty arrays
+    where Lemke did not decide); the set is the solution-set kernel's (``set_decided`` False where not asked; ``near``: the nearly
+    singular supports the caller must find empty).
+    """
+    code, A, B, c, qdd0, Q, diagonal = dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
+                                                   alpha, beta, dirs, mu, mu_s, cand)
+    n = c.shape[0]
+    big = 0.0
+    for i in range(n):
+        big = max(big, abs(c[i]))
+    tol = 1e-9 * (1.0 + max(big, 1.0))
+    e = np.zeros(0, np.int64)
+    if code != EVENT_OK or diagonal:
+        lemke = (False, 0, 0, e, e, np.zeros(n), np.zeros(n), (0.0, 0.0, 0.0), False, np.ones(n), np.ones(n))
+    else:
+        lemke = solve_hlcp_default(A, B, c)
+    if lemke[0]:
+        read = mode_of_point(lemke[5], lemke[6], cand, dirs, previous_walls, tol)
+    else:
+        read = (e, e, e)
+    sset = (False, np.zeros((0, 2 * n)), e)
+    if code == EVENT_OK and supports.shape[0] and supports.shape[1] == n:
+        if n < WALK_FROM:
+            sset = small_solution_set(A, B, c, diagonal, supports, 1e-9)
+        else:
+            sset = walked_solution_set(A, B, c, diagonal, supports, 1e-9)
+    return code, (A, B, c, qdd0, Q, diagonal, tol), lemke, read, sset
+
+
+from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
+
+cache_by_content(globals())
