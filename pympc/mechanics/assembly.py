@@ -286,6 +286,7 @@ class AbsoluteModel:
         self._other_joints.sort(key=lambda e: e[1])
         self._J0 = np.zeros((0, self.n))
         self._J0.flags.writeable = False
+        self._no_rows, self._no_jacobian = np.zeros(0), np.zeros((0, self.n))     # (evaluate, without joints)
         self._pair_names, self._pair_table = self._compile_pairs(
             [f for f in system.forces.values() if isinstance(f, (Spring, Damper))])
         forces = [(f, self._compile_force(f)) for f in system.forces.values() if isinstance(f, (PointForce, Torque))]
@@ -355,9 +356,13 @@ class AbsoluteModel:
         """Constraints, slots, applied forces and energies at absolute (q, q̇, t)."""
         n, m = self.n, self.m
         pose = _Pose(self, q, qd) if m or self._forces else None
-        g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
-        for j, r0, data in self._joints:
-            j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+        if m:
+            g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
+            for j, r0, data in self._joints:
+                j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+        else:              # no joint rows: empty arrays made once (writable, as the kernels are compiled for them)
+            g = w = gd = self._no_rows
+            J = self._no_jacobian
         slots = _kernels.slot_rows(q, qd, self._bx, self._bphi, *self._slot_table, n)
         Q = self._gravity.copy()
         V = -float(self._gravity @ q)
