@@ -346,11 +346,12 @@ def dense_rows(J, idx, val, nnz):
 
 
 @njit(**_PLAIN)
-def general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
-                 pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, tbody, tpoint, tF, gravity, Qx,
-                 jidx, jv, jnnz, bI, fric, stick, alpha, beta, minv, perm, kl, ku, fb, ib, work, out):
+def general_mode(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out):
     """Applied forces, slot rows, the solve of one mode's equations (diagonal mass) and the state derivative.
 
+    The static tables are packed by :func:`pack_model` (``sf``, ``si``), the mode's by :func:`pack_mode`
+    (``pf``, ``pi``); unpacked here as views (one function: a call that passed them on as arrays would pass
+    every array as its seven fields, about a third of a small model's mode solve).
     The forces: the pair table (springs, dampers: :func:`pair_forces`), point
     forces ``tF`` at ``tbody``/``tpoint``, uniform ``gravity`` and any other
     generalized forces ``Qx`` (empty: none).  ``jidx``/``jv``/``jnnz`` are the
@@ -362,7 +363,36 @@ def general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
     ``out = (q̇, q̈, friction dissipation rate, power put in)``.  Returns
     ``(ok, bad_spring, T, V, P)``.
     """
-    n, ns, m, R = q.size, slider.size, jnnz.size, perm.size
+    n, ns, npair, nt, nb = si[0], si[1], si[2], si[3], si[4]
+    o = 5
+    bx = _span(si, o, nb); o += nb                                             # noqa: E702
+    bphi = _span(si, o, nb); o += nb                                           # noqa: E702
+    slider = _span(si, o, ns); o += ns                                         # noqa: E702
+    guide = _span(si, o, ns); o += ns                                          # noqa: E702
+    pa_ = _span(si, o, npair); o += npair                                      # noqa: E702
+    pb_ = _span(si, o, npair); o += npair                                      # noqa: E702
+    is_spring = _span(si, o, npair); o += npair                                # noqa: E702
+    tbody = _span(si, o, nt)
+    o = 0
+    point = _rows(_span(sf, o, 2 * ns), 2); o += 2 * ns                   # noqa: E702
+    origin = _rows(_span(sf, o, 2 * ns), 2); o += 2 * ns                  # noqa: E702
+    direction = _rows(_span(sf, o, 2 * ns), 2); o += 2 * ns               # noqa: E702
+    ppa = _rows(_span(sf, o, 2 * npair), 2); o += 2 * npair           # noqa: E702
+    ppb = _rows(_span(sf, o, 2 * npair), 2); o += 2 * npair           # noqa: E702
+    pk = _span(sf, o, npair); o += npair                                       # noqa: E702
+    pL0 = _span(sf, o, npair); o += npair                                      # noqa: E702
+    pc = _span(sf, o, npair); o += npair                                       # noqa: E702
+    tpoint = _rows(_span(sf, o, 2 * nt), 2); o += 2 * nt                 # noqa: E702
+    gravity = _span(sf, o, n); o += n                                          # noqa: E702
+    minv = _span(sf, o, n)
+    R, kl, ku, nst, m = pi[0], pi[1], pi[2], pi[3], pi[4]
+    perm = _span(pi, 5, R)
+    stick = _span(pi, 5 + R, nst)
+    o = 5 + R + nst
+    jidx = _rows(_span(pi, o, 6 * m), 6)
+    jnnz = _span(pi, o + 6 * m, m)
+    fric = _span(pf, 0, ns)
+    jv = _rows(_span(pf, ns, 6 * m), 6)
     W = 2 * kl + ku + 1
     o = 0
     qdd = _span(fb, o, n); o += n                                      # noqa: E702
@@ -506,44 +536,6 @@ def pack_mode(fric, stick, perm, kl, ku, m):
     return pf, pi, (pi[o:o + 6 * m].reshape(m, 6), pf[fric.size:].reshape(m, 6), pi[o + 6 * m:o + 7 * m])
 
 
-@njit(**_PLAIN)
-def general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out):
-    """:func:`general_mode` with the static tables packed by :func:`pack_model` and the mode's by :func:`pack_mode`."""
-    n, ns, npair, nt, nb = si[0], si[1], si[2], si[3], si[4]
-    o = 5
-    bx = _span(si, o, nb); o += nb                                             # noqa: E702
-    bphi = _span(si, o, nb); o += nb                                           # noqa: E702
-    slider = _span(si, o, ns); o += ns                                         # noqa: E702
-    guide = _span(si, o, ns); o += ns                                          # noqa: E702
-    pa_ = _span(si, o, npair); o += npair                                      # noqa: E702
-    pb_ = _span(si, o, npair); o += npair                                      # noqa: E702
-    is_spring = _span(si, o, npair); o += npair                                # noqa: E702
-    tbody = _span(si, o, nt)
-    o = 0
-    point = _rows(_span(sf, o, 2 * ns), 2); o += 2 * ns                   # noqa: E702
-    origin = _rows(_span(sf, o, 2 * ns), 2); o += 2 * ns                  # noqa: E702
-    direction = _rows(_span(sf, o, 2 * ns), 2); o += 2 * ns               # noqa: E702
-    ppa = _rows(_span(sf, o, 2 * npair), 2); o += 2 * npair           # noqa: E702
-    ppb = _rows(_span(sf, o, 2 * npair), 2); o += 2 * npair           # noqa: E702
-    pk = _span(sf, o, npair); o += npair                                       # noqa: E702
-    pL0 = _span(sf, o, npair); o += npair                                      # noqa: E702
-    pc = _span(sf, o, npair); o += npair                                       # noqa: E702
-    tpoint = _rows(_span(sf, o, 2 * nt), 2); o += 2 * nt                 # noqa: E702
-    gravity = _span(sf, o, n); o += n                                          # noqa: E702
-    minv = _span(sf, o, n)
-    R, kl, ku, nst, m = pi[0], pi[1], pi[2], pi[3], pi[4]
-    perm = _span(pi, 5, R)
-    stick = _span(pi, 5 + R, nst)
-    o = 5 + R + nst
-    jidx = _rows(_span(pi, o, 6 * m), 6)
-    jnnz = _span(pi, o + 6 * m, m)
-    fric = _span(pf, 0, ns)
-    jv = _rows(_span(pf, ns, 6 * m), 6)
-    return general_mode(q, qd, bx, bphi, slider, guide, point, origin, direction,
-                        pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, tbody, tpoint, tF, gravity, Qx,
-                        jidx, jv, jnnz, bI, fric, stick, alpha, beta, minv, perm, kl, ku, fb, ib, work, out)
-
-
 # opcodes of a time program (see assembly.time_program): push constant, push t, binary operators, negation,
 # then the functions of the expression layer in this order
 OP_CONST, OP_T, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG = range(8)
@@ -631,11 +623,11 @@ def run_time_program(t, prog, consts, tF):
 
 @njit(**_PLAIN)
 def general_mode_timed(t, q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out, prog, consts):
-    """:func:`general_mode_packed` with the point forces of time alone evaluated first by
+    """:func:`general_mode` with the point forces of time alone evaluated first by
     :func:`run_time_program` into ``tF``; ``bad`` = −2 when one of them is not finite (nothing else is done)."""
     if prog[0] and not run_time_program(t, prog, consts, tF):
         return False, -2, 0.0, 0.0, 0.0
-    return general_mode_packed(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out)
+    return general_mode(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out)
 
 
 @njit(cache=True)
