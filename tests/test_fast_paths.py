@@ -55,6 +55,34 @@ def test_compiled_mode_solve_equals_the_dense_one(model, rng):
             assert getattr(b, key) == pytest.approx(getattr(a, key), rel=1e-13, abs=1e-12)
 
 
+def test_span_is_the_slice_it_replaces():
+    """``_kernels._span(a, s, n)`` (the mode solve's views) is ``a[s:s + n]``: the same entries, written through to
+    ``a``, for a contiguous array and a strided one (every other entry), empty spans included."""
+    from numba import njit
+
+    from pympc.mechanics._kernels import _span
+
+    @njit
+    def spans(a, s, n):
+        v = _span(a, s, n)
+        w = a[s:s + n]
+        same = v.size == w.size
+        for i in range(v.size):
+            same = same and v[i] == w[i]
+        if v.size:
+            v[v.size - 1] = -1.0                # a view: the write shows in a
+        return same
+
+    for a in (np.arange(12.0), np.arange(24.0)[::2]):
+        for s, n in ((0, 12), (3, 4), (11, 1), (5, 0), (12, 0)):
+            b = a.copy() if a.flags.c_contiguous else np.arange(24.0)[::2]
+            assert spans(b, s, n)
+            expect = a.copy()
+            if n:
+                expect[s + n - 1] = -1.0
+            assert np.array_equal(b, expect)
+
+
 def test_results_of_the_compiled_path_stay_valid_after_the_next_call():
     form = GeneralMethod(slider_chain(3))
     mu = np.full(3, 0.3)

@@ -41,7 +41,7 @@ except ImportError:    # pragma: no cover
     MAX_FACTOR = MIN_FACTOR = SAFETY = 0.0
     AVAILABLE = False
 
-from ..mechanics._kernels import general_mode_flat
+from ..mechanics._kernels import _span, general_mode_flat
 from ._event_kernels import curvature_bounds, dop853_states, event_values, flat_event_samples, may_cross
 
 __all__ = ["integrate", "Dop853Solution", "Dop853Result", "scan_dense", "first_crossing_dense", "dop853_window"]
@@ -77,7 +77,7 @@ def _lowest(fl, il, ev, evi, vals):
     o = il[6]
     ns = evi[2] - evi[1]
     slot = evi[3:]
-    event_values(fl[o + evi[0]:o + evi[0] + ns], fl[o + evi[1]:o + evi[1] + ns], fl[o + evi[2]:o + evi[2] + ns],
+    event_values(_span(fl, o + evi[0], ns), _span(fl, o + evi[1], ns), _span(fl, o + evi[2], ns),
                  slot, ev[0], ev[1], ev[2], ev[3], vals)
     g = np.inf
     for i in range(vals.size):

@@ -286,6 +286,7 @@ class AbsoluteModel:
         self._other_joints.sort(key=lambda e: e[1])
         self._J0 = np.zeros((0, self.n))
         self._J0.flags.writeable = False
+        self._no_rows, self._no_jacobian = np.zeros(0), np.zeros((0, self.n))     # (evaluate, without joints)
         self._pair_names, self._pair_table = self._compile_pairs(
             [f for f in system.forces.values() if isinstance(f, (Spring, Damper))])
         forces = [(f, self._compile_force(f)) for f in system.forces.values() if isinstance(f, (PointForce, Torque))]
@@ -297,6 +298,7 @@ class AbsoluteModel:
         self._tpoint = np.array([d[1] for _, d in timed], dtype=float).reshape(-1, 2)
         self._tF = np.array([[c.value if c.is_constant else 0.0 for c in d[2]] for _, d in timed]).reshape(-1, 2)
         self._tvary = [(i, j, c) for i, (_, d) in enumerate(timed) for j, c in enumerate(d[2]) if not c.is_constant]
+        self._time_forces_at = None        # (t, the point forces of time at t): _time_forces
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
         for f in system.forces.values():
             if isinstance(f, Gravity):
@@ -355,9 +357,13 @@ class AbsoluteModel:
         """Constraints, slots, applied forces and energies at absolute (q, q̇, t)."""
         n, m = self.n, self.m
         pose = _Pose(self, q, qd) if m or self._forces else None
-        g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
-        for j, r0, data in self._joints:
-            j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+        if m:
+            g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
+            for j, r0, data in self._joints:
+                j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+        else:              # no joint rows: empty arrays made once (writable, as the kernels are compiled for them)
+            g = w = gd = self._no_rows
+            J = self._no_jacobian
         slots = _kernels.slot_rows(q, qd, self._bx, self._bphi, *self._slot_table, n)
         Q = self._gravity.copy()
         V = -float(self._gravity @ q)
@@ -376,15 +382,24 @@ class AbsoluteModel:
         """Add the point forces and torques to Q; returns their power."""
         P = 0.0
         if self._tbody.size:
-            F = self._tF
-            if self._tvary:
-                F = F.copy()
-                for i, j, c in self._tvary:
-                    F[i, j] = c(t=t)
+            F = self._tF if not self._tvary else self._time_forces(t)
             P += _kernels.apply_point_forces(q, qd, self._bx, self._bphi, self._tbody, self._tpoint, F, Q)
         for f, data in self._forces:
             P += self._force(f, data, pose or _Pose(self, q, qd), t, Q)
         return P
+
+    def _time_forces(self, t):
+        """The point forces of time alone at ``t`` (a new array, read only by its users): the last time's values
+        are kept, as the transition assembles several times at one event time (the same expressions at the
+        same t: the same values)."""
+        last = self._time_forces_at
+        if last is not None and last[0] == t:
+            return last[1]
+        F = self._tF.copy()
+        for i, j, c in self._tvary:
+            F[i, j] = c(t=t)
+        self._time_forces_at = (t, F)
+        return F
 
     def joint_bodies(self):
         """For every joint row, the indices of the bodies whose coordinates it may involve."""
@@ -425,9 +440,7 @@ class AbsoluteModel:
             J = self._J0
         F = self._tF if time_forces else None
         if self._tvary and time_forces:
-            F = F.copy()
-            for i, j, c in self._tvary:
-                F[i, j] = c(t=t)
+            F = self._time_forces(t)
         Qx, Px = EMPTY, 0.0
         if self._forces:
             Qx = np.zeros(self.n)
