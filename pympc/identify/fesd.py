@@ -307,9 +307,12 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                 C["continuity"].add(m.q[e, 0, cn] == m.q[e - 1, s, cn])
                 C["continuity"].add(m.v[e, 0, cn] == m.v[e - 1, s, cn])
         drift = []
+        # the element's Vars by stage and coordinate, looked up once (each is used in several rows)
+        qe = [[m.q[e, r, cn] for cn in coords] for r in range(s + 1)]
+        ve = [[m.v[e, r, cn] for cn in coords] for r in range(s + 1)]
+        ae = [None] + [[m.a[e, r, cn] for cn in coords] for r in range(1, s + 1)]
         for r in range(1, s + 1):
-            q = [m.q[e, r, cn] for cn in coords]
-            v = [m.v[e, r, cn] for cn in coords]
+            q, v = qe[r], ve[r]
             tt = m.time[e, r]
             envk = envs[el.interval]
             rhs = list(eq.applied_forces(q, v, tt, envk, pyo))
@@ -338,18 +341,19 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                     law_row[e, sn, key, r - 1] = len(C["law"])          # its index in m.law_rows
                     pairs.setdefault((e, sn, key), []).append((x, cc))
             drift.append(G)
-            balance[e, r] = ([mass[i] * m.a[e, r, coords[i]] - rhs[i] for i in range(n)], G[:nrow])
+            balance[e, r] = ([mass[i] * ae[r][i] - rhs[i] for i in range(n)], G[:nrow])
             for i in range(n):
-                C["dynamics"].add(mass[i] * m.a[e, r, coords[i]] == rhs[i])
+                C["dynamics"].add(mass[i] * ae[r][i] == rhs[i])
+        h, Af = m.h[e], A.tolist()
+        eta = [None] + [[m.eta[e, j, row] for row in range(len(drift[j - 1]))] for j in range(1, s + 1)]
         for r in range(1, s + 1):
-            for i, cn in enumerate(coords):
-                dq = sum(float(A[r - 1, j - 1]) * (m.v[e, j, cn] + sum(G[i] * m.eta[e, j, row]
-                                                                      for row, G in enumerate(drift[j - 1])
-                                                                      if not _zero(G[i])))
+            for i in range(n):
+                dq = sum(Af[r - 1][j - 1] * (ve[j][i] + sum(G[i] * eta[j][row] for row, G in enumerate(drift[j - 1])
+                                                            if not _zero(G[i])))
                          for j in range(1, s + 1))
-                C["collocation"].add(m.q[e, r, cn] == m.q[e, 0, cn] + m.h[e] * dq)
-                dv = sum(float(A[r - 1, j - 1]) * m.a[e, j, cn] for j in range(1, s + 1))
-                C["collocation"].add(m.v[e, r, cn] == m.v[e, 0, cn] + m.h[e] * dv)
+                C["collocation"].add(qe[r][i] == qe[0][i] + h * dq)
+                dv = sum(Af[r - 1][j - 1] * ae[j][i] for j in range(1, s + 1))
+                C["collocation"].add(ve[r][i] == ve[0][i] + h * dv)
     for name, rows in C.items():
         m.add_component(f"{name}_rows", pyo.Constraint(pyo.RangeSet(1, len(rows)),
                                                        rule=lambda _, i, rows=rows: rows[i - 1]))
