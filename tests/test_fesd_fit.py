@@ -105,13 +105,14 @@ def test_fit_options_change_the_work_not_the_answer(record):
 def test_active_set_pair_sums_equal_pyomo_value():
     """fix_active_set's sums of the pairs' members over an element's stages (slot_law applied to the stage values
     as arrays) are pyo.value's of the members' Pyomo expressions summed, bit for bit: at the warm start and at
-    random values, on a model with static friction (four law pairs) and one without (two per slot, two slots)."""
+    random values, on a model with static friction (four law pairs) and one without (two per slot, two slots);
+    Pyomo's error for a Var without a value."""
     import pyomo.environ as pyo
 
     from pympc.identify.fesd import trajectory_model
     from pympc.identify.fesd_solve import _pair_sums
     rng = np.random.default_rng(0)
-    for model, pairs in ((OSC, 5), ("models/cross_slide.toml", 6)):
+    for model, pairs in (("models/cross_slide.toml", 6), (OSC, 5)):
         m = trajectory_model(model, np.linspace(0.0, 1.0, 5), elements=3)
         assert len(m.fesd["pairs"]) == 12 * pairs
         for trial in range(3):
@@ -123,6 +124,9 @@ def test_active_set_pair_sums_equal_pyomo_value():
                     for k, st in m.fesd["pairs"].items()}
             assert _pair_sums(m) == sums
             assert any(0 < min(x) for x in sums.values()) == bool(trial)   # the warm start: complementary
+    m.F[0, 1, "slot"].set_value(None)
+    with pytest.raises(ValueError, match="No value"):
+        _pair_sums(m)
 
 
 def test_two_experiments_jointly_agree_with_joint_shooting():

@@ -238,7 +238,11 @@ def _pair_sums(m):
     out = {}
     for j, sn in enumerate(m.slots):
         def at(var):
-            return np.array([var[e, r, sn].value for e in range(E) for r in range(1, s + 1)], float).reshape(E, s)
+            xs = [var[e, r, sn] for e in range(E) for r in range(1, s + 1)]
+            vals = [x.value for x in xs]
+            if None in vals:                            # Pyomo's error for a Var without a value
+                pyo.value(xs[vals.index(None)])
+            return np.array(vals, float).reshape(E, s)
         mu, mu_s = (float(pyo.value(x)) for x in m.fesd["mus"][j])
         w = (at(m.w_pos), at(m.w_neg)) if m.fesd["static"][sn] else (None, None)
         for key, a, c in slot_law(at(m.lam_pos), at(m.lam_neg), at(m.F), at(m.slip_pos), at(m.slip_neg), mu, mu_s,
