@@ -102,22 +102,31 @@ def test_fit_options_change_the_work_not_the_answer(record):
     assert abs(a.objective - b.objective) <= 1e-9 * b.objective
 
 
-def test_active_set_evaluator_equals_pyomo_value():
-    """fix_active_set's evaluator (the operator nodes applied by hand, a Var's value read directly) gives
-    pyo.value's numbers on every pair member of a model, and Pyomo's error for a Var without a value."""
+def test_active_set_pair_sums_equal_pyomo_value():
+    """fix_active_set's sums of the pairs' members over an element's stages (slot_law applied to the stage values
+    as arrays) are pyo.value's of the members' Pyomo expressions summed, bit for bit: at the warm start and at
+    random values, on a model with static friction (four law pairs) and one without (two per slot, two slots);
+    Pyomo's error for a Var without a value."""
     import pyomo.environ as pyo
 
     from pympc.identify.fesd import trajectory_model
-    from pympc.identify.fesd_solve import _evaluator
-    m = trajectory_model(OSC, np.linspace(0.0, 1.0, 5), elements=2)
-    ev = _evaluator()
-    members = [x for st in m.fesd["pairs"].values() for pair in st for x in pair]
-    assert len(members) > 50
-    for x in members:
-        assert ev(x) == pyo.value(x)
+    from pympc.identify.fesd_solve import _pair_sums
+    rng = np.random.default_rng(0)
+    for model, pairs in (("models/cross_slide.toml", 6), (OSC, 5)):
+        m = trajectory_model(model, np.linspace(0.0, 1.0, 5), elements=3)
+        assert len(m.fesd["pairs"]) == 12 * pairs
+        for trial in range(3):
+            if trial:
+                for v in m.component_data_objects(pyo.Var):
+                    if not v.fixed:
+                        v.set_value(float(rng.normal()) * 10.0 ** rng.integers(-8, 3), skip_validation=True)
+            sums = {k: (sum(abs(pyo.value(a)) for a, _ in st), sum(abs(pyo.value(c)) for _, c in st))
+                    for k, st in m.fesd["pairs"].items()}
+            assert _pair_sums(m) == sums
+            assert any(0 < min(x) for x in sums.values()) == bool(trial)   # the warm start: complementary
     m.F[0, 1, "slot"].set_value(None)
     with pytest.raises(ValueError, match="No value"):
-        ev(m.F[0, 1, "slot"])
+        _pair_sums(m)
 
 
 def test_two_experiments_jointly_agree_with_joint_shooting():

@@ -171,6 +171,36 @@ def test_rows_kept_between_compiles_are_walked_again_only_when_changed(monkeypat
     assert not any(r.con is m.few[0] for r in kept.values())     # a row no longer read is not kept
 
 
+def test_a_new_row_on_a_kept_rows_body_is_not_walked_again(monkeypatch):
+    """A row replaced by another on the same body (the FESD polish: the law row ``c >= 0`` deactivated, ``c == 0``
+    added) takes the kept row's form without a walk while the body is as it was, and is walked when a variable
+    of it was fixed since.  Oracle: the NLP compiled afresh."""
+    import pympc.mpec._forms as forms
+    m = _rows_alike_model()
+    kept = {}
+    CompiledNLP(m, rows=kept)
+    walked = []
+    form = forms.form
+    monkeypatch.setattr(forms, "form", lambda expr, leaves=None: walked.append(expr) or form(expr, leaves))
+    CompiledNLP(m, rows=kept)
+    first = len(walked)                                  # the first row of each form only
+    bodies = {i: m.quad[i].body for i in (1, 2, 3)}
+    for i in bodies:
+        m.quad[i].deactivate()
+    m.eq = pyo.Constraint([1, 2, 3], rule=lambda _, i: bodies[i] == 0)
+    walked.clear()
+    again = CompiledNLP(m, rows=kept)
+    assert len(walked) == first and not any(w is b for w in walked for b in bodies.values())
+    _same_nlp(again, CompiledNLP(m))
+    m.y[3].fix(1.0)                                      # eq[3]'s body changed: walked again
+    walked.clear()
+    changed = CompiledNLP(m, rows=kept)
+    assert any(w is bodies[3] for w in walked) and not any(w is bodies[1] for w in walked)
+    monkeypatch.setattr(forms, "form", form)
+    _same_nlp(changed, CompiledNLP(m))
+    assert not any(r.con is m.quad[1] for r in kept.values())    # the deactivated rows are not kept alive
+
+
 def test_form_reads_a_sums_own_arguments_when_its_list_is_shared():
     """Pyomo's ``e1 + z`` appends z to e1's argument list in place (the new sum shares it; e1 keeps its count):
     form() reads e1's arguments only — its key and variables those of the same sum built afresh."""

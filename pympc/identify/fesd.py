@@ -295,6 +295,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
     C = {name: _Rows() for name in ("clock", "collocation", "dynamics", "position", "velocity", "slot", "law",
                                     "continuity")}
     pairs = {}                                   # (e, slot, key) -> [(a, c) per stage]
+    law_row = {}                                 # (e, slot, key, stage − 1) -> the index of the row c >= 0
     balance = {}                                 # (e, r) -> (M a − forces at nu = 0, joint Jacobian rows)
     for e, el in enumerate(layout):
         C["clock"].add(m.t_start[e] == (float(t[el.interval]) if e == 0 or layout[e - 1].interval != el.interval
@@ -306,9 +307,12 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                 C["continuity"].add(m.q[e, 0, cn] == m.q[e - 1, s, cn])
                 C["continuity"].add(m.v[e, 0, cn] == m.v[e - 1, s, cn])
         drift = []
+        # the element's Vars by stage and coordinate, looked up once (each is used in several rows)
+        qe = [[m.q[e, r, cn] for cn in coords] for r in range(s + 1)]
+        ve = [[m.v[e, r, cn] for cn in coords] for r in range(s + 1)]
+        ae = [None] + [[m.a[e, r, cn] for cn in coords] for r in range(1, s + 1)]
         for r in range(1, s + 1):
-            q = [m.q[e, r, cn] for cn in coords]
-            v = [m.v[e, r, cn] for cn in coords]
+            q, v = qe[r], ve[r]
             tt = m.time[e, r]
             envk = envs[el.interval]
             rhs = list(eq.applied_forces(q, v, tt, envk, pyo))
@@ -334,25 +338,27 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                 for key, x, cc in slot_law(m.lam_pos[e, r, sn], m.lam_neg[e, r, sn], m.F[e, r, sn],
                                            m.slip_pos[e, r, sn], m.slip_neg[e, r, sn], mu, mu_s, wp, wm):
                     C["law"].add(cc >= 0)
+                    law_row[e, sn, key, r - 1] = len(C["law"])          # its index in m.law_rows
                     pairs.setdefault((e, sn, key), []).append((x, cc))
             drift.append(G)
-            balance[e, r] = ([mass[i] * m.a[e, r, coords[i]] - rhs[i] for i in range(n)], G[:nrow])
+            balance[e, r] = ([mass[i] * ae[r][i] - rhs[i] for i in range(n)], G[:nrow])
             for i in range(n):
-                C["dynamics"].add(mass[i] * m.a[e, r, coords[i]] == rhs[i])
+                C["dynamics"].add(mass[i] * ae[r][i] == rhs[i])
+        h, Af = m.h[e], A.tolist()
+        eta = [None] + [[m.eta[e, j, row] for row in range(len(drift[j - 1]))] for j in range(1, s + 1)]
         for r in range(1, s + 1):
-            for i, cn in enumerate(coords):
-                dq = sum(float(A[r - 1, j - 1]) * (m.v[e, j, cn] + sum(G[i] * m.eta[e, j, row]
-                                                                      for row, G in enumerate(drift[j - 1])
-                                                                      if not _zero(G[i])))
+            for i in range(n):
+                dq = sum(Af[r - 1][j - 1] * (ve[j][i] + sum(G[i] * eta[j][row] for row, G in enumerate(drift[j - 1])
+                                                            if not _zero(G[i])))
                          for j in range(1, s + 1))
-                C["collocation"].add(m.q[e, r, cn] == m.q[e, 0, cn] + m.h[e] * dq)
-                dv = sum(float(A[r - 1, j - 1]) * m.a[e, j, cn] for j in range(1, s + 1))
-                C["collocation"].add(m.v[e, r, cn] == m.v[e, 0, cn] + m.h[e] * dv)
+                C["collocation"].add(qe[r][i] == qe[0][i] + h * dq)
+                dv = sum(Af[r - 1][j - 1] * ae[j][i] for j in range(1, s + 1))
+                C["collocation"].add(ve[r][i] == ve[0][i] + h * dv)
     for name, rows in C.items():
         m.add_component(f"{name}_rows", pyo.Constraint(pyo.RangeSet(1, len(rows)),
                                                        rule=lambda _, i, rows=rows: rows[i - 1]))
     m.fesd = {"t": t, "elements": elements, "outputs": outputs, "fit": fit, "controls": controls, "c": c, "A": A,
-              "pairs": pairs,
+              "pairs": pairs, "law_row": law_row,
               "static": dict(zip(slots, static)), "mus": mus, "balance": balance, "sigma": float(sigma),
               "h_min": h_min, "equilibrate": equilibrate, "fixed_stick": set()}
     _start(m, system, eq, ws)
@@ -399,27 +405,29 @@ def _start(m, system, eq, ws):
     coords, slots = list(m.coords), list(m.slots)
     values = system.parameters
     for n in m.params:
-        m.theta[n].set_value(float(values[n]))
+        m.theta[n].set_value(float(values[n]), skip_validation=True)
     if hasattr(m, "u"):
         for k, n in m.u:
-            m.u[k, n].set_value(float(values[n]))
+            m.u[k, n].set_value(float(values[n]), skip_validation=True)
     h0 = np.array([el.h for el in layout])
     h_min = m.fesd["h_min"]
     for e in m.elements:
         m.h[e].setlb(h_min * h0[e])
-        m.h[e].set_value(h0[e])
-        m.t_start[e].set_value(layout[e].start)
+        m.h[e].set_value(h0[e], skip_validation=True)
+        m.t_start[e].set_value(layout[e].start, skip_validation=True)
     qW, vW = W["q"], W["qd"]
     q0, v0 = _initial_state(eq)
-    # the values as Python floats by index (arrays made lists once: no NumPy scalar per Var)
+    # the values as Python floats by index (arrays made lists once: no NumPy scalar per Var); set without
+    # Pyomo's check against the domain and bounds (a warning, never an error: the same values either way)
     ci, si = {cn: i for i, cn in enumerate(coords)}, {sn: i for i, sn in enumerate(slots)}
     for arr, x0, var in ((qW, q0, m.q), (vW, v0, m.v)):
         arr, x0 = np.asarray(arr, float).tolist(), np.asarray(x0, float).tolist()
         for (e, r, cn), x in var.items():
-            x.set_value(arr[e * s + r - 1][ci[cn]] if r else (x0[ci[cn]] if e == 0 else arr[e * s - 1][ci[cn]]))
+            x.set_value(arr[e * s + r - 1][ci[cn]] if r else (x0[ci[cn]] if e == 0 else arr[e * s - 1][ci[cn]]),
+                        skip_validation=True)
     acc = _accelerations(vW, v0, A, h0, s)
     for (e, r, cn), x in m.a.items():
-        x.set_value(acc[e, r - 1, ci[cn]])
+        x.set_value(acc[e, r - 1, ci[cn]], skip_validation=True)
     for cn in coords:
         m.q[0, 0, cn].fix(q0[coords.index(cn)])
         m.v[0, 0, cn].fix(v0[coords.index(cn)])
@@ -428,17 +436,17 @@ def _start(m, system, eq, ws):
                      (m.slip_pos, np.maximum(slipW, 0)), (m.slip_neg, np.maximum(-slipW, 0))):
         arr = np.asarray(arr, float).tolist()
         for (e, r, sn), x in var.items():
-            x.set_value(arr[e * s + r - 1][si[sn]])
+            x.set_value(arr[e * s + r - 1][si[sn]], skip_validation=True)
     mus = m.fesd["mus"]
     excess = {sn: float(pyo.value(mus[j][1] - mus[j][0])) for j, sn in enumerate(slots) if m.fesd["static"][sn]}
     lam_list, slip_list = np.asarray(lamW, float).tolist(), np.asarray(slipW, float).tolist()
     for sign, var in ((1, m.w_pos), (-1, m.w_neg)):
         for (e, r, sn), x in var.items():
             x.set_value(excess[sn] * abs(lam_list[e * s + r - 1][si[sn]])
-                        if sign * slip_list[e * s + r - 1][si[sn]] > 0 else 0.0)
+                        if sign * slip_list[e * s + r - 1][si[sn]] > 0 else 0.0, skip_validation=True)
     for var in (m.nu, m.eta):
         for x in var.values():
-            x.set_value(0.0)
+            x.set_value(0.0, skip_validation=True)
     _joint_forces(m, m.fesd["balance"], pyo)
     m.sigma.set_value(m.fesd["sigma"])
     m.fesd.update(layout=layout, modes=ws["modes"], events=ws["events"], stage_times=ws["stage_times"],
@@ -472,7 +480,7 @@ def _mode_rows(m, ws):
                 fixed.add((e, sn))
                 for r in range(1, s + 1):
                     for var in (m.slip_pos, m.slip_neg, m.w_pos, m.w_neg):
-                        var[e, r, sn].fix(0.0)
+                        var[e, r, sn].fix(0.0, skip_validation=True)
                 nxt = layout[e + 1].segment if e + 1 < E else None
                 if nxt is not None and nxt != el.segment and int(modes[nxt].motions[j]) != 0:
                     sg = 1.0 if int(modes[nxt].motions[j]) > 0 else -1.0
@@ -521,7 +529,7 @@ def _joint_forces(m, balance, pyo):
         GT = np.array([[pyo.value(d) for d in row] for row in rows], float).T
         nu = np.linalg.lstsq(GT, b, rcond=None)[0]
         for k, x in enumerate(nu):
-            m.nu[e, r, k].set_value(float(x))
+            m.nu[e, r, k].set_value(float(x), skip_validation=True)
 
 
 def _control_envs(m, eq, system, base, controls, K, pyo):

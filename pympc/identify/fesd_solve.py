@@ -169,12 +169,11 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     """
     import pyomo.environ as pyo
     pairs = m.fesd["pairs"]
-    _evaluated = _evaluator()
+    sums = _pair_sums(m)
     fixed, relaxed = [], []
     zero_a, zero_c = set(), set()
     for (e, sn, key), st in pairs.items():
-        sa = sum(abs(_evaluated(a)) for a, _ in st)
-        sc = sum(abs(_evaluated(c)) for _, c in st)
+        sa, sc = sums[e, sn, key]
         if max(sa, sc) <= degenerate or min(sa, sc) > separation * max(sa, sc):
             relaxed.append((e, sn, key))       # not separated: its first member (a Var) is fixed, no boundary
         target = zero_a if sa <= sc or relaxed[-1:] == [(e, sn, key)] else zero_c
@@ -186,7 +185,7 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
         a = pairs[e, sn, key][r][0]
         if not a.fixed:
             fixed.append(a)
-            a.fix(0.0)
+            a.fix(0.0, skip_validation=True)
     # a static slot's reserve w± whose slip part is fixed at zero, and whose pairs' other sides are not made
     # rows, is in no equality and in no objective: its Newton step is undetermined (IPOPT's first step moved
     # it by 1e3, measured on the 30 s oscillator), and w± = 0 is feasible whenever any w± >= 0 is (it only
@@ -197,22 +196,23 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
             rows = {(sn, key, e, r - 1) for key in (sign, sign + "excess")} & zero_c
             if slip.fixed and slip.value == 0 and not w.fixed and not rows:
                 fixed.append(w)
-                w.fix(0.0)
-    m.polish_rows = pyo.ConstraintList()
-    law = {id(con.body): con for con in m.law_rows.values()} if hasattr(m, "law_rows") else {}
-    implied = []
+                w.fix(0.0, skip_validation=True)
+    law, law_row = getattr(m, "law_rows", None), m.fesd["law_row"]   # the row c >= 0 of each pair member c
+    implied, polish = [], []
     for sn, key, e, r in sorted(zero_c, key=str):
         c = pairs[e, sn, key][r][1]
-        row = law.get(id(c))
+        row = law[law_row[e, sn, key, r]] if law is not None else None
         if row is not None and row.active:      # c >= 0, implied by c = 0 and active at the start: degenerate
             row.deactivate()
             implied.append(row)
         if getattr(c, "is_variable_type", bool)():      # a Var (the wall split's λ⁻): fixed, not a row that pins
             if not c.fixed:                             # it at its bound (IPOPT's slack to it would be ~0)
                 fixed.append(c)
-                c.fix(0.0)
+                c.fix(0.0, skip_validation=True)
         else:
-            m.polish_rows.add(c == 0)
+            polish.append(c == 0)
+    # one Constraint indexed 1, 2, … (the rows and indices a ConstraintList would hold, without a Set.add per row)
+    m.polish_rows = pyo.Constraint(pyo.RangeSet(1, len(polish)), rule=lambda _, i: polish[i - 1])
     m.cross.deactivate()
 
     def undo():
@@ -225,32 +225,33 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     return undo
 
 
-def _evaluator():
-    """A function equal to ``pyo.value`` by the same operations (each operator node's ``_apply_operation`` on
-    its arguments' values, the leaves' values) without Pyomo's expression visitor (several times faster on the
-    small trees of the slot law, evaluated for every pair and stage)."""
+def _pair_sums(m):
+    """``{(e, slot, key): (Σ_r |a_r|, Σ_r |c_r|)}``: the members of every pair of ``m.fesd["pairs"]`` summed over
+    the element's stages at the model's values.  The members are made as the model made them, by
+    :func:`~pympc.identify.mpec_model.slot_law`, here on the stage values of one slot as arrays (E, s): the same
+    operations in the same order as evaluating each member's Pyomo expression (``pyo.value``; the same numbers,
+    ``tests/test_fesd_fit.py``), without a walk of ~7 000 small trees (the 30 s oscillator record)."""
     import pyomo.environ as pyo
-    from pyomo.common.numeric_types import native_numeric_types
-    from pyomo.core.base.var import VarData
-    value = pyo.value
 
-    def evaluated(node):
-        cls = node.__class__
-        if cls in native_numeric_types:
-            return node
-        if cls is VarData:                      # the common leaf: its value without value()'s call and checks
-            x = node._value
-            return x if x is not None else value(node)      # (None: value()'s error)
-        if not node.is_expression_type():
-            return value(node)
-        return node._apply_operation([evaluated(a) for a in node.args])
-
-    def safe(node):
-        try:
-            return evaluated(node)
-        except RecursionError:                  # a deep tree: Pyomo's own (non-recursive) evaluation
-            return value(node)
-    return safe
+    from .mpec_model import slot_law
+    E, s = len(m.elements), len(m.stages)
+    out = {}
+    for j, sn in enumerate(m.slots):
+        def at(var):
+            xs = [var[e, r, sn] for e in range(E) for r in range(1, s + 1)]
+            vals = [x.value for x in xs]
+            if None in vals:                            # Pyomo's error for a Var without a value
+                pyo.value(xs[vals.index(None)])
+            return np.array(vals, float).reshape(E, s)
+        mu, mu_s = (float(pyo.value(x)) for x in m.fesd["mus"][j])
+        w = (at(m.w_pos), at(m.w_neg)) if m.fesd["static"][sn] else (None, None)
+        for key, a, c in slot_law(at(m.lam_pos), at(m.lam_neg), at(m.F), at(m.slip_pos), at(m.slip_neg), mu, mu_s,
+                                  *w):
+            sa = sc = 0                                 # summed stage by stage, as sum() does
+            for r in range(s):
+                sa, sc = sa + np.abs(a[:, r]), sc + np.abs(c[:, r])
+            out.update(zip(((e, sn, key) for e in range(E)), zip(sa.tolist(), sc.tolist())))
+    return out
 
 
 def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):

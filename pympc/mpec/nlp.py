@@ -394,8 +394,8 @@ class CompiledNLP:
             self.cons.append(part)
             self._con_datas.append(con)
             self._con_bounds.append((lower, upper))
-        for k in set(rows or ()) - seen:         # rows no longer read (deleted, deactivated): not kept alive
-            del rows[k]
+        for k in [k for k, row in (rows or {}).items() if id(row.con) not in seen]:
+            del rows[k]                          # rows no longer read (deleted, deactivated): not kept alive
         if len(objs) > 1:
             raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
         self.sense = 1.0

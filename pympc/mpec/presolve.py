@@ -116,17 +116,19 @@ class Presolved:
         xcol = np.where(free, newcol[np.maximum(rep, 0)], -1)
         newrow = np.full(M, -1)
         newrow[self._rows] = np.arange(self.m)
-        self._free, self._xcol, self._alpha, self._beta = free, xcol, alpha, beta
+        # the free columns as positions (the callbacks index with them: a mask is read whole at each call)
+        self._at = np.flatnonzero(free)
+        self._xcol, self._alpha, self._beta = xcol[self._at], alpha[self._at], beta
         # the Jacobian and Hessian entries of the kept rows and free columns, moved to the representatives
         # (chain rule: J_x = J_u P, H_x = P^T H_u P, P the columns' alpha), duplicates summed
         jr, jc = nlp.jacobianstructure()
-        self._jmask = keep[jr] & free[jc]
-        rows, cols = newrow[jr[self._jmask]], xcol[jc[self._jmask]]
-        self._jfactor = alpha[jc[self._jmask]]
+        self._jat = np.flatnonzero(keep[jr] & free[jc])
+        rows, cols = newrow[jr[self._jat]], xcol[jc[self._jat]]
+        self._jfactor = alpha[jc[self._jat]]
         self._jrow, self._jcol, self._jslot = _unique_pairs(rows, cols, self.n)
         hr, hc = nlp.hessianstructure()
-        self._hmask = free[hr] & free[hc]
-        a, b = hr[self._hmask], hc[self._hmask]
+        self._hat = np.flatnonzero(free[hr] & free[hc])
+        a, b = hr[self._hat], hc[self._hat]
         p, q = xcol[a], xcol[b]
         self._hfactor = alpha[a] * alpha[b] * np.where((a != b) & (p == q), 2.0, 1.0)
         self._hrow, self._hcol, self._hslot = _unique_pairs(np.maximum(p, q), np.minimum(p, q), self.n)
@@ -171,8 +173,7 @@ class Presolved:
         """The vector of ``nlp``'s variables: ``x`` (the representatives) mapped to every free column, the
         fixed values in the others."""
         u = self._beta.copy()
-        f = self._free
-        u[f] += self._alpha[f] * x[self._xcol[f]]
+        u[self._at] += self._alpha * x[self._xcol]
         return u
 
     # -- the cyipopt interface ----------------------------------------------------
@@ -180,9 +181,8 @@ class Presolved:
         return self.nlp.objective(self.full(x))
 
     def gradient(self, x):
-        f = self._free
         g = self.nlp.gradient(self.full(x))
-        return np.bincount(self._xcol[f], self._alpha[f] * g[f], minlength=self.n)
+        return np.bincount(self._xcol, self._alpha * g[self._at], minlength=self.n)
 
     def constraints(self, x):
         return self.nlp.constraints(self.full(x))[self._rows]
@@ -191,7 +191,7 @@ class Presolved:
         return self._jrow, self._jcol
 
     def jacobian(self, x):
-        vals = self.nlp.jacobian(self.full(x))[self._jmask] * self._jfactor
+        vals = self.nlp.jacobian(self.full(x))[self._jat] * self._jfactor
         return np.bincount(self._jslot, vals, minlength=self._jrow.size)
 
     def hessianstructure(self):
@@ -200,7 +200,7 @@ class Presolved:
     def hessian(self, x, lagrange, obj_factor):
         lam = np.zeros(self.nlp.m)
         lam[self._rows] = lagrange
-        vals = self.nlp.hessian(self.full(x), lam, obj_factor)[self._hmask] * self._hfactor
+        vals = self.nlp.hessian(self.full(x), lam, obj_factor)[self._hat] * self._hfactor
         return np.bincount(self._hslot, vals, minlength=self._hrow.size)
 
     # -- helpers ------------------------------------------------------------------
