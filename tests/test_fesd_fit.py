@@ -196,3 +196,27 @@ def test_data_with_static_equal_to_kinetic_give_the_shooting_estimate_on_the_bou
     assert res.ok, res.message
     assert abs(res.theta["mu"] - mu) <= 0.1 * shoot.stderr[0]
     assert 0.0 <= res.theta["mu_s"] - res.theta["mu"] <= 0.1 * shoot.stderr[0]
+
+
+def test_walk_one_builds_on_the_static_check_simulation():
+    """The simulation the static-coefficient check runs is walk 1's warm start: the model built on it is the
+    model built on its own simulation (every Var's value, bounds and fixing, every row printed); at other
+    values of the parameters it is not used."""
+    import pyomo.environ as pyo
+
+    from pympc.identify.fesd import trajectory_model
+    from pympc.identify.fesd_fit import _check_static, _same_start
+    from pympc.mechanics import load_model
+    t = np.linspace(0.0, 6.0, 25)
+    df, _ = synthetic_record(OSC, t, ["mass.x"], 0.01, 3)
+    start = load_model(OSC).bind({"mu": 0.29, "mu_s": 0.41})
+    sim = _check_static(start, ["mu", "mu_s"], t)
+    assert sim is not None and _check_static(start, ["mu"], t) is None      # no static coefficient: no run
+    at = {"mu": 0.29, "mu_s": 0.41}
+    assert _same_start(sim, start, at) is sim
+    assert _same_start(sim, start, {"mu": 0.3, "mu_s": 0.41}) is None and _same_start(None, start, at) is None
+    models = [trajectory_model(start.bind(at), t, df[["mass.x"]].to_numpy(), ["mass.x"], ["mu", "mu_s"],
+                               warm_start=w) for w in (sim, None)]
+    vs, rows = ([[(v.name, v.value, v.lb, v.ub, v.fixed) for v in m.component_data_objects(pyo.Var)] for m in models],
+                [[str(c.expr) for c in m.component_data_objects(pyo.Constraint)] for m in models])
+    assert vs[0] == vs[1] and rows[0] == rows[1] and len(rows[0]) > 1000

@@ -77,3 +77,37 @@ def test_expression_build_equals_evaluation():
     assert e.build(env, math) == pytest.approx(e.bind({k: env[k] for k in "AwB"})(t=0.3), rel=1e-15)
     with pytest.raises(ModelError, match="needs 'w'"):
         e.build({"A": 1.0, "B": 0.0, "t": 0.0}, math)
+
+
+@pytest.mark.parametrize("name", COVERED)
+def test_held_terms_give_the_same_forces(name):
+    """applied_forces with a memo (the terms of parameters alone built once, then reused) gives the same
+    numbers to the bit and, in Pyomo, the same expressions, printed; the memo's terms are reused, not rebuilt."""
+    pyo = pytest.importorskip("pyomo.environ")
+    system = load_model(MODELS / f"{name}.toml")
+    eq = Equations(system)
+    env = eq.parameters()
+    rng = np.random.default_rng(11)
+    memo = {}
+    for _ in range(3):
+        q, v, t = list(rng.normal(size=eq.n)), list(rng.normal(size=eq.n)), float(rng.uniform(0, 3))
+        assert eq.applied_forces(q, v, t, env, memo=memo) == eq.applied_forces(q, v, t, env)
+    m = pyo.ConcreteModel()
+    m.theta = pyo.Var(list(env), initialize=env)
+    m.theta.fix()
+    m.q = pyo.Var(range(2), range(eq.n), initialize=0.1)
+    m.v = pyo.Var(range(2), range(eq.n), initialize=0.2)
+    m.t = pyo.Var(range(2), initialize=0.3)
+    penv = eq.parameters({n: m.theta[n] for n in env}, pyo)
+    memo = {}
+    for k in range(2):
+        q, v = [m.q[k, i] for i in range(eq.n)], [m.v[k, i] for i in range(eq.n)]
+        held = eq.applied_forces(q, v, m.t[k], penv, pyo, memo)
+        fresh = eq.applied_forces(q, v, m.t[k], penv, pyo)
+        assert [str(x) for x in held] == [str(x) for x in fresh]
+        assert [pyo.value(x) for x in held] == [pyo.value(x) for x in fresh]
+        if k == 0:
+            first = dict(memo)
+        else:
+            assert memo.keys() == first.keys() and all(memo[f] is first[f] for f in first)
+    assert memo or not any(type(f).__name__ in ("Gravity", "Spring", "Damper") for f in eq.forces)

@@ -297,6 +297,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
     pairs = {}                                   # (e, slot, key) -> [(a, c) per stage]
     law_row = {}                                 # (e, slot, key, stage − 1) -> the index of the row c >= 0
     balance = {}                                 # (e, r) -> (M a − forces at nu = 0, joint Jacobian rows)
+    held = {}                                    # id(env) -> the forces' terms of parameters alone (applied_forces)
     for e, el in enumerate(layout):
         C["clock"].add(m.t_start[e] == (float(t[el.interval]) if e == 0 or layout[e - 1].interval != el.interval
                                         else m.t_start[e - 1] + m.h[e - 1]))
@@ -315,7 +316,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
             q, v = qe[r], ve[r]
             tt = m.time[e, r]
             envk = envs[el.interval]
-            rhs = list(eq.applied_forces(q, v, tt, envk, pyo))
+            rhs = list(eq.applied_forces(q, v, tt, envk, pyo, held.setdefault(id(envk), {})))
             G = []
             for row, g in enumerate(eq.joint_residuals(q, tt, envk, pyo)):
                 d = _grad(g, q + [tt])

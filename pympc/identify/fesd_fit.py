@@ -222,8 +222,7 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
     if not names:
         raise OptionError("parameters: name at least one parameter to fit")
     ts = [np.asarray(r.t, float) for r in records]
-    for s, t in zip(systems, ts):
-        _check_static(s, names, t)
+    starts = [_check_static(s, names, t) for s, t in zip(systems, ts)]    # its simulations: walk 1's warm starts
     from .experiment import friction_pairs
     ordered = [(k, st) for _, k, st in friction_pairs(systems[0]) if k in names and st in names]  # μ_s >= μ
     TC, SS = enums()
@@ -248,7 +247,8 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                 _restart(m, s.bind(current))
         else:
             models = [trajectory_model(s.bind(current), t, r.y, r.outputs, names, elements=elements, stages=stages,
-                                       noise=r.noise) for s, t, r in zip(systems, ts, records)]
+                                       noise=r.noise, warm_start=_same_start(sim, s, current))
+                      for s, t, r, sim in zip(systems, ts, records, starts)]
         _bounded(models, bounds)
         timing["build"] += _time.process_time() - clock
         out.walks, out.models, out.model = walk, models, models[0]
@@ -480,13 +480,15 @@ def fit_experiments(experiments, par, options):
 
 
 def _check_static(system, names, t):
-    """A fitted static coefficient needs a breakaway in the record; without one it is only bounded below."""
+    """A fitted static coefficient needs a breakaway in the record; without one it is only bounded below.
+    Returns the simulation it ran (the warm start's, :func:`~pympc.identify.fesd._warm`: walk 1 builds on it),
+    or None (no static coefficient fitted, no simulation)."""
     from ..dynamics import simulate
     from .experiment import friction_pairs
     statics = {s: (slot, k) for slot, k, s in friction_pairs(system) if s is not None and s in names}
     if not statics:
-        return
-    tr = simulate(system, (t[0], t[-1]), t_eval=t, rtol=1e-10, atol=1e-12)
+        return None
+    tr = simulate(system, (float(t[0]), float(t[-1])), t_eval=t, rtol=1e-12, atol=1e-14)
     slots = list(tr.slot_names)
     for s, (slot, _) in statics.items():
         j = slots.index(slot)
@@ -500,6 +502,16 @@ def _check_static(system, names, t):
                           f"simulation at the start values (the data bound it only from below, {s} >= "
                           f"max|F|/|λ| = {ratio:.4g} in its stick phases); fit without {s!r} or use a record "
                           "with a breakaway")
+    return tr
+
+
+def _same_start(sim, system, at):
+    """``sim`` (a start simulation of ``system``) when ``at`` gives every parameter it names the system's own
+    value (``system.bind(at)`` simulates the same), else None."""
+    values = system.parameters
+    if sim is None or any(n not in values or float(values[n]) != float(x) for n, x in at.items()):
+        return None
+    return sim
 
 
 def _verified(m, tr, t, outputs, tol):

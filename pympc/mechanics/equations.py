@@ -189,42 +189,72 @@ class Equations:
         for c, (ax, ay) in self.point_columns(q, body, s, env, ops):
             Q[c] = Q[c] + sign * (F[0] * ax + F[1] * ay)
 
-    def applied_forces(self, q, v, t, env, ops=math):
-        """The generalized applied force Q(q, v, t) (gravity, springs, dampers, point forces, torques)."""
+    def applied_forces(self, q, v, t, env, ops=math, memo=None):
+        """The generalized applied force Q(q, v, t) (gravity, springs, dampers, point forces, torques).
+
+        ``memo`` (a dict, optional): kept by a caller that calls this many times with one ``env`` (the rows of
+        a trajectory), it holds the terms of parameters alone (gravity's ``m g``, a spring's ``k`` and ``−k``,
+        a damper's ``c``), built at the first call and the same objects after: the same expressions, built
+        once.  ``env`` must not change while its memo is used."""
         Q = [0.0] * self.n
         zero = (0.0, 0.0)
+        held = self._held(env, ops, memo)
         for f in self.forces:
             if isinstance(f, Gravity):
-                g = self._vec(f.g, env, ops)
-                for b, (body, o) in enumerate(zip(self.bodies, self.offset)):
-                    m = self.value(body.mass, env, ops)
-                    Q[o], Q[o + 1] = Q[o] + m * g[0], Q[o + 1] + m * g[1]
+                for o, mg in held[id(f)]:
+                    Q[o], Q[o + 1] = Q[o] + mg[0], Q[o + 1] + mg[1]
             elif isinstance(f, (Spring, Damper)):
                 ra = self.point(q, f.body_a, f.point_a, env, ops)
                 rb = self.point(q, f.body_b, f.point_b, env, ops)
                 d = (ra[0] - rb[0], ra[1] - rb[1])
                 L2 = d[0] * d[0] + d[1] * d[1]
                 if isinstance(f, Spring):
-                    k, L0 = self.value(f.k, env, ops), self.value(f.length, env, ops)
-                    mag = -k if (isinstance(L0, float) and L0 == 0.0) else -k * (ops.sqrt(L2) - L0) / ops.sqrt(L2)
+                    k, L0, minus_k = held[id(f)]
+                    mag = minus_k if (isinstance(L0, float) and L0 == 0.0) else -k * (ops.sqrt(L2) - L0) / ops.sqrt(L2)
                 else:
                     if isinstance(L2, float) and L2 < 1e-24:
                         continue                       # as the numeric assembly: no direction, no force
                     va = self.point_velocity(q, v, f.body_a, f.point_a, env, ops)
                     vb = self.point_velocity(q, v, f.body_b, f.point_b, env, ops)
-                    mag = -self.value(f.c, env, ops) * (d[0] * (va[0] - vb[0]) + d[1] * (va[1] - vb[1])) / L2
+                    mag = -held[id(f)] * (d[0] * (va[0] - vb[0]) + d[1] * (va[1] - vb[1])) / L2
                 F = (mag * d[0], mag * d[1])
                 self._apply(Q, q, f.body_a, f.point_a, F, env, ops)
                 self._apply(Q, q, f.body_b, f.point_b, F, env, ops, -1.0)
             elif isinstance(f, PointForce):
-                F = self.value(f.value[0], env, ops, self._state(q, v, t, f.body, f.point, env, ops)), \
-                    self.value(f.value[1], env, ops, self._state(q, v, t, f.body, f.point, env, ops))
+                state = None                           # made once, for the components that are expressions
+                F = []
+                for x in f.value:
+                    if isinstance(x, Expression) and state is None:
+                        state = self._state(q, v, t, f.body, f.point, env, ops)
+                    F.append(self.value(x, env, ops, state))
                 self._apply(Q, q, f.body, f.point, F, env, ops)
             elif isinstance(f, Torque):
                 b = self.body(f.body)
                 c = self.offset[b] + 2
-                Q[c] = Q[c] + self.value(f.value, env, ops, self._state(q, v, t, f.body, zero, env, ops))
+                state = self._state(q, v, t, f.body, zero, env, ops) if isinstance(f.value, Expression) else None
+                Q[c] = Q[c] + self.value(f.value, env, ops, state)
         return Q
+
+    def _held(self, env, ops, memo):
+        """Per force (by id), its terms of parameters alone (see :meth:`applied_forces`), from ``memo`` when
+        given and filled."""
+        if memo:
+            return memo
+        held = {} if memo is None else memo
+        for f in self.forces:
+            if isinstance(f, Gravity):
+                g = self._vec(f.g, env, ops)
+                terms = []
+                for body, o in zip(self.bodies, self.offset):
+                    m = self.value(body.mass, env, ops)
+                    terms.append((o, (m * g[0], m * g[1])))
+                held[id(f)] = terms
+            elif isinstance(f, Spring):
+                k, L0 = self.value(f.k, env, ops), self.value(f.length, env, ops)
+                held[id(f)] = (k, L0, -k)
+            elif isinstance(f, Damper):
+                held[id(f)] = self.value(f.c, env, ops)
+        return held
 
     def _state(self, q, v, t, body, s, env, ops):
         """The variables of a force expression: time, the point's position and velocity, the body's angle and rate."""
