@@ -456,3 +456,36 @@ def test_mode_templates_are_kept_across_runs():
     for tr in runs[1:]:
         assert [(e.time, str(e.mode_after)) for e in tr.events] == [(e.time, str(e.mode_after)) for e in runs[0].events]
         np.testing.assert_array_equal(tr.q, runs[0].q)
+
+
+def test_known_modes_are_one_object_per_mode(monkeypatch):
+    # the modes a run reads are the same objects for the same walls and motions, in this run and the next
+    from pympc.dynamics import Mode, Motion, modes
+    m = modes.known_mode((1, -1), (Motion.STICK, Motion.FORWARD))
+    assert m == Mode((1, -1), (Motion.STICK, Motion.FORWARD)) and m.sticking == [0]
+    assert modes.known_mode((1, -1), (Motion.STICK, Motion.FORWARD)) is m
+    assert modes.known_mode((1, 1), (Motion.STICK, Motion.FORWARD)) is not m
+    system = pympc.load_model(MODELS / "friction_oscillator.toml")
+    runs = [pympc.simulate(system, (0.0, 10.0), samples=2, params={"mu": mu}) for mu in (0.3, 0.25)]
+    seen = {}
+    for tr in runs:
+        assert len(tr.events) > 4
+        for e in tr.events:
+            assert seen.setdefault(e.mode_after, e.mode_after) is e.mode_after
+    assert len(seen) < sum(len(tr.events) for tr in runs)
+    # full, the table starts again: still the modes asked for
+    monkeypatch.setattr(modes, "KNOWN_MODES_KEPT", 2)
+    monkeypatch.setattr(modes, "_KNOWN_MODES", {})
+    got = [modes.known_mode((w,), (mo,)) for w in (1, -1) for mo in Motion]
+    assert got == [Mode((w,), (mo,)) for w in (1, -1) for mo in Motion] and len(modes._KNOWN_MODES) <= 2
+
+
+def test_the_arrays_of_the_last_two_assemblies_are_kept(rng):
+    from pympc.dynamics._transition import assembly_arrays
+    a, b, c = (random_assembly(rng, 3, 1, 2, True)[0] for _ in range(3))
+    ka, kb = assembly_arrays(a), assembly_arrays(b)
+    assert assembly_arrays(a) is ka and assembly_arrays(b) is kb        # a probe's assembly between two uses
+    kc = assembly_arrays(c)
+    assert assembly_arrays(c) is kc and assembly_arrays(b) is kb and assembly_arrays(a) is not ka
+    for k, x in ((ka, a), (kc, c)):
+        assert k.M is x.M and np.array_equal(k.vT, x.vT) and k.holonomic.dtype == bool

@@ -29,7 +29,7 @@ from ..complementarity.solve import lemke_by_default
 from ._event_solve import solved_event
 from ._transition import (EVENT_OK, WALKED_KERNEL, as_floats, assembly_arrays, dense_event, mode_of_point,
                           small_solution_set, walked_solution_set)
-from .modes import Mode, Motion, _biases, banded_solve, csr, solve_linear
+from .modes import Motion, _biases, banded_solve, csr, known_mode, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "solved_event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
 
@@ -457,7 +457,7 @@ def read_mode(ev, x, y, previous_walls, tol=None):
         walls, motions, deg = mode_of_point(as_floats(x), as_floats(y), ev._cand, as_floats(ev.directions),
                                             np.asarray(previous_walls, dtype=np.int64), float(tol))
     degenerate = [("wall", d) if d < s else ("stick", d - s) for d in deg.tolist()]
-    return Mode(tuple(walls.tolist()), tuple([_MOTIONS[m + 1] for m in motions.tolist()])), degenerate
+    return known_mode(tuple(walls.tolist()), tuple([_MOTIONS[m + 1] for m in motions.tolist()])), degenerate
 
 
 _MOTIONS = (Motion.BACKWARD, Motion.STICK, Motion.FORWARD)

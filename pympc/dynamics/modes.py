@@ -78,6 +78,25 @@ class Mode:
         return np.asarray(self.motions, float) * np.asarray(self.walls, float)
 
 
+_KNOWN_MODES = {}
+
+KNOWN_MODES_KEPT = 4096
+"""Modes :func:`known_mode` keeps (then it starts again)."""
+
+
+def known_mode(walls, motions):
+    """``Mode(walls, motions)``, the same object each time for the same tuples (a :class:`Mode` is immutable): what
+    it caches (:attr:`Mode.sticking`) is made once, and the caches keyed by a mode find it by identity.  Take
+    ``motions`` as :class:`Motion` members (an equal tuple of ints would find a mode made with members)."""
+    key = (walls, motions)
+    mode = _KNOWN_MODES.get(key)
+    if mode is None:
+        if len(_KNOWN_MODES) >= KNOWN_MODES_KEPT:
+            _KNOWN_MODES.clear()
+        mode = _KNOWN_MODES[key] = Mode(walls, motions)
+    return mode
+
+
 @dataclass(frozen=True)
 class Baumgarte:
     """Constraint stabilization ``g̈ + 2α ġ + β² g = 0`` (α, β in 1/s; 0 disables).

@@ -21,7 +21,7 @@ from ..mechanics.assembly import AbsoluteModel
 from ._transition import (VELOCITY_NOT_TRIED, VELOCITY_PROJECTED, VELOCITY_SAME, as_floats, assembly_arrays,
                           check_mode, position_step, project_velocity, settle, slip_directions, velocity_rows)
 from .events import read_mode, solved_event_problem
-from .modes import SPARSE_FROM, Mode, Motion, min_norm, solve_mode
+from .modes import SPARSE_FROM, Mode, Motion, known_mode, min_norm, solve_mode
 from .options import AMBIGUITY_RULES
 from .trajectory import Event, EventKind, SimulationStatus
 
@@ -212,7 +212,7 @@ class Transition:
             elif ("stick", k) not in pdeg:
                 motions[k] = pmode.motions[k]
         probe = {"delta": d, "hlcp": evpp.kept(), "x": rp.x, "y": rp.y, "parts": degenerate}
-        return Mode(tuple(walls), tuple(motions)), probe
+        return known_mode(tuple(walls), tuple(motions)), probe
 
     def verify(self, t, q, qd, mode, candidates):
         """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips accelerating)."""
