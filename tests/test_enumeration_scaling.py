@@ -14,7 +14,7 @@ from conftest import random_p_matrix
 
 import pympc
 from pympc import SetKind
-from pympc.complementarity import enumeration, milp
+from pympc.complementarity import enumeration, milp, support
 
 FAMILIES = ("spd", "pd_skew", "triangular", "general", "gram", "hlcp")
 
@@ -35,12 +35,13 @@ def badly_scaled_problem(rng, family, n, decades=4.0):
     return pympc.LCP(r[:, None] * M * s, r * rng.uniform(-1, 1, n))
 
 
-def badly_scaled_problems(seed, count, max_n=10):
-    """``count`` problems, the families in turn, ``n`` uniform in 1..max_n: ``(family, problem)``."""
+def badly_scaled_problems(seed, count, max_n=10, decades=4.0):
+    """``count`` problems, the families in turn, ``n`` uniform in 1..max_n: ``(family, problem)`` (``decades`` 0:
+    the same families well scaled)."""
     rng = np.random.default_rng(seed)
     for k in range(count):
         family = FAMILIES[k % len(FAMILIES)]
-        yield family, badly_scaled_problem(rng, family, int(rng.integers(1, max_n + 1)))
+        yield family, badly_scaled_problem(rng, family, int(rng.integers(1, max_n + 1)), decades)
 
 
 def _point(problem, r):
@@ -77,10 +78,12 @@ def test_no_false_none_and_no_false_point_on_badly_scaled_problems(monkeypatch):
         false_points += fp
     assert false_none == 0 and false_points == 0
     assert {"NONE", "UNIQUE", "FINITE"} <= kinds          # true NONEs stay NONE
-    # the corpus holds the problems this guards: without the check of an empty set the enumeration misses
-    # solutions of Gram problems (nearly singular supports: the range test and the LPs at the scale of c call
-    # them empty; problems 328 and 424)
+    # the corpus holds the problems this guards: without the check of an empty set (and the LU points of the
+    # nearly singular supports found empty, which now list one of them) the enumeration misses solutions of Gram
+    # problems (nearly singular supports: the range test and the LPs at the scale of c call them empty; problems
+    # 328 and 424)
     monkeypatch.setattr(enumeration, "_witness", lambda hlcp, tol: None)
+    monkeypatch.setattr(enumeration, "_lu_point", lambda hlcp, choice, tol, lps, rcond: support.SupportPoint(None, None, True, lps))
     assert sum(enumeration_errors(p)[1] for family, p in corpus if family == "gram") >= 2
 
 

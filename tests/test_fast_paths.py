@@ -737,7 +737,7 @@ def test_the_compiled_solution_sets_forgive_noise_and_leave_nearly_singular_supp
         ok, P, near = solved(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)
         st = batched_leaves(*equilibrate_hlcp(h.A, h.B, h.c, h._a_diagonal, 20)[:3], _SUPPORTS[h.n], 1e-9, 1e-6)[2]
         assert np.array_equal(near, np.flatnonzero(st == -1)) or not ok
-        if events_module._taken(h, ok, near):
+        if events_module._taken(h, ok, near, P):
             decided += 1
             noisy += bool((st == 2).any())
             singular += bool(near.size)
@@ -799,7 +799,7 @@ def test_the_compiled_walk_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng)
         ref = pympc.enumerate_solutions(h)
         _assert_same_set(EventProblem(h, [], np.zeros(0), None, None).solution_set(16), ref)
         ok, P, near = walked_solution_set(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)
-        if events_module._taken(h, ok, near):
+        if events_module._taken(h, ok, near, P):
             decided += 1
             kinds.add(ref.kind.name)
             several += len(ref.points) > 1

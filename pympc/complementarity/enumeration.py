@@ -19,6 +19,13 @@ scale of its terms that the range test and the LPs, working at the scale of
 again (:func:`_second_look`): every leaf without pruning, a nearly singular
 leaf's LU point taken when it verifies, and the found point itself.
 
+A set that is not empty can miss a point the same way (a nearly singular support that the range test or the LP
+calls empty while its point verifies at the scale of its terms: a FINITE set reported UNIQUE).  So every support
+found empty that way (LAPACK's estimate of its reciprocal condition at most 1e-11, above :data:`LU_POINT_RCOND`) gives
+its LU point at the end, listed if it verifies and is not a listed point (nor one on whose support a listed point
+lies); the compiled sets of the simulator ask the same through :func:`nearly_singular_empty`.  The oracle:
+``tests/test_enumeration_completeness.py``, ``benchmarks/enumeration_scaling.py``.
+
 Cost grows like ``2^n`` in the worst case: sensible up to about 12-16 pairs
 (event HLCPs of mechanisms rarely exceed that).  Up to :data:`BATCHED_PAIRS`
 pairs, when every support matrix is well conditioned, all the leaves are solved
@@ -31,13 +38,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg.lapack import dgetrs
 from scipy.optimize import linprog
 
 from ..errors import ProblemError
 from ._kernel import batched_leaves, relative_residual
 from .problems import HLCP, LCP
 from .._enum import DocIntEnum
-from .support import lp_point, lu_rcond, support_solution
+from .support import _checked, _lu_point, lp_point, lu_rcond, support_solution
 
 __all__ = ["SetKind", "SolutionSet", "enumerate_solutions"]
 
@@ -52,6 +60,13 @@ millisecond or more per LP; a pruned subtree holds no point)."""
 WALK_POINTS_FROM = 7
 """From this many pairs the batched points are not taken (the leaves are visited, see :data:`BATCHED_PAIRS`);
 below it they are (equal to the walk's to round-off), as they always were."""
+
+LU_POINT_RCOND = 1e-14
+"""The nearly singular supports found empty give their LU points (see the module) when LAPACK's estimate of their
+reciprocal condition (in the equilibrated problem) is above this: below it the "point" of a support singular to
+working precision is a null vector scaled past the data (its relative residual passes: integer problems scaled by
+10^±4 gave such points of 1e16 in the equilibrated units, where no other route finds a point).  The points it
+must not miss had 4e-13 to 7e-11 (Gram problems)."""
 
 # the supports of n pairs in the walk's order (pair 0 decided first, x_i — column of A — before y_i)
 _SUPPORTS = [((np.arange(2 ** n)[:, None] >> (n - 1 - np.arange(n))[None, :]) & 1) == 0
@@ -194,7 +209,7 @@ def _enumerate(hlcp, back, tol, batched):
     hlcp, dx, dy = orig.equilibrated()
     scale = np.concatenate([dx, dy])
     c = hlcp.c
-    points, cont_pts, dirs, cont_fixed = [], [], [], []
+    points, cont_pts, dirs, cont_fixed, near = [], [], [], [], []
     counter = [0]
 
     def add(u, target):
@@ -209,6 +224,8 @@ def _enumerate(hlcp, back, tol, batched):
         sp = support_solution(hlcp, choice, tol, rcond=1e-11, lp_tol=1e3 * tol, lu_point=lu_point)
         counter[0] += sp.lps
         if sp.x is None:
+            if sp.singular:
+                near.append(choice)     # found empty at the scale of c: its LU point is looked at below
             return
         u = np.concatenate([sp.x, sp.y])
         if not sp.singular:
@@ -246,7 +263,7 @@ def _enumerate(hlcp, back, tol, batched):
 
     found = None
     if batched and n <= BATCHED_PAIRS:
-        found = _batched_leaves(hlcp, tol) if n < WALK_POINTS_FROM else None
+        found = _batched_leaves(hlcp, tol, near) if n < WALK_POINTS_FROM else None
         if found is None:   # the walk's leaves in its order, those the batched call proves empty skipped
             Aeq = np.hstack([hlcp.A, hlcp.B])
             found = []
@@ -266,6 +283,17 @@ def _enumerate(hlcp, back, tol, batched):
             Aeq = np.hstack([hlcp.A, hlcp.B])
             second_look(witness)
             points = [u for u in points if orig.is_solution(u[:n] * dx, u[n:] * dy, 1e3 * tol)]
+    # the nearly singular supports found empty by the range test or the LP, which work at the scale of c: a point
+    # at the scale of its terms (badly scaled data) is their LU point, listed after the others if it verifies and
+    # is not one of them (a support that holds a listed point is not asked: a support whose matrix is not singular
+    # holds one point; nearly_singular_empty asks the same of the compiled sets)
+    listed = len(points)
+    for choice in _distinct(near):
+        if not _on_support(points, choice):
+            sp = _lu_point(hlcp, choice, tol, 0, LU_POINT_RCOND)
+            if sp.x is not None:
+                add(np.concatenate([sp.x, sp.y]), points)
+    points[listed:] = [u for u in points[listed:] if orig.is_solution(u[:n] * dx, u[n:] * dy, 1e3 * tol)]
     # a point that lies in the polyhedron of a continuum is not a separate solution
     if cont_fixed:
         points = [u for u in points if not any((u[f] == 0.0).all() for f in cont_fixed)]
@@ -310,21 +338,56 @@ def _leaves_to_visit(hlcp, tol):
     return np.flatnonzero((status != 0) & (status != -2)).tolist()
 
 
-def nearly_singular_empty(hlcp, supports, tol):
+def nearly_singular_empty(hlcp, supports, tol, points=None):
     """Are the nearly singular supports ``supports`` (rows of choices) of a small (equilibrated) HLCP empty by
     the walk's first tests of a singular leaf (:func:`~pympc.complementarity.support.support_solution` with
     ``rcond`` 1e-11 and ``lp_tol`` ``1e3 tol``): LAPACK's estimate of each one's reciprocal condition at most
     1e-11 (no LU point) and ``c`` out of its range (a least-squares residual above ``1e3 tol (1 + max|c|)``, no
-    LP)?  False as soon as one is not: the walk decides it."""
+    LP)?  False as soon as one is not: the walk decides it.
+
+    ``points`` (rows ``(x, y)`` of the equilibrated problem: a set found without those supports): also False
+    when a support's LU point verifies and is not one of them (the enumeration's last look at such supports, a
+    point at the scale of its terms that the range test at the scale of ``c`` misses: it lists that point; a
+    support on which one of ``points`` lies is not asked, its matrix not being singular)."""
     As, Bs, cs = hlcp.A, hlcp.B, hlcp.c
     Cs = np.where(supports[:, None, :], As[None, :, :], Bs[None, :, :])
-    if any(lu_rcond(M)[2] > 1e-11 for M in Cs):
+    factors = [lu_rcond(M) for M in Cs]
+    if any(f[2] > 1e-11 for f in factors):
         return False
-    return not any(np.abs(M @ np.linalg.lstsq(M, cs, rcond=None)[0] - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max()))
-                   for M in Cs)
+    if any(np.abs(M @ np.linalg.lstsq(M, cs, rcond=None)[0] - cs).max() <= 1e3 * tol * (1.0 + float(np.abs(cs).max()))
+           for M in Cs):
+        return False
+    if points is None:
+        return True
+    for choice, (lu, piv, rc) in zip(supports, factors):
+        if rc <= LU_POINT_RCOND:        # singular to working precision: no LU point (support_point's refusal)
+            continue
+        v = dgetrs(lu, piv, cs)[0]
+        u = _checked(hlcp, (np.where(choice, v, 0.0), np.where(choice, 0.0, v)), tol)
+        if u is not None and not any(np.abs(p - u).max() <= 1e3 * tol * (1.0 + np.abs(u).max()) for p in points) \
+                and not _on_support(points, choice):
+            return False
+    return True
 
 
-def _batched_leaves(hlcp, tol):
+def _on_support(points, choice):
+    """Does one of ``points`` (``(x, y)`` as one row) lie on the support ``choice`` (``y_i = 0`` where chosen,
+    ``x_i = 0`` else)?"""
+    if not len(points):
+        return False
+    nonzero = np.asarray(points) != 0.0
+    return not nonzero[:, np.concatenate([~choice, choice])].any(axis=1).all()
+
+
+def _distinct(supports):
+    """The supports (choices) without repeats, in their first order."""
+    seen = {}
+    for choice in supports:
+        seen.setdefault(choice.tobytes(), choice)
+    return list(seen.values())
+
+
+def _batched_leaves(hlcp, tol, near=None):
     """The points of every leaf of a small (equilibrated) HLCP in one batched solve, in the walk's order, or
     None when some support matrix is singular or nearly so (its leaf may hold a continuum: the walk decides).
 
@@ -342,6 +405,8 @@ def _batched_leaves(hlcp, tol):
     # no point.  Anything else (a singular support that may hold points, a continuum, or the estimate's grey
     # zone): the walk itself.  Exactly singular supports are decided in the kernel (status −2, −3).
     st = status.tolist()
+    if near is not None:     # (the nearly singular supports: the enumeration looks at their LU points)
+        near.extend(xs[status == -1])
     if -3 in st:
         return None
     if -1 in st and not nearly_singular_empty(hlcp, xs[status == -1], tol):

@@ -148,11 +148,12 @@ def support_solution(hlcp, choice, tol=1e-9, rcond=1e-12, lp_tol=None, lu_point=
     return SupportPoint(u[:n], u[n:], True, 1)
 
 
-def _lu_point(hlcp, choice, tol, lps):
-    """A singular support that the range test or the LP found empty: its LU point if the matrix is not exactly
-    singular and the point verifies as a nonsingular support's would, else no point (``lps`` LPs solved)."""
+def _lu_point(hlcp, choice, tol, lps, rcond=0.0):
+    """A singular support that the range test or the LP found empty: its LU point if LAPACK's estimate of the
+    matrix's reciprocal condition is above ``rcond`` (0: not exactly singular) and the point verifies as a
+    nonsingular support's would, else no point (``lps`` LPs solved)."""
     n = hlcp.n
-    pt = hlcp.support_point(choice, rcond=0.0)
+    pt = hlcp.support_point(choice, rcond=rcond)
     u = None if pt is None else _checked(hlcp, pt, tol)
     return SupportPoint(None, None, True, lps) if u is None else SupportPoint(u[:n], u[n:], True, lps)
 

@@ -126,7 +126,7 @@ class EventProblem:
         if kept is None and _compiled_set(n):
             solved = small_solution_set if n < WALK_POINTS_FROM else walked_solution_set
             decided, P, near = solved(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[n], 1e-9)
-            if _taken(h, decided, near):
+            if _taken(h, decided, near, P):
                 return _solution_set(P, n)
         return enumerate_solutions(h, max_pairs=max_pairs)
 
@@ -169,10 +169,14 @@ def _compiled_set(n):
     return n < WALK_POINTS_FROM or (n <= BATCHED_PAIRS and WALKED_KERNEL)
 
 
-def _taken(h, decided, near):
-    """Is a compiled solution set of ``h`` the enumeration's?  Decided, and its nearly singular supports ``near``
-    (if any) empty by the enumeration's own test (:func:`~pympc.complementarity.enumeration.nearly_singular_empty`)."""
-    return decided and (not near.size or nearly_singular_empty(h.equilibrated()[0], _SUPPORTS[h.n][near], 1e-9))
+def _taken(h, decided, near, P):
+    """Is a compiled solution set of ``h`` (points the rows of ``P``) the enumeration's?  Decided, and its nearly
+    singular supports ``near`` (if any) empty by the enumeration's own test, their LU points among its points
+    (:func:`~pympc.complementarity.enumeration.nearly_singular_empty`)."""
+    if not decided or not near.size:
+        return decided
+    he, dx, dy = h.equilibrated()
+    return nearly_singular_empty(he, _SUPPORTS[h.n][near], 1e-9, P / np.concatenate([dx, dy]))
 
 
 def _solution_set(P, n):
@@ -310,7 +314,7 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
             ev = EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)
             ev._cand_array, ev._tol = cand, tol
             if enumerated:
-                ev._set = _solution_set(P, n) if _taken(ev.hlcp, decided, near) else False
+                ev._set = _solution_set(P, n) if _taken(ev.hlcp, decided, near, P) else False
             res = verified_hlcp_result(ev.hlcp, *lemke[1:5], lemke[5:9], *lemke[9:]) if lemke[0] else None
             if res is None:           # A diagonal, a singular basis, a point that does not verify: the general path
                 return ev, ev.solve()
