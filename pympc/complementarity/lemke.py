@@ -297,8 +297,12 @@ def verified_hlcp_result(problem, code, pivots, el, ll, fast, dx, dy):
     general path decides)."""
     if code != KERNEL_SOLVED or fast[3] or max(fast[2]) > VERIFY_TOL:
         return None
-    return Result._lazy(problem, _SOLVED, _VERIFIED, fast[0], fast[1], pivots, "lemke",
-                        (_hlcp_info, el, ll, np.ones(problem.c.shape[0], bool), dx, dy))
+    return Result._lazy(problem, _SOLVED, _VERIFIED, fast[0], fast[1], pivots, "lemke", (_all_x_info, el, ll, dx, dy))
+
+
+def _all_x_info(el, ll, dx, dy):
+    """:func:`_hlcp_info` of the basis "every x basic" (the all-ones covering vector's), made when first read."""
+    return _hlcp_info(el, ll, np.ones(dx.shape[0], bool), dx, dy)
 
 
 def _fast_hlcp(problem, scaled, max_pivots, piv_tol):

@@ -32,11 +32,12 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
     whose force is zero; the tolerance :attr:`~pympc.dynamics.events.EventProblem.tol` of the problem) and,
     when ``supports`` has rows (``enumeration._SUPPORTS`` of the problem's pairs), its solution set.
 
-    Returns ``(code, (A, B, c, qdd0, Q, diagonal, tol), (decided, code, pivots, el, ll, x, y, residual,
-    negative, dx, dy), (walls, motions, degenerate), (set_decided, P, near))``: ``code`` :data:`EVENT_OK` or why
-    the build declined (nothing else meaningful then); Lemke's tuple is ``solve_hlcp_default``'s (``decided``
-    False, too, where A is diagonal: not tried); the mode is ``mode_of_point``'s of Lemke's point (empty arrays
-    where Lemke did not decide); the set is the solution-set kernel's (``set_decided`` False where not asked; ``near``: the nearly
+    Returns ``(code, (A, B, c, qdd0, Q, diagonal, tol), (decided, code, pivots, el, ll, point, residual,
+    negative), read, (set_decided, P, near))``: ``code`` :data:`EVENT_OK` or why the build declined (nothing
+    else meaningful then); Lemke's tuple is ``solve_hlcp_default``'s (``decided`` False, too, where A is
+    diagonal: not tried) with its ``x, y, dx, dy`` the rows of ``point`` (a 4×n array: one array to return
+    instead of four, each one costs its boxing); ``read`` is ``mode_of_point``'s ``(walls, motions,
+    degenerate)`` of Lemke's point, concatenated (empty where Lemke did not decide); the set is the solution-set kernel's (``set_decided`` False where not asked; ``near``: the nearly
     singular supports the caller must find empty).
     """
     code, A, B, c, qdd0, Q, diagonal = dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
@@ -52,16 +53,23 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
     else:
         lemke = solve_hlcp_default(A, B, c)
     if lemke[0]:
-        read = mode_of_point(lemke[5], lemke[6], cand, dirs, previous_walls, tol)
+        walls, motions, deg = mode_of_point(lemke[5], lemke[6], cand, dirs, previous_walls, tol)
+        read = np.concatenate((walls, motions, deg))
     else:
-        read = (e, e, e)
+        read = e
+    point = np.empty((4, n))                 # x, y, dx, dy: one array returned instead of four
+    point[0] = lemke[5]
+    point[1] = lemke[6]
+    point[2] = lemke[9]
+    point[3] = lemke[10]
     sset = (False, np.zeros((0, 2 * n)), e)
     if code == EVENT_OK and supports.shape[0] and supports.shape[1] == n:
         if n < WALK_FROM:
             sset = small_solution_set(A, B, c, diagonal, supports, 1e-9)
         else:
             sset = walked_solution_set(A, B, c, diagonal, supports, 1e-9)
-    return code, (A, B, c, qdd0, Q, diagonal, tol), lemke, read, sset
+    return (code, (A, B, c, qdd0, Q, diagonal, tol),
+            (lemke[0], lemke[1], lemke[2], lemke[3], lemke[4], point, lemke[7], lemke[8]), read, sset)
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)

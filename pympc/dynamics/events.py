@@ -315,7 +315,9 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
             ev._cand_array, ev._tol = cand, tol
             if enumerated:
                 ev._set = _solution_set(P, n) if _taken(ev.hlcp, decided, near, P) else False
-            res = verified_hlcp_result(ev.hlcp, *lemke[1:5], lemke[5:9], *lemke[9:]) if lemke[0] else None
+            ok, lcode, pivots, el, ll, point, residual, negative = lemke
+            res = verified_hlcp_result(ev.hlcp, lcode, pivots, el, ll, (point[0], point[1], residual, negative),
+                                       point[2], point[3]) if ok else None
             if res is None:           # A diagonal, a singular basis, a point that does not verify: the general path
                 return ev, ev.solve()
             ev._read = (res.x, res.y, previous_walls, read)
@@ -455,13 +457,15 @@ def read_mode(ev, x, y, previous_walls, tol=None):
     s = ev.nslots
     kept = ev.__dict__.get("_read")      # Lemke's point's, read with the problem (solved_event_problem)
     if kept is not None and tol is None and kept[0] is x and kept[1] is y and kept[2] is previous_walls:
-        walls, motions, deg = kept[3]
+        read = kept[3].tolist()          # walls, motions, degenerate: mode_of_point's, concatenated
+        walls, motions, deg = read[:s], read[s:2 * s], read[2 * s:]
     else:
         tol = ev.tol if tol is None else tol
-        walls, motions, deg = mode_of_point(as_floats(x), as_floats(y), ev._cand, as_floats(ev.directions),
-                                            np.asarray(previous_walls, dtype=np.int64), float(tol))
-    degenerate = [("wall", d) if d < s else ("stick", d - s) for d in deg.tolist()]
-    return known_mode(tuple(walls.tolist()), tuple([_MOTIONS[m + 1] for m in motions.tolist()])), degenerate
+        walls, motions, deg = (v.tolist() for v in mode_of_point(
+            as_floats(x), as_floats(y), ev._cand, as_floats(ev.directions),
+            np.asarray(previous_walls, dtype=np.int64), float(tol)))
+    degenerate = [("wall", d) if d < s else ("stick", d - s) for d in deg]
+    return known_mode(tuple(walls), tuple([_MOTIONS[m + 1] for m in motions])), degenerate
 
 
 _MOTIONS = (Motion.BACKWARD, Motion.STICK, Motion.FORWARD)
