@@ -61,7 +61,7 @@ def _jobs(tmp):
     def lcps():
         import numpy as np
 
-        from .complementarity import HLCP, LCP
+        from .complementarity import HLCP, LCP, enumerate_solutions
         from .complementarity.solve import solve
         rng = np.random.default_rng(0)
         for n in (2, 5):
@@ -73,6 +73,7 @@ def _jobs(tmp):
             solve(h)                          # one compiled call (solve_hlcp_default)
             solve(h, max_pivots=1000)         # the general path's calls (taken where that one does not verify)
             solve(HLCP(np.eye(n), -(G @ G.T + np.eye(n)), rng.standard_normal(n)))       # the diagonal fast path
+            enumerate_solutions(h)            # the whole set (pympc classify, a sweep's start HLCP, crosscheck)
 
     def sensitivities():
         from .dynamics import simulate
