@@ -298,7 +298,6 @@ class AbsoluteModel:
         self._tpoint = np.array([d[1] for _, d in timed], dtype=float).reshape(-1, 2)
         self._tF = np.array([[c.value if c.is_constant else 0.0 for c in d[2]] for _, d in timed]).reshape(-1, 2)
         self._tvary = [(i, j, c) for i, (_, d) in enumerate(timed) for j, c in enumerate(d[2]) if not c.is_constant]
-        self._time_forces_at = None        # (t, the point forces of time at t): _time_forces
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
         for f in system.forces.values():
             if isinstance(f, Gravity):
@@ -389,16 +388,10 @@ class AbsoluteModel:
         return P
 
     def _time_forces(self, t):
-        """The point forces of time alone at ``t`` (a new array, read only by its users): the last time's values
-        are kept, as the transition assembles several times at one event time (the same expressions at the
-        same t: the same values)."""
-        last = self._time_forces_at
-        if last is not None and last[0] == t:
-            return last[1]
+        """The point forces of time alone at ``t`` (a new array)."""
         F = self._tF.copy()
         for i, j, c in self._tvary:
             F[i, j] = c(t=t)
-        self._time_forces_at = (t, F)
         return F
 
     def joint_bodies(self):
