@@ -342,18 +342,20 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                     law_row[e, sn, key, r - 1] = len(C["law"])          # its index in m.law_rows
                     pairs.setdefault((e, sn, key), []).append((x, cc))
             drift.append(G)
-            balance[e, r] = ([mass[i] * ae[r][i] - rhs[i] for i in range(n)], G[:nrow])
+            if nrow:                             # (only joint forces nu are started from it)
+                balance[e, r] = ([mass[i] * ae[r][i] - rhs[i] for i in range(n)], G[:nrow])
             for i in range(n):
                 C["dynamics"].add(mass[i] * ae[r][i] == rhs[i])
         h, Af = m.h[e], A.tolist()
         eta = [None] + [[m.eta[e, j, row] for row in range(len(drift[j - 1]))] for j in range(1, s + 1)]
+        # a stage's rate of q (v + Gᵀ eta), built once and shared by the element's s collocation rows
+        rate = [None] + [[ve[j][i] + sum(G[i] * eta[j][row] for row, G in enumerate(drift[j - 1]) if not _zero(G[i]))
+                          for i in range(n)] for j in range(1, s + 1)]
         for r in range(1, s + 1):
             for i in range(n):
-                dq = sum(Af[r - 1][j - 1] * (ve[j][i] + sum(G[i] * eta[j][row] for row, G in enumerate(drift[j - 1])
-                                                            if not _zero(G[i])))
-                         for j in range(1, s + 1))
+                dq = _linear(Af[r - 1], [rate[j][i] for j in range(1, s + 1)])
                 C["collocation"].add(qe[r][i] == qe[0][i] + h * dq)
-                dv = sum(Af[r - 1][j - 1] * ae[j][i] for j in range(1, s + 1))
+                dv = _linear(Af[r - 1], [ae[j][i] for j in range(1, s + 1)])
                 C["collocation"].add(ve[r][i] == ve[0][i] + h * dv)
     for name, rows in C.items():
         m.add_component(f"{name}_rows", pyo.Constraint(pyo.RangeSet(1, len(rows)),
@@ -463,34 +465,36 @@ def _mode_rows(m, ws):
     s, E = len(m.stages), len(layout)
     slots, pairs, mus = list(m.slots), m.fesd["pairs"], m.fesd["mus"]
     static = [m.fesd["static"][sn] for sn in slots]
-    for e, sn in m.fesd["fixed_stick"]:                  # a restart: the previous warm start's stick phases
-        for r in range(1, s + 1):
-            for var in (m.slip_pos, m.slip_neg, m.w_pos, m.w_neg):
-                var[e, r, sn].unfix()
     for name in ("switch_rows", "equilibration_rows", "cross"):
         if m.component(name) is not None:
             m.del_component(name)
-    m.switch_rows = pyo.ConstraintList()
-    m.equilibration_rows = pyo.ConstraintList()
     # the stick phases of static slots (from the warm start) and their breakaway boundaries
-    fixed = set()
+    fixed, switch = set(), []
     for e, el in enumerate(layout):
         mode = modes[el.segment]
         for j, sn in enumerate(slots):
             if static[j] and int(mode.motions[j]) == 0:
                 fixed.add((e, sn))
-                for r in range(1, s + 1):
-                    for var in (m.slip_pos, m.slip_neg, m.w_pos, m.w_neg):
-                        var[e, r, sn].fix(0.0, skip_validation=True)
                 nxt = layout[e + 1].segment if e + 1 < E else None
                 if nxt is not None and nxt != el.segment and int(modes[nxt].motions[j]) != 0:
                     sg = 1.0 if int(modes[nxt].motions[j]) > 0 else -1.0
                     N = m.lam_pos[e, s, sn] + m.lam_neg[e, s, sn]
-                    m.switch_rows.add(mus[j][1] * N + sg * m.F[e, s, sn] == 0)
+                    switch.append(mus[j][1] * N + sg * m.F[e, s, sn] == 0)
+    stick = (m.slip_pos, m.slip_neg, m.w_pos, m.w_neg)
+    for e, sn in m.fesd["fixed_stick"] - fixed:          # a restart: the previous warm start's other stick phases
+        for r in range(1, s + 1):
+            for var in stick:
+                var[e, r, sn].unfix()
+    for e, sn in fixed:                                  # (fixed again where they were: _start gave them values)
+        for r in range(1, s + 1):
+            for var in stick:
+                var[e, r, sn].fix(0.0, skip_validation=True)
     # step equilibration: equal lengths inside one warm-start segment of one interval
-    for e in range(E - 1 if m.fesd["equilibrate"] else 0):
-        if layout[e].interval == layout[e + 1].interval and layout[e].segment == layout[e + 1].segment:
-            m.equilibration_rows.add(m.h[e] == m.h[e + 1])
+    equal = [m.h[e] == m.h[e + 1] for e in range(E - 1 if m.fesd["equilibrate"] else 0)
+             if layout[e].interval == layout[e + 1].interval and layout[e].segment == layout[e + 1].segment]
+    # each one Constraint indexed 1, 2, … (the rows and indices a ConstraintList would hold, without a Set.add per row)
+    for name, rows in (("switch_rows", switch), ("equilibration_rows", equal)):
+        m.add_component(name, pyo.Constraint(pyo.RangeSet(1, len(rows)), rule=lambda _, i, rows=rows: rows[i - 1]))
     # cross complementarity: (Σ_B a)(Σ_B c) <= sigma per element, slot, pair (see _coupling for B)
     cross, coupling = {}, {}
     for (e, sn, key), st in pairs.items():
@@ -602,7 +606,11 @@ def _grad(expr, wrt):
     """∂expr/∂wrt (:func:`pympc.identify.mpec_model._grad`); a gradient of numbers only (a slot or joint whose
     residual is linear in q: the same for every stage) is kept by the expression's form
     (:func:`pympc.mpec._forms.form`: its tree, numbers and fixed values, the variables by place) and the places
-    of ``wrt``, and given again for the next expression of that form."""
+    of ``wrt``, and given again for the next expression of that form.  A ``LinearExpression`` of distinct Vars
+    (a slot on a fixed guide) has its gradient read off its terms (:func:`_linear_grad`)."""
+    known = _linear_grad(expr, wrt)
+    if known is not None:
+        return known
     from ..mpec._forms import form
     from .mpec_model import _grad as g
     found = form(expr) if hasattr(expr, "is_expression_type") else None
@@ -622,9 +630,58 @@ def _grad(expr, wrt):
     return list(known)
 
 
+def _linear_grad(expr, wrt):
+    """∂expr/∂wrt of a ``LinearExpression`` whose terms are distinct Vars, bare or times a number: the numbers
+    reverse-mode symbolic differentiation gives (``0 + c·1`` for a term's Var, 1 for a bare one, 0 for a Var not
+    in it: the same values and types, ``tests/test_fesd.py``), without walking the tree; None for any other
+    expression."""
+    linear, monomial, var = _LINEAR_TYPES or _linear_types()
+    if expr.__class__ is not linear:
+        return None
+    coef = {}
+    for a in expr.args:
+        if a.__class__ is var:
+            c, x = 1, a
+        elif a.__class__ is monomial:
+            c, x = a.args
+            if c.__class__ not in (int, float) or x.__class__ is not var:
+                return None
+            c = 0 + c * 1
+        else:
+            return None
+        if id(x) in coef:
+            return None
+        coef[id(x)] = c
+    return [coef.get(id(w), 0) for w in wrt]
+
+
 #: gradients of numbers only, by the form of the expression and the places of the variables (see _grad)
 _NUMERIC_GRADIENTS = {}
 _GRADIENTS_KEPT = 4096
+
+
+def _linear(coefs, xs):
+    """``Σ c x`` over numbers ``coefs`` and Pyomo objects ``xs``: the expression the operators make
+    (``sum(c * x ...)``), made directly when every x is a Var and every c a float other than 0 and 1 (then
+    the operators make one ``LinearExpression`` of ``MonomialTermExpression`` terms, the same tree, in about
+    four times the time)."""
+    linear, monomial, var = _LINEAR_TYPES or _linear_types()
+    if len(xs) > 1 and all(x.__class__ is var and c.__class__ is float and c != 0 and c != 1
+                           for c, x in zip(coefs, xs)):
+        return linear([monomial((c, x)) for c, x in zip(coefs, xs)])
+    return sum(c * x for c, x in zip(coefs, xs))
+
+
+def _linear_types():
+    """Pyomo's (LinearExpression, MonomialTermExpression, VarData), imported at the first use (``import
+    pympc.identify`` stays Pyomo-free)."""
+    from pyomo.core.base.var import VarData
+    from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
+    _LINEAR_TYPES[:] = [LinearExpression, MonomialTermExpression, VarData]
+    return _LINEAR_TYPES
+
+
+_LINEAR_TYPES = []
 
 
 def _zero(d):

@@ -190,11 +190,12 @@ def fix_active_set(m, degenerate=1e-6, separation=1e-3):
     # rows, is in no equality and in no objective: its Newton step is undetermined (IPOPT's first step moved
     # it by 1e3, measured on the 30 s oscillator), and w± = 0 is feasible whenever any w± >= 0 is (it only
     # loosens the inequalities it is in): fix it there
-    for e, r, sn in (m.w_pos.keys() if hasattr(m, "w_pos") else ()):
-        for sign, slip, w in (("+", m.slip_pos[e, r, sn], m.w_pos[e, r, sn]),
-                              ("-", m.slip_neg[e, r, sn], m.w_neg[e, r, sn])):
-            rows = {(sn, key, e, r - 1) for key in (sign, sign + "excess")} & zero_c
-            if slip.fixed and slip.value == 0 and not w.fixed and not rows:
+    for sign, slips, ws in (("+", m.slip_pos, getattr(m, "w_pos", {})), ("-", m.slip_neg, getattr(m, "w_neg", {}))):
+        excess = sign + "excess"
+        for (e, r, sn), w in ws.items():
+            slip = slips[e, r, sn]
+            if (slip.fixed and slip.value == 0 and not w.fixed and (sn, sign, e, r - 1) not in zero_c
+                    and (sn, excess, e, r - 1) not in zero_c):
                 fixed.append(w)
                 w.fix(0.0, skip_validation=True)
     law, law_row = getattr(m, "law_rows", None), m.fesd["law_row"]   # the row c >= 0 of each pair member c
