@@ -57,7 +57,7 @@ class Presolved:
         self.violated = list(nlp.violated)
         # the pure linear equality rows, as a sparse matrix (duplicates summed)
         from scipy.sparse import csr_matrix
-        linear = np.array([p.nl is None and not p.qc.size for p in nlp.cons], bool) & (nlp.cl == nlp.cu)
+        linear = nlp.linear_rows() & (nlp.cl == nlp.cu)
         r, c, v = nlp._lin
         pick = linear[r] & (v != 0)
         A = csr_matrix((v[pick], (r[pick], c[pick])), shape=(M, N))
