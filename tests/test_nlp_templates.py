@@ -167,10 +167,9 @@ def test_rows_kept_between_compiles_are_walked_again_only_when_changed(monkeypat
     assert not any(r.con is m.few[0] for r in kept.values())     # a row no longer read is not kept
 
 
-def test_kept_rows_of_a_fixed_variable_moved_or_freed_are_walked_again(monkeypatch):
-    """The fixed variable z is folded into the rows c by value: kept rows with z moved, then with z freed, are
-    read again (all 40 at once, checked together with the other kept rows), the others not.  Oracle: the NLP
-    compiled afresh."""
+def _compiled_once(monkeypatch):
+    """``(model, kept, walked)``: :func:`_rows_alike_model` compiled once with its rows kept, the bodies that
+    ``form()`` walks from then on appended to ``walked``."""
     import pympc.mpec._forms as forms
     m = _rows_alike_model()
     kept = {}
@@ -178,6 +177,14 @@ def test_kept_rows_of_a_fixed_variable_moved_or_freed_are_walked_again(monkeypat
     walked = []
     form = forms.form
     monkeypatch.setattr(forms, "form", lambda expr, leaves=None: walked.append(expr) or form(expr, leaves))
+    return m, kept, walked
+
+
+def test_kept_rows_of_a_fixed_variable_moved_or_freed_are_walked_again(monkeypatch):
+    """The fixed variable z is folded into the rows c by value: kept rows with z moved, then with z freed, are
+    read again (all 40 at once, checked together with the other kept rows), the others not.  Oracle: the NLP
+    compiled afresh."""
+    m, kept, walked = _compiled_once(monkeypatch)
     for change, rows in ((lambda: m.z.set_value(2.5), 40), (m.z.unfix, 40), (lambda: None, 0)):
         change()
         walked.clear()
@@ -190,28 +197,22 @@ def test_a_new_row_on_a_kept_rows_body_is_not_walked_again(monkeypatch):
     """A row replaced by another on the same body (the FESD polish: the law row ``c >= 0`` deactivated, ``c == 0``
     added) takes the kept row's form without a walk while the body is as it was, and is walked when a variable
     of it was fixed since.  Oracle: the NLP compiled afresh."""
-    import pympc.mpec._forms as forms
-    m = _rows_alike_model()
-    kept = {}
+    m, kept, walked = _compiled_once(monkeypatch)
     CompiledNLP(m, rows=kept)
-    walked = []
-    form = forms.form
-    monkeypatch.setattr(forms, "form", lambda expr, leaves=None: walked.append(expr) or form(expr, leaves))
-    CompiledNLP(m, rows=kept)
-    first = len(walked)                                  # the first row of each form only
+    assert not walked                                    # nothing changed: nothing walked
     bodies = {i: m.quad[i].body for i in (1, 2, 3)}
     for i in bodies:
         m.quad[i].deactivate()
     m.eq = pyo.Constraint([1, 2, 3], rule=lambda _, i: bodies[i] == 0)
     walked.clear()
     again = CompiledNLP(m, rows=kept)
-    assert len(walked) == first and not any(w is b for w in walked for b in bodies.values())
+    assert not walked
     _same_nlp(again, CompiledNLP(m))
     m.y[3].fix(1.0)                                      # eq[3]'s body changed: walked again
     walked.clear()
     changed = CompiledNLP(m, rows=kept)
     assert any(w is bodies[3] for w in walked) and not any(w is bodies[1] for w in walked)
-    monkeypatch.setattr(forms, "form", form)
+    monkeypatch.undo()
     _same_nlp(changed, CompiledNLP(m))
     assert not any(r.con is m.quad[1] for r in kept.values())    # the deactivated rows are not kept alive
 
