@@ -103,7 +103,7 @@ def test_rows_read_by_form_equal_the_rows_read_one_by_one(monkeypatch):
     # one row read per form (par: two Param values; lin, linear nodes, and d, products, too), the others made;
     # few (3 rows, no group): read again, each with its own nonlinear tree and the NLP's columns
     assert read == {"c": 1, "quad": 1, "par": 2, "few": 4, "lin": 1, "d": 1}, read
-    monkeypatch.setattr(forms, "form", lambda expr, leaves=None: None)     # no form: every row read alone
+    monkeypatch.setattr(forms, "walk", lambda *a: None)     # no form: every row read alone
     one_by_one = CompiledNLP(m)
     assert [id(v) for v in by_form.variables] == [id(v) for v in one_by_one.variables]
     assert by_form.constraint_names == one_by_one.constraint_names
@@ -149,8 +149,8 @@ def test_rows_kept_between_compiles_are_walked_again_only_when_changed(monkeypat
     kept = {}
     _same_nlp(CompiledNLP(m, rows=kept), CompiledNLP(m))
     walked = []
-    form = forms.form
-    monkeypatch.setattr(forms, "form", lambda expr, leaves=None: walked.append(expr) or form(expr, leaves))
+    walk = forms.walk
+    monkeypatch.setattr(forms, "walk", lambda expr, *a: walked.append(expr) or walk(expr, *a))
     again = CompiledNLP(m, rows=kept)
     assert not walked               # nothing changed: no row walked (the first row of each form read from its key)
     _same_nlp(again, CompiledNLP(m))
@@ -162,7 +162,7 @@ def test_rows_kept_between_compiles_are_walked_again_only_when_changed(monkeypat
     walked.clear()
     changed = CompiledNLP(m, rows=kept)
     assert len(walked) == 9, len(walked)        # the changed rows only: six of x[3], par[2], named[1], quad[4]
-    monkeypatch.setattr(forms, "form", form)
+    monkeypatch.undo()
     _same_nlp(changed, CompiledNLP(m))
     assert not any(r.con is m.few[0] for r in kept.values())     # a row no longer read is not kept
 
@@ -175,8 +175,8 @@ def _compiled_once(monkeypatch):
     kept = {}
     CompiledNLP(m, rows=kept)
     walked = []
-    form = forms.form
-    monkeypatch.setattr(forms, "form", lambda expr, leaves=None: walked.append(expr) or form(expr, leaves))
+    walk = forms.walk
+    monkeypatch.setattr(forms, "walk", lambda expr, *a: walked.append(expr) or walk(expr, *a))
     return m, kept, walked
 
 

@@ -30,7 +30,7 @@ from pyomo.core.expr.numeric_expr import (AbsExpression, DivisionExpression, Lin
                                           MonomialTermExpression, NegationExpression, PowExpression,
                                           ProductExpression, SumExpression, UnaryFunctionExpression)
 
-__all__ = ["form", "read"]
+__all__ = ["form", "walk", "read", "reread", "assemble", "Table"]
 
 #: the operator nodes a key holds (True: with the function's name); any other node: the row is read alone
 _NODES = {SumExpression: False, LinearExpression: False, MonomialTermExpression: False, ProductExpression: False,
@@ -50,11 +50,20 @@ _LONGEST = 5000
 _ALONE = object()
 
 
-def form(expr, leaves=None):
+def form(expr):
     """``(key, variables)`` of a row's body (see the module notes), or None (an operator node outside
-    :data:`_NODES`, a key longer than :data:`_LONGEST`).  ``leaves`` (a list): the fixed variables, the
-    constant leaves (Params, expressions of them) and the named expressions met are appended to it as
-    ``(node, value)`` and ``(node, argument, True)``, what the key took from them (:class:`_Row`)."""
+    :data:`_NODES`, a key longer than :data:`_LONGEST`)."""
+    found = walk(expr)
+    return None if found is None else found[:2]
+
+
+def walk(expr, leaves=None, table=None):
+    """:func:`form` of ``expr`` noting what the key took: ``(key, variables, at, nleaf)`` or None.  With a
+    :class:`Table` ``table``, the keys of the variables, then of the fixed variables the key took values from
+    (``nleaf`` of them), are noted in ``table.flat`` from offset ``at`` (the values beside them in
+    ``table.vals``).  ``leaves`` (a list): the other leaves the key took values from (Params, expressions of
+    them; named expressions) are appended to it as ``(node, value)`` and ``(node, argument, True)``
+    (:class:`_Row`)."""
     out, pos, free = [], {}, []
     put = out.append
     note = leaves.append if leaves is not None else None
@@ -62,6 +71,9 @@ def form(expr, leaves=None):
     push, pop = stack.extend, stack.pop
     nodes, named_classes, places, var_cls, numbers = _KINDS, _NAMED, _PLACES, VarData, native_numeric_types
     getpos = pos.get
+    tkey, tvars = (table.key, table.vars) if table is not None else (None, None)
+    tget = tkey.get if table is not None else None
+    fk, lk, lv = [], [], []              # the keys of the free variables, of the fixed ones, their values
     while stack:
         node = pop()
         cls = node.__class__
@@ -93,8 +105,13 @@ def form(expr, leaves=None):
                 x = node.value
                 x = float(x if x is not None else value(node))    # (value(): Pyomo's error for None)
                 put(x)
-                if note is not None:
-                    note((node, x))
+                if tget is not None:
+                    t = tget(id(node))
+                    if t is None:
+                        t = tkey[id(node)] = len(tvars)
+                        tvars.append(node)
+                    lk.append(t)
+                    lv.append(x)
                 continue
             k = getpos(id(node))
             if k is None:
@@ -102,6 +119,12 @@ def form(expr, leaves=None):
                 free.append(node)
                 if k == len(places):
                     places.append((None, k))
+                if tget is not None:
+                    t = tget(id(node))
+                    if t is None:
+                        t = tkey[id(node)] = len(tvars)
+                        tvars.append(node)
+                    fk.append(t)
             put(places[k])               # a variable: (None, its place); numbers are floats, nodes classes
             continue
         if cls in named_classes or node.is_named_expression_type():   # seen through, as the readers do
@@ -120,7 +143,14 @@ def form(expr, leaves=None):
         return None
     if len(out) > _LONGEST:
         return None
-    return tuple(out), free
+    if table is None:
+        return tuple(out), free, None, 0
+    at = len(table.flat)
+    table.flat += fk
+    table.flat += lk
+    table.vals += [np.nan] * len(fk)
+    table.vals += lv
+    return tuple(out), free, at, len(lk)
 
 
 #: the classes of named expressions met (their test is a property of the class)
@@ -142,6 +172,7 @@ class Table:
 
     def __init__(self):
         self.key, self.vars = {}, []
+        self.canon = {}                         # key -> the one object of that key (forms: by its id)
         self.flat, self.vals = [], []
         self._arr = np.zeros(0, int)
         self._vals = np.zeros(0)
@@ -153,17 +184,6 @@ class Table:
             k = self.key[id(v)] = len(self.vars)
             self.vars.append(v)
         return k
-
-    def note(self, free, leaves=()):
-        """The offset in :attr:`flat` of the keys of ``free``, then of the variable ``leaves`` ``(node, value)``."""
-        at = len(self.flat)
-        index = self.index
-        self.flat.extend([index(v) for v in free])
-        self.vals.extend([np.nan] * len(free))
-        for node, x in leaves:
-            self.flat.append(index(node))
-            self.vals.append(x)
-        return at
 
     def arrays(self):
         """:attr:`flat` and :attr:`vals` as arrays (extended by the entries noted since the last call)."""
@@ -223,21 +243,21 @@ class _Row:
             if len(leaf) == 3:
                 if node.args[0] is not x:
                     return False
-            elif node.is_variable_type() or float(value(node)) != x:
+            elif float(value(node)) != x:
                 return False
         return True
 
     def holds(self, table):
-        """The whole check, for one row (:meth:`Table.stale` does it for many)."""
-        return self.others_hold() and not table.stale([self])[0]
-
-
-def _split(leaves):
-    """``(variable leaves, the others)`` of :func:`form`'s leaves."""
-    var, other = [], []
-    for leaf in leaves:
-        (var if len(leaf) == 2 and leaf[0].is_variable_type() else other).append(leaf)
-    return var, other
+        """The whole check, for one row (:meth:`Table.stale` does it for many, with arrays)."""
+        flat, vals, tvars = table.flat, table.vals, table.vars
+        for v in self.free:
+            if v.fixed:
+                return False
+        for p in range(self.at + self.nfree, self.at + self.nfree + self.nleaf):
+            v = tvars[flat[p]]
+            if not v.fixed or v.value is None or float(v.value) != vals[p]:
+                return False
+        return self.others_hold()
 
 
 class _Form:
@@ -280,7 +300,8 @@ def _parse(expr, table, parse, con):
 
 def read(con, table, forms, parse, template, rows=None):
     """``(lower, upper, form, at, kept)`` of the row ``con``: its form (a :class:`_Form`, noted in ``forms``:
-    key -> form, its first row read by ``parse(body, index, con)``) and the offset of its keys in ``table``;
+    id(key) -> form, each key made one object by ``table.canon``; its first row read by
+    ``parse(body, index, con)``) and the offset of its keys in ``table``;
     or ``(lower, upper, None, (part, calls), None)`` for a row read alone (no form, or a form whose reading
     cannot be renamed), its reading's columns as keys.  ``rows`` (a dict, optional, the caller's between
     reads of one model): a row found there on the same expression, or a new row on the body of one found
@@ -299,7 +320,7 @@ def read(con, table, forms, parse, template, rows=None):
     else:
         lower, expr, upper = con.to_bounded_expression()
     if row is not None and (not row.other or row.others_hold()):
-        known = forms.get(row.key)
+        known = forms.get(id(row.key))
         if known is not None and known is not _ALONE and known.renamed:
             return lower, upper, known, row.at, row
         if known is None and row.holds(table):   # the first row of its form at this compile: read (checked first)
@@ -313,18 +334,15 @@ def reread(con, table, forms, parse, template, rows=None, lower=None, expr=None,
     """:func:`read` of ``con`` walking its body (``lower, expr, upper``: its bounded expression, when known)."""
     if expr is None:
         lower, expr, upper = con.to_bounded_expression()
-    leaves = [] if rows is not None else None
-    found = form(expr, leaves)
+    other = [] if rows is not None else None
+    found = walk(expr, other, table)
     if found is None:
         return lower, upper, None, _parse(expr, table, parse, con), None
-    key, free = found
+    key, free, at, nleaf = found
+    key = table.canon.setdefault(key, key)      # one object per key: the forms looked up by its id
     if rows is not None:
-        var, other = _split(leaves)
-        at = table.note(free, var)
-        rows[id(con)] = rows[id(expr)] = _Row(con, lower, expr, upper, key, free, at, len(var), other)
-    else:
-        at = table.note(free)
-    known = forms.get(key)
+        rows[id(con)] = rows[id(expr)] = _Row(con, lower, expr, upper, key, free, at, nleaf, other)
+    known = forms.get(id(key))
     if known is None:
         known = _first(expr, key, free, at, table, forms, parse, template, con)
     if known.__class__ is _Form and known.renamed:
@@ -342,12 +360,12 @@ def _first(expr, key, free, at, table, forms, parse, template, con):
     try:
         known = _Form(len(forms), part, calls, keys, template)
     except KeyError:                            # a column of a variable not in the tree: not renamed
-        forms[key] = _ALONE
+        forms[id(key)] = _ALONE
         return part, calls
     if known.nl_key is None and part.nl is not None:
-        forms[key] = _ALONE                     # no template: the rows are compiled alone, with their own trees
+        forms[id(key)] = _ALONE                 # no template: the rows are compiled alone, with their own trees
         return part, calls
-    forms[key] = known
+    forms[id(key)] = known
     return known
 
 

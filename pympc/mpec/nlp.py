@@ -370,13 +370,10 @@ class CompiledNLP:
                 rows[_TABLE] = table
         memo, forms = {}, {}
         parse = lambda expr, ix, where: _Part(expr, ix, where, memo)  # noqa: E731
-        objs, violated, dropped = [], [], []
+        violated, dropped = [], []
         fids, ats, parts, datas, bounds, kept, at_kept = [], [], [], [], [], [], []
         read = _forms.read
-        for con in model.component_data_objects((pyo.Constraint, pyo.Objective), active=True, descend_into=True):
-            if con.ctype is pyo.Objective:
-                objs.append(con)
-                continue
+        for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
             lower, upper, form, at, row = read(con, table, forms, parse, _template, rows)
             if row is not None:                  # kept from the last compile: its variables checked below
                 kept.append(row)
@@ -421,6 +418,7 @@ class CompiledNLP:
             seen = set(map(id, datas)) | set(map(id, dropped))
             for k in [k for k, row in rows.items() if row.con is not None and id(row.con) not in seen]:
                 del rows[k]                      # rows no longer read (deleted, deactivated): not kept alive
+        objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
         if len(objs) > 1:
             raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
         self.sense = 1.0
