@@ -71,9 +71,7 @@ def walk(expr, leaves=None, table=None):
     push, pop = stack.extend, stack.pop
     nodes, named_classes, places, var_cls, numbers = _KINDS, _NAMED, _PLACES, VarData, native_numeric_types
     getpos = pos.get
-    tkey, tvars = (table.key, table.vars) if table is not None else (None, None)
-    tget = tkey.get if table is not None else None
-    fk, lk, lv = [], [], []              # the keys of the free variables, of the fixed ones, their values
+    lk, lv = [], []                      # the fixed variables, their values
     while stack:
         node = pop()
         cls = node.__class__
@@ -105,13 +103,8 @@ def walk(expr, leaves=None, table=None):
                 x = node.value
                 x = float(x if x is not None else value(node))    # (value(): Pyomo's error for None)
                 put(x)
-                if tget is not None:
-                    t = tget(id(node))
-                    if t is None:
-                        t = tkey[id(node)] = len(tvars)
-                        tvars.append(node)
-                    lk.append(t)
-                    lv.append(x)
+                lk.append(node)
+                lv.append(x)
                 continue
             k = getpos(id(node))
             if k is None:
@@ -119,12 +112,6 @@ def walk(expr, leaves=None, table=None):
                 free.append(node)
                 if k == len(places):
                     places.append((None, k))
-                if tget is not None:
-                    t = tget(id(node))
-                    if t is None:
-                        t = tkey[id(node)] = len(tvars)
-                        tvars.append(node)
-                    fk.append(t)
             put(places[k])               # a variable: (None, its place); numbers are floats, nodes classes
             continue
         if cls in named_classes or node.is_named_expression_type():   # seen through, as the readers do
@@ -146,9 +133,15 @@ def walk(expr, leaves=None, table=None):
     if table is None:
         return tuple(out), free, None, 0
     at = len(table.flat)
-    table.flat += fk
-    table.flat += lk
-    table.vals += [np.nan] * len(fk)
+    tkey, tvars, flat = table.key, table.vars, table.flat
+    tget = tkey.get
+    for v in free + lk:                  # their keys (a new one for a variable first met)
+        t = tget(id(v))
+        if t is None:
+            t = tkey[id(v)] = len(tvars)
+            tvars.append(v)
+        flat.append(t)
+    table.vals += [np.nan] * len(free)
     table.vals += lv
     return tuple(out), free, at, len(lk)
 
