@@ -72,9 +72,17 @@ def walk(expr, leaves=None, table=None):
     nodes, named_classes, places, var_cls, numbers = _KINDS, _NAMED, _PLACES, VarData, native_numeric_types
     getpos = pos.get
     lk, lv = [], []                      # the fixed variables, their values
+    mono = MonomialTermExpression
     while stack:
         node = pop()
         cls = node.__class__
+        if cls is mono:                         # c·v (the most common node): its tokens here, v's below
+            c, v = node._args_
+            if c.__class__ in numbers and v.__class__ is var_cls:
+                put(cls)
+                put(2)
+                put(float(c))
+                node, cls = v, var_cls
         kind = nodes.get(cls)
         if kind is not None:                    # an operator node (the most common, then variables)
             put(cls)
