@@ -734,8 +734,10 @@ class CompiledNLP:
 
     def start(self):
         """The model's current values (0 where none), clipped into the bounds."""
-        u = np.array([0.0 if v.value is None else float(v.value) for v in self.variables])
-        return np.clip(u, self.lb, self.ub)
+        values = [v.value for v in self.variables]
+        if None in values:
+            values = [0.0 if x is None else x for x in values]
+        return np.clip(np.array(values, float), self.lb, self.ub)
 
     def load(self, u):
         """Write ``u`` into the model's variables."""
