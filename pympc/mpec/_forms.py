@@ -225,10 +225,11 @@ class _Row:
     (``at``: its free variables', then ``nleaf`` fixed variable leaves'), the other leaves the key took
     values from (Params, named expressions: ``other``)."""
 
-    __slots__ = ("con", "expr", "body", "lower", "upper", "key", "free", "at", "nfree", "nleaf", "other")
+    __slots__ = ("con", "expr", "body", "lower", "upper", "bounds", "key", "free", "at", "nfree", "nleaf", "other")
 
     def __init__(self, con, lower, body, upper, key, free, at, nleaf, other):
         self.con, self.expr, self.body, self.lower, self.upper = con, con.expr, body, lower, upper
+        self.bounds = (lower, upper)
         self.key, self.free, self.at, self.nfree, self.nleaf, self.other = key, free, at, len(free), nleaf, other
 
     def moved(self, con, lower, upper):

@@ -372,8 +372,21 @@ class CompiledNLP:
         parse = lambda expr, ix, where: _Part(expr, ix, where, memo)  # noqa: E731
         violated, dropped = [], []
         fids, ats, parts, datas, bounds, kept, at_kept = [], [], [], [], [], [], []
-        read = _forms.read
+        read, form_cls = _forms.read, _forms._Form
+        kept_row, forms_get = (rows.get, forms.get) if rows is not None else (None, None)
         for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
+            if kept_row is not None:     # the most common row of a compile again: kept, of a form read (as read())
+                row = kept_row(id(con))
+                if row is not None and row.con is con and con.expr is row.expr and not row.other:
+                    form = forms_get(id(row.key))
+                    if form.__class__ is form_cls and form.renamed:
+                        kept.append(row)
+                        at_kept.append(len(fids))
+                        fids.append(form.id)
+                        ats.append(row.at)
+                        datas.append(con)
+                        bounds.append(row.bounds)
+                        continue
             lower, upper, form, at, row = read(con, table, forms, parse, _template, rows)
             if row is not None:                  # kept from the last compile: its variables checked below
                 kept.append(row)
