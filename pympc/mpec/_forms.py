@@ -174,9 +174,18 @@ class Table:
     def __init__(self):
         self.key, self.vars = {}, []
         self.canon = {}                         # key -> the one object of that key (forms: by its id)
+        self.owned = {}                         # id(con) -> the entries of the caller's rows made for it
         self.flat, self.vals = [], []
         self._arr = np.zeros(0, int)
         self._vals = np.zeros(0)
+
+    def forget(self, rows, seen):
+        """Delete from ``rows`` the entries made for the constraints not in ``seen`` (ids: the rows read)."""
+        for k in self.owned.keys() - seen:
+            for entry in self.owned.pop(k):
+                row = rows.get(entry)
+                if row is not None and id(row.con) == k:      # (not since made for another row)
+                    del rows[entry]
 
     def index(self, v, where=None):
         """The key of variable ``v`` (a new one when first met)."""
@@ -208,7 +217,7 @@ class Table:
         local = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
         pos = np.repeat(starts, lens) + local
         keys = flat[pos]
-        used = np.unique(keys)
+        used = np.flatnonzero(np.bincount(keys, minlength=len(self.vars)))
         fixed = np.zeros(len(self.vars), bool)
         value = np.full(len(self.vars), np.nan)
         got = [self.vars[k] for k in used.tolist()]
@@ -319,6 +328,7 @@ def read(con, table, forms, parse, template, rows=None):
             same = rows.get(id(expr))           # another row on this body, read before (a law row c >= 0, now c = 0)
             if same is not None and same.body is expr:
                 row = rows[id(con)] = same.moved(con, lower, upper)
+                table.owned.setdefault(id(con), []).append(id(con))
     else:
         lower, expr, upper = con.to_bounded_expression()
     if row is not None and (not row.other or row.others_hold()):
@@ -344,6 +354,7 @@ def reread(con, table, forms, parse, template, rows=None, lower=None, expr=None,
     key = table.canon.setdefault(key, key)      # one object per key: the forms looked up by its id
     if rows is not None:
         rows[id(con)] = rows[id(expr)] = _Row(con, lower, expr, upper, key, free, at, nleaf, other)
+        table.owned.setdefault(id(con), []).extend((id(con), id(expr)))
     known = forms.get(id(key))
     if known is None:
         known = _first(expr, key, free, at, table, forms, parse, template, con)

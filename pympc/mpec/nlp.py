@@ -428,9 +428,9 @@ class CompiledNLP:
                                         for xs in (fids, ats, datas, bounds))
         self.violated = [con for _, con in sorted(violated, key=lambda kc: kc[0])]
         if rows is not None:
-            seen = set(map(id, datas)) | set(map(id, dropped))
-            for k in [k for k, row in rows.items() if row.con is not None and id(row.con) not in seen]:
-                del rows[k]                      # rows no longer read (deleted, deactivated): not kept alive
+            seen = set(map(id, datas))
+            seen.update(map(id, dropped))
+            table.forget(rows, seen)            # rows no longer read (deleted, deactivated): not kept alive
         objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
         if len(objs) > 1:
             raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
