@@ -13,6 +13,7 @@ with their structure fixed at construction and duplicates summed.
 from __future__ import annotations
 
 import time
+from operator import attrgetter
 
 import numpy as np
 import pyomo.environ as pyo
@@ -449,9 +450,9 @@ class CompiledNLP:
             ob.lin_idx, ob.qa, ob.qb = col[ob.lin_idx], col[ob.qa], col[ob.qb]
             if ob.nl is not None:
                 ob.nl_idx = col[np.array(ob.nl_idx, int)].tolist()
-        fixed = [v for v in self.variables if v.fixed]
-        if fixed:    # pragma: no cover - the readings fold fixed variables, and kept rows are checked
-            raise ProblemError(f"fixed variable {fixed[0].name} reached the NLP")
+        if any(map(attrgetter("fixed"), self.variables)):   # pragma: no cover - the readings fold fixed variables,
+            v = next(v for v in self.variables if v.fixed)    # and kept rows are checked
+            raise ProblemError(f"fixed variable {v.name} reached the NLP")
         check_domains(self.variables, "pympc.ipopt", strict_bounds=True)   # before the costly differentiation
         self.redundant = []
         self.n, self.m = len(self.variables), len(self._con_datas)
@@ -459,8 +460,8 @@ class CompiledNLP:
             self._drop_redundant_equalities()
         self.refresh_bounds()
         bounds = [v.bounds for v in self.variables]     # (lb, ub) with one look at the domain
-        self.lb = np.array([_bound(lo, -_INF) for lo, _ in bounds])
-        self.ub = np.array([_bound(up, _INF) for _, up in bounds])
+        self.lb = np.array([-_INF if lo is None else float(lo) for lo, _ in bounds], float)
+        self.ub = np.array([_INF if up is None else float(up) for _, up in bounds], float)
         self._build()
 
     def _index(self, v, where):
@@ -736,8 +737,10 @@ class CompiledNLP:
         """Re-read the constraint bounds (they may hold mutable Params, e.g. ``mpec_bound``)."""
         const = self._const
         nat, value = native_numeric_types, pyo.value      # a number's value is itself: no call for it
-        self.cl = np.array([_bound(lo if lo.__class__ in nat else value(lo), -_INF) for lo, _ in self._con_bounds]) - const
-        self.cu = np.array([_bound(up if up.__class__ in nat else value(up), _INF) for _, up in self._con_bounds]) - const
+        self.cl = np.array([-_INF if lo is None else float(lo) if lo.__class__ in nat else _bound(value(lo), -_INF)
+                            for lo, _ in self._con_bounds], float) - const
+        self.cu = np.array([_INF if up is None else float(up) if up.__class__ in nat else _bound(value(up), _INF)
+                            for _, up in self._con_bounds], float) - const
 
     def violation(self, u):
         """The largest violation of a row or variable bound at ``u`` (0 when ``u`` is feasible)."""
