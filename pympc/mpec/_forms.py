@@ -195,13 +195,19 @@ class Table:
             self.vars.append(v)
         return k
 
-    def arrays(self):
-        """:attr:`flat` and :attr:`vals` as arrays (extended by the entries noted since the last call)."""
+    def keys(self):
+        """:attr:`flat` as an array (extended by the entries noted since the last call)."""
         n = self._arr.size
         if len(self.flat) != n:
             self._arr = np.concatenate([self._arr, np.array(self.flat[n:], int)])
+        return self._arr
+
+    def values(self):
+        """:attr:`vals` as an array (extended likewise)."""
+        n = self._vals.size
+        if len(self.vals) != n:
             self._vals = np.concatenate([self._vals, np.array(self.vals[n:], float)])
-        return self._arr, self._vals
+        return self._vals
 
     def stale(self, kept):
         """Which of the rows ``kept`` (:class:`_Row`, a list) no longer hold: a free variable fixed since, a
@@ -209,7 +215,7 @@ class Table:
         R = len(kept)
         if not R:
             return np.zeros(0, bool)
-        flat, vals = self.arrays()
+        flat, vals = self.keys(), self.values()
         starts = np.array([r.at for r in kept], int)
         lens = np.array([r.nfree + r.nleaf for r in kept], int)
         nfree = np.repeat(np.array([r.nfree for r in kept], int), lens)
@@ -396,7 +402,7 @@ def assemble(fids, ats, parts, forms, table, extra=()):
     ``(rows, idx, nl_key, (expr, variables), made)``: ``idx`` (rows × variables) the columns of each row's
     nonlinear variables, ``(expr, variables)`` a reading of that form (``made``: not each row's own tree).
     """
-    flat, _ = table.arrays()
+    flat = table.keys()
     m = len(fids)
     fid, at = np.array(fids, int), np.array(ats, int)
     flist = [None] * (max((f.id for f in forms.values() if f.__class__ is _Form), default=-1) + 1)
@@ -431,11 +437,13 @@ def assemble(fids, ats, parts, forms, table, extra=()):
     for r in prows:
         S[soff[r]: soff[r] + slen[r]] = parts[at[r]][1]
     S[S.size - len(extra):] = extra
-    keys, seen = np.unique(S, return_index=True)
-    keys = keys[np.argsort(seen)]
+    seen = np.full(len(table.vars), S.size)          # each key's first place in S (S.size: not in S)
+    np.minimum.at(seen, S, np.arange(S.size))
+    keys = np.flatnonzero(seen < S.size)
+    keys = keys[np.argsort(seen[keys])]
     col = np.full(len(table.vars), -1)
     col[keys] = np.arange(keys.size)
-    variables = [table.vars[k] for k in keys.tolist()]
+    variables = list(map(table.vars.__getitem__, keys.tolist()))
     # linear and quadratic entries in row order, the rows of a form gathered at once
     lin_n, lin_off = sizes(lambda f: f.lin.size, lambda p: p[0].lin_idx.size)
     lin_cols, lin_coef = np.zeros(int(lin_n.sum()), int), np.empty(int(lin_n.sum()))
