@@ -378,7 +378,8 @@ class CompiledNLP:
         for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
             if kept_row is not None:     # the most common row of a compile again: kept, of a form read (as read())
                 row = kept_row(id(con))
-                if row is not None and row.con is con and con.expr is row.expr and not row.other:
+                if row is not None and row.con is con and con.expr is row.expr and (
+                        not row.other or row.others_hold()):
                     form = forms_get(id(row.key))
                     if form.__class__ is form_cls and form.renamed:
                         kept.append(row)
