@@ -476,20 +476,25 @@ class CompiledNLP:
     def cons(self):
         """Every row's reading (``const``, ``lin_idx``, ``lin_coef``, ``qa``, ``qb``, ``qc``, ``nl``): views of
         the NLP's arrays, made when asked."""
-        m = self.m
-        out = [_RowView() for _ in range(m)]
-        r, c, v = self._lin
-        cut = np.searchsorted(r, np.arange(m + 1))
-        qr, qa, qb, qc = self._q
-        qcut = np.searchsorted(qr, np.arange(m + 1))
+        out = [_RowView() for _ in range(self.m)]
+        lin, quad = self._row_slices()
         for i, p in enumerate(out):
             p.const = float(self._const[i])
-            p.lin_idx, p.lin_coef = c[cut[i]: cut[i + 1]], v[cut[i]: cut[i + 1]]
-            p.qa, p.qb, p.qc = (x[qcut[i]: qcut[i + 1]] for x in (qa, qb, qc))
+            p.lin_idx, p.lin_coef = lin(i)
+            p.qa, p.qb, p.qc = quad(i)
         for rows, idx, _key, nl, _made in self._nl:
             for k, i in enumerate(rows.tolist()):
                 out[i].nl, out[i].nl_idx = nl, idx[k].tolist()
         return out
+
+    def _row_slices(self):
+        """``(lin, quad)``: functions of a row giving its linear ``(cols, coefs)`` and quadratic ``(a, b, coefs)``."""
+        r, c, v = self._lin
+        cut = np.searchsorted(r, np.arange(self.m + 1)).tolist()
+        qr, qa, qb, qc = self._q
+        qcut = np.searchsorted(qr, np.arange(self.m + 1)).tolist()
+        return ((lambda i: (c[cut[i]: cut[i + 1]], v[cut[i]: cut[i + 1]])),
+                (lambda i: tuple(x[qcut[i]: qcut[i + 1]] for x in (qa, qb, qc))))
 
     def linear_rows(self):
         """A mask of the rows without quadratic and nonlinear parts."""
@@ -524,19 +529,20 @@ class CompiledNLP:
         """
         from scipy.linalg import qr
 
-        cons = self.cons
-        rows = [i for i, (p, (lo, up)) in enumerate(zip(cons, self._con_bounds))
-                if p.nl is None and not p.qc.size and lo is not None and up is not None
-                and pyo.value(lo) == pyo.value(up)]
-        rows = _dependency_core([_summed(cons[i].lin_idx, cons[i].lin_coef) for i in rows], rows)
-        cols = np.unique(np.concatenate([cons[i].lin_idx for i in rows] + [np.zeros(0, int)]))
+        lin, _ = self._row_slices()
+        linear = self.linear_rows().tolist()
+        rows = [i for i, (lo, up) in enumerate(self._con_bounds)
+                if linear[i] and lo is not None and up is not None and pyo.value(lo) == pyo.value(up)]
+        rows = _dependency_core([_summed(*lin(i)) for i in rows], rows)
+        cols = np.unique(np.concatenate([lin(i)[0] for i in rows] + [np.zeros(0, int)]))
         n = cols.size
         if len(rows) < 2 or len(rows) * n > 4_000_000:
             return
         E = np.zeros((len(rows), n))
         for r, i in enumerate(rows):
-            np.add.at(E[r], np.searchsorted(cols, cons[i].lin_idx), cons[i].lin_coef)
-        rhs = np.array([pyo.value(self._con_bounds[i][0]) - cons[i].const for i in rows])
+            idx, coef = lin(i)
+            np.add.at(E[r], np.searchsorted(cols, idx), coef)
+        rhs = np.array([pyo.value(self._con_bounds[i][0]) - self._const[i] for i in rows])
         _, R, piv = qr(E.T, mode="economic", pivoting=True)
         d = np.abs(np.diag(R))
         rank = int((d > 1e-10 * max(1.0, d.max(initial=0))).sum())
