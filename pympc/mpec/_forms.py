@@ -179,6 +179,12 @@ class Table:
         self._arr = np.zeros(0, int)
         self._vals = np.zeros(0)
 
+    def own(self, con, entry):
+        """Note that the caller's rows hold entries ``id(con)`` and ``entry`` made for ``con``."""
+        k = id(con)
+        known = self.owned.get(k)
+        self.owned[k] = (k, entry) if known is None else known + (entry,)
+
     def forget(self, rows, seen):
         """Delete from ``rows`` the entries made for the constraints not in ``seen`` (ids: the rows read)."""
         for k in self.owned.keys() - seen:
@@ -334,7 +340,7 @@ def read(con, table, forms, parse, template, rows=None):
             same = rows.get(id(expr))           # another row on this body, read before (a law row c >= 0, now c = 0)
             if same is not None and same.body is expr:
                 row = rows[id(con)] = same.moved(con, lower, upper)
-                table.owned.setdefault(id(con), []).append(id(con))
+                table.own(con, id(con))
     else:
         lower, expr, upper = con.to_bounded_expression()
     if row is not None and (not row.other or row.others_hold()):
@@ -360,7 +366,7 @@ def reread(con, table, forms, parse, template, rows=None, lower=None, expr=None,
     key = table.canon.setdefault(key, key)      # one object per key: the forms looked up by its id
     if rows is not None:
         rows[id(con)] = rows[id(expr)] = _Row(con, lower, expr, upper, key, free, at, nleaf, other)
-        table.owned.setdefault(id(con), []).extend((id(con), id(expr)))
+        table.own(con, id(expr))
     known = forms.get(id(key))
     if known is None:
         known = _first(expr, key, free, at, table, forms, parse, template, con)

@@ -13,6 +13,7 @@ with their structure fixed at construction and duplicates summed.
 from __future__ import annotations
 
 import time
+from functools import cached_property
 from operator import attrgetter
 
 import numpy as np
@@ -444,7 +445,6 @@ class CompiledNLP:
             self.obj, extra = _forms._parse(objs[0].expr, table, lambda e, ix, w: _Part(e, ix, w, memo), objs[0])
         self.variables, col, self._lin, self._q, self._const, self._nl = _forms.assemble(
             fids, ats, parts, forms, table, extra)
-        self._col = dict(zip(map(id, self.variables), range(len(self.variables))))
         self._con_datas, self._con_bounds = datas, bounds
         if self.obj is not None:                 # the objective's columns: keys -> columns
             ob = self.obj
@@ -464,6 +464,11 @@ class CompiledNLP:
         self.lb = np.array([-_INF if lo is None else float(lo) for lo, _ in bounds], float)
         self.ub = np.array([_INF if up is None else float(up) for _, up in bounds], float)
         self._build()
+
+    @cached_property
+    def _col(self):
+        """``id(variable) -> column`` (made when first asked: code generation, the polish)."""
+        return dict(zip(map(id, self.variables), range(len(self.variables))))
 
     def _index(self, v, where):
         """The column of variable ``v`` (a reading of a row with the NLP's own columns)."""
