@@ -11,14 +11,15 @@ the NLP's arrays form by form — each form's rows at once, their columns renumb
 numbering the columns as the rows read one by one would (by first appearance, row after row, in the order
 each row's reading meets them), so the NLP is the one read row by row (the same columns, entries and
 numbers).  On the FESD fit of the 30 s oscillator record (``benchmarks/fesd_speed.py``) the 21 586 rows of a
-walk have ~60 forms.
+walk have 34 forms: walk 1's compile 333 -> ~255 ms CPU.
 
 A caller that compiles one model again (the FESD fit's walks restart their models in place) keeps the rows it
 read (``CompiledNLP(model, rows=kept)``, :class:`_Row`): a row found on the same expression, or a new row on
 the body of a kept one (the FESD polish replaces the law row ``c >= 0`` by ``c == 0``), is not walked again
 while its free variables are free and its fixed variables, Params and named expressions are as the key took
 them — the variables of all kept rows checked at once (:meth:`Table.stale`), the rows that changed read again.
-A restarted FESD walk of the 30 s record walks no row.
+Walk 2 of the 30 s record takes 21 192 of its 21 586 rows as kept (33 of them changed since: read again) and
+walks the 362 new ones: its compile 218 -> ~81 ms.
 """
 
 from __future__ import annotations
