@@ -13,6 +13,7 @@ with their structure fixed at construction and duplicates summed.
 from __future__ import annotations
 
 import time
+from functools import cached_property
 from operator import attrgetter
 
 import numpy as np
@@ -341,10 +342,11 @@ class CompiledNLP:
         them (HS055: a wrong point reported optimal).
     rows : dict, optional
         Kept by the caller between compiles of one model (empty at first):
-        the rows read are noted in it, and a row found there as it was (the
-        same expression, its variables fixed or free as then, the fixed ones,
-        Params and named expressions at the same values) is not walked again
-        (:mod:`pympc.mpec._forms`); the same NLP either way.
+        the rows read (and a table of the variables met) are noted in it, and
+        a row found there as it was (the same expression, its variables fixed
+        or free as then, the fixed ones, Params and named expressions at the
+        same values) is not walked again (:mod:`pympc.mpec._forms`); the same
+        NLP either way.
 
     Attributes
     ----------
@@ -363,56 +365,164 @@ class CompiledNLP:
 
     def _read(self, model, deadline, drop_redundant, rows):
         self._deadline = deadline
-        self.variables = []
-        self._col = {}
-
-        def index(v, where):
-            k = self._col.get(id(v))
-            if k is None:
-                if v.fixed:
-                    raise ProblemError(f"{where.ctype.__name__.lower()} {where.name}: fixed variable {v.name} "
-                                       "reached the NLP")  # repn folds fixed vars
-                k = self._col[id(v)] = len(self.variables)
-                self.variables.append(v)
-            return k
-
-        memo, forms, seen = {}, {}, set()
+        table = rows.get(_TABLE) if rows is not None else None
+        if table is None:
+            table = _forms.Table()
+            if rows is not None:
+                rows[_TABLE] = table
+        memo, forms = {}, {}
         parse = lambda expr, ix, where: _Part(expr, ix, where, memo)  # noqa: E731
-        self._index = index
-        objs = []
-        self.cons, self._con_datas, self._con_bounds, self.violated = [], [], [], []
-        for con in model.component_data_objects((pyo.Constraint, pyo.Objective), active=True, descend_into=True):
-            if con.ctype is pyo.Objective:
-                objs.append(con)
-                continue
-            lower, upper, part = _forms.read(con, index, forms, parse, _template, rows)  # a form's first row read
-            seen.add(id(con))
-            if part.constant:  # nothing for the solver to do, but it may be violated
-                if _violated(part.const, pyo.value(lower), pyo.value(upper)):
-                    self.violated.append(con)
-                continue
-            self.cons.append(part)
-            self._con_datas.append(con)
-            self._con_bounds.append((lower, upper))
-        for k in [k for k, row in (rows or {}).items() if id(row.con) not in seen]:
-            del rows[k]                          # rows no longer read (deleted, deactivated): not kept alive
+        violated, dropped = [], []
+        fids, ats, parts, datas, bounds, kept, at_kept = [], [], [], [], [], [], []
+        read, form_cls = _forms.read, _forms._Form
+        kept_row, forms_get = (rows.get, forms.get) if rows is not None else (None, None)
+        for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
+            if kept_row is not None:     # the most common row of a compile again: kept, of a form read (as read())
+                row = kept_row(id(con))
+                if row is not None and row.con is con and con.expr is row.expr and (
+                        not row.other or row.others_hold()):
+                    form = forms_get(id(row.key))
+                    if form.__class__ is form_cls and form.renamed:
+                        kept.append(row)
+                        at_kept.append(len(fids))
+                        fids.append(form.id)
+                        ats.append(row.at)
+                        datas.append(con)
+                        bounds.append(row.bounds)
+                        continue
+            lower, upper, form, at, row = read(con, table, forms, parse, _template, rows)
+            if row is not None:                  # kept from the last compile: its variables checked below
+                kept.append(row)
+                at_kept.append(len(fids))
+            if form is None:
+                if at[0].constant:       # nothing for the solver to do, but it may be violated
+                    if _violated(at[0].const, pyo.value(lower), pyo.value(upper)):
+                        violated.append((len(fids), con))
+                    dropped.append(con)
+                    continue
+                fids.append(-1)
+                ats.append(len(parts))
+                parts.append(at)
+            else:
+                fids.append(form.id)
+                ats.append(at)
+            datas.append(con)
+            bounds.append((lower, upper))
+        gone = []
+        for i in np.flatnonzero(table.stale(kept)).tolist():     # kept rows that changed: read again
+            k = at_kept[i]
+            con = datas[k]
+            lower, upper, form, at, _ = _forms.reread(con, table, forms, parse, _template, rows)
+            bounds[k] = (lower, upper)
+            if form is None:
+                if at[0].constant:
+                    if _violated(at[0].const, pyo.value(lower), pyo.value(upper)):
+                        violated.append((k, con))
+                    gone.append(k)
+                    dropped.append(con)
+                    continue
+                fids[k], ats[k] = -1, len(parts)
+                parts.append(at)
+            else:
+                fids[k], ats[k] = form.id, at
+        if gone:
+            gone = set(gone)
+            fids, ats, datas, bounds = ([x for k, x in enumerate(xs) if k not in gone]
+                                        for xs in (fids, ats, datas, bounds))
+        self.violated = [con for _, con in sorted(violated, key=lambda kc: kc[0])]
+        if rows is not None:
+            seen = set(map(id, datas))
+            seen.update(map(id, dropped))
+            table.forget(rows, seen)            # rows no longer read (deleted, deactivated): not kept alive
+        objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
         if len(objs) > 1:
             raise ProblemError(f"the model has {len(objs)} active objectives; deactivate all but one.")
         self.sense = 1.0
         self.obj = None
+        extra = []
         if objs:
             self.sense = 1.0 if objs[0].sense == pyo.minimize else -1.0
-            self.obj = _Part(objs[0].expr, index, objs[0], memo)
+            self.obj, extra = _forms._parse(objs[0].expr, table, lambda e, ix, w: _Part(e, ix, w, memo), objs[0])
+        self.variables, col, self._lin, self._q, self._const, self._nl = _forms.assemble(
+            fids, ats, parts, forms, table, extra)
+        self._con_datas, self._con_bounds = datas, bounds
+        if self.obj is not None:                 # the objective's columns: keys -> columns
+            ob = self.obj
+            ob.lin_idx, ob.qa, ob.qb = col[ob.lin_idx], col[ob.qa], col[ob.qb]
+            if ob.nl is not None:
+                ob.nl_idx = col[np.array(ob.nl_idx, int)].tolist()
+        if any(map(attrgetter("fixed"), self.variables)):   # pragma: no cover - the readings fold fixed variables,
+            v = next(v for v in self.variables if v.fixed)    # and kept rows are checked
+            raise ProblemError(f"fixed variable {v.name} reached the NLP")
         check_domains(self.variables, "pympc.ipopt", strict_bounds=True)   # before the costly differentiation
         self.redundant = []
+        self.n, self.m = len(self.variables), len(self._con_datas)
         if drop_redundant:
             self._drop_redundant_equalities()
-        self.n, self.m = len(self.variables), len(self.cons)
         self.refresh_bounds()
         bounds = [v.bounds for v in self.variables]     # (lb, ub) with one look at the domain
-        self.lb = np.array([_bound(lo, -_INF) for lo, _ in bounds])
-        self.ub = np.array([_bound(up, _INF) for _, up in bounds])
+        self.lb = np.array([-_INF if lo is None else float(lo) for lo, _ in bounds], float)
+        self.ub = np.array([_INF if up is None else float(up) for _, up in bounds], float)
         self._build()
+
+    @cached_property
+    def _col(self):
+        """``id(variable) -> column`` (made when first asked: code generation, the polish)."""
+        return dict(zip(map(id, self.variables), range(len(self.variables))))
+
+    def _index(self, v, where):
+        """The column of variable ``v`` (a reading of a row with the NLP's own columns)."""
+        k = self._col.get(id(v))
+        if k is None:
+            raise ProblemError(f"{where.ctype.__name__.lower()} {where.name}: variable {v.name} is not a column")
+        return k
+
+    @property
+    def cons(self):
+        """Every row's reading (``const``, ``lin_idx``, ``lin_coef``, ``qa``, ``qb``, ``qc``, ``nl``): views of
+        the NLP's arrays, made when asked."""
+        out = [_RowView() for _ in range(self.m)]
+        lin, quad = self._row_slices()
+        for i, p in enumerate(out):
+            p.const = float(self._const[i])
+            p.lin_idx, p.lin_coef = lin(i)
+            p.qa, p.qb, p.qc = quad(i)
+        for rows, idx, _key, nl, _made in self._nl:
+            for k, i in enumerate(rows.tolist()):
+                out[i].nl, out[i].nl_idx = nl, idx[k].tolist()
+        return out
+
+    def _row_slices(self):
+        """``(lin, quad)``: functions of a row giving its linear ``(cols, coefs)`` and quadratic ``(a, b, coefs)``."""
+        r, c, v = self._lin
+        cut = np.searchsorted(r, np.arange(self.m + 1)).tolist()
+        qr, qa, qb, qc = self._q
+        qcut = np.searchsorted(qr, np.arange(self.m + 1)).tolist()
+        return ((lambda i: (c[cut[i]: cut[i + 1]], v[cut[i]: cut[i + 1]])),
+                (lambda i: tuple(x[qcut[i]: qcut[i + 1]] for x in (qa, qb, qc))))
+
+    def linear_rows(self):
+        """A mask of the rows without quadratic and nonlinear parts."""
+        mask = np.ones(self.m, bool)
+        mask[self._q[0]] = False
+        for rows, *_ in self._nl:
+            mask[rows] = False
+        return mask
+
+    def _keep_rows(self, keep):
+        """Leave out the rows not in the mask ``keep``."""
+        new = np.cumsum(keep) - 1
+        r, c, v = self._lin
+        at = keep[r]
+        self._lin = (new[r[at]], c[at], v[at])
+        r, a, b, v = self._q
+        at = keep[r]
+        self._q = (new[r[at]], a[at], b[at], v[at])
+        self._const = self._const[keep]
+        self._nl = [(new[rows], idx, key, nl, made) for rows, idx, key, nl, made in self._nl]  # (nonlinear: kept)
+        self._con_datas = [c for c, k in zip(self._con_datas, keep.tolist()) if k]
+        self._con_bounds = [c for c, k in zip(self._con_bounds, keep.tolist()) if k]
+        self.m = len(self._con_datas)
 
     def _drop_redundant_equalities(self):
         """Find linear equality rows dependent on the others (pivoted QR of their coefficient matrix).
@@ -424,18 +534,20 @@ class CompiledNLP:
         """
         from scipy.linalg import qr
 
-        rows = [i for i, (p, (lo, up)) in enumerate(zip(self.cons, self._con_bounds))
-                if p.nl is None and not p.qc.size and lo is not None and up is not None
-                and pyo.value(lo) == pyo.value(up)]
-        rows = _dependency_core([_summed(self.cons[i].lin_idx, self.cons[i].lin_coef) for i in rows], rows)
-        cols = np.unique(np.concatenate([self.cons[i].lin_idx for i in rows] + [np.zeros(0, int)]))
+        lin, _ = self._row_slices()
+        linear = self.linear_rows().tolist()
+        rows = [i for i, (lo, up) in enumerate(self._con_bounds)
+                if linear[i] and lo is not None and up is not None and pyo.value(lo) == pyo.value(up)]
+        rows = _dependency_core([_summed(*lin(i)) for i in rows], rows)
+        cols = np.unique(np.concatenate([lin(i)[0] for i in rows] + [np.zeros(0, int)]))
         n = cols.size
         if len(rows) < 2 or len(rows) * n > 4_000_000:
             return
         E = np.zeros((len(rows), n))
         for r, i in enumerate(rows):
-            np.add.at(E[r], np.searchsorted(cols, self.cons[i].lin_idx), self.cons[i].lin_coef)
-        rhs = np.array([pyo.value(self._con_bounds[i][0]) - self.cons[i].const for i in rows])
+            idx, coef = lin(i)
+            np.add.at(E[r], np.searchsorted(cols, idx), coef)
+        rhs = np.array([pyo.value(self._con_bounds[i][0]) - self._const[i] for i in rows])
         _, R, piv = qr(E.T, mode="economic", pivoting=True)
         d = np.abs(np.diag(R))
         rank = int((d > 1e-10 * max(1.0, d.max(initial=0))).sum())
@@ -449,9 +561,9 @@ class CompiledNLP:
             i = rows[k]
             (self.redundant if g <= 1e-9 * (1.0 + abs(rhs[k])) else self.violated).append(self._con_datas[i])
             out.add(i)
-        self.cons = [p for i, p in enumerate(self.cons) if i not in out]
-        self._con_datas = [c for i, c in enumerate(self._con_datas) if i not in out]
-        self._con_bounds = [b for i, b in enumerate(self._con_bounds) if i not in out]
+        keep = np.ones(self.m, bool)
+        keep[list(out)] = False
+        self._keep_rows(keep)
 
     @property
     def constraint_names(self):
@@ -490,37 +602,35 @@ class CompiledNLP:
     def _group_nonlinear(self):
         """The nonlinear rows: ``(singles, groups)``, rows whose nonlinear parts are copies of one template
         (:func:`_template`: the same tree over their own variables, the same numbers) made one
-        :class:`_Group` each (differentiated once, evaluated vectorized); the others compiled one by one."""
+        :class:`_Group` each (differentiated once, evaluated vectorized); the others compiled one by one
+        (``singles``: ``(row, reading)`` with the NLP's columns)."""
         by_key = {}
-        for i, part in enumerate(self.cons):
-            if part.nl is not None:
-                by_key.setdefault(part.nl_key if hasattr(part, "nl_key") else _template(*part.nl), []).append(i)
+        for piece in self._nl:
+            key = piece[2] if piece[2] is not False else _template(*piece[3])
+            by_key.setdefault(key, []).append(piece)
         singles, groups = [], []
-        for key, rows in by_key.items():
-            if key is None or len(rows) < _GROUP_MIN:
-                singles.extend(rows)
-                for i in rows:                  # made from its form's first row (_forms): read its own tree
-                    if self.cons[i].nl[0] is None:
-                        self.cons[i] = _Part(self._con_datas[i].to_bounded_expression()[1], self._index,
-                                             self._con_datas[i], {})
+        for key, pieces in by_key.items():
+            rows = np.concatenate([p[0] for p in pieces])
+            if key is None or rows.size < _GROUP_MIN:
+                for i in rows.tolist():          # read with its own tree and the NLP's columns
+                    con = self._con_datas[i]
+                    singles.append((i, _Part(con.to_bounded_expression()[1], self._index, con, {})))
                 continue
             self._check_deadline()
-            groups.append(_Group(self, rows, f"constraint {self._con_datas[rows[0]].name} and "
-                                             f"{len(rows) - 1} rows of its form"))
-        return sorted(singles), groups
+            order = np.argsort(rows, kind="stable")
+            idx = np.concatenate([p[1] for p in pieces])[order]
+            first = min(pieces, key=lambda p: p[0][0])
+            groups.append(_Group(self, rows[order], idx.T, *pieces[0][3],
+                                 f"constraint {self._con_datas[int(first[0][0])].name} and "
+                                 f"{rows.size - 1} rows of its form"))
+        return sorted(singles, key=lambda ip: ip[0]), groups
 
     def _build(self):
         n = self.n
-        # Jacobian entries: (row, col) of every linear, quadratic and nonlinear term
-        # the rows' fields gathered in one pass (lin_idx, lin_coef, qa, qb, qc: one list each)
-        li, lc, qa, qb, qc = zip(*map(_FIELDS, self.cons)) if self.cons else ((),) * 5
-        rows = lambda arrays: np.repeat(np.arange(self.m), [a.size for a in arrays])  # noqa: E731
-        cat = lambda arrays, dtype: np.concatenate([*arrays, np.zeros(0, dtype)])  # noqa: E731
-        self._lin = (rows(li), cat(li, int).astype(int), cat(lc, float))
-        self._q = (rows(qc), cat(qa, int).astype(int), cat(qb, int).astype(int), cat(qc, float))
+        # Jacobian entries: (row, col) of every linear, quadratic and nonlinear term (self._lin, self._q: read)
         singles, self._nl_groups = self._group_nonlinear()
         self._nl_cons = [(i, part.nl_idx, *self._compile(part, f"constraint {self._con_datas[i].name}"))
-                         for i, part in ((i, self.cons[i]) for i in singles)]
+                         for i, part in singles]
         jr = np.concatenate([self._lin[0], self._q[0], self._q[0]] + [np.full(len(idx), i) for i, idx, *_ in self._nl_cons]
                             + [gr.jac_rows for gr in self._nl_groups])
         jc = np.concatenate([self._lin[1], self._q[1], self._q[2]] + [np.array(idx, int) for _, idx, *_ in self._nl_cons]
@@ -637,10 +747,12 @@ class CompiledNLP:
     # -- helpers ------------------------------------------------------------------
     def refresh_bounds(self):
         """Re-read the constraint bounds (they may hold mutable Params, e.g. ``mpec_bound``)."""
-        const = np.array([p.const for p in self.cons])
+        const = self._const
         nat, value = native_numeric_types, pyo.value      # a number's value is itself: no call for it
-        self.cl = np.array([_bound(lo if lo.__class__ in nat else value(lo), -_INF) for lo, _ in self._con_bounds]) - const
-        self.cu = np.array([_bound(up if up.__class__ in nat else value(up), _INF) for _, up in self._con_bounds]) - const
+        self.cl = np.array([-_INF if lo is None else float(lo) if lo.__class__ in nat else _bound(value(lo), -_INF)
+                            for lo, _ in self._con_bounds], float) - const
+        self.cu = np.array([_INF if up is None else float(up) if up.__class__ in nat else _bound(value(up), _INF)
+                            for _, up in self._con_bounds], float) - const
 
     def violation(self, u):
         """The largest violation of a row or variable bound at ``u`` (0 when ``u`` is feasible)."""
@@ -650,8 +762,10 @@ class CompiledNLP:
 
     def start(self):
         """The model's current values (0 where none), clipped into the bounds."""
-        u = np.array([0.0 if v.value is None else float(v.value) for v in self.variables])
-        return np.clip(u, self.lb, self.ub)
+        values = [v.value for v in self.variables]
+        if None in values:
+            values = [0.0 if x is None else x for x in values]
+        return np.clip(np.array(values, float), self.lb, self.ub)
 
     def load(self, u):
         """Write ``u`` into the model's variables."""
@@ -659,8 +773,17 @@ class CompiledNLP:
             v.set_value(float(val), skip_validation=True)
 
 
-#: a row's reading's linear and quadratic fields, the order :meth:`CompiledNLP._build` gathers them in
-_FIELDS = attrgetter("lin_idx", "lin_coef", "qa", "qb", "qc")
+#: the key of the variables' :class:`~pympc.mpec._forms.Table` in the caller's rows (``CompiledNLP(rows=...)``)
+_TABLE = "variables"
+
+
+class _RowView:
+    """One row's reading (:attr:`CompiledNLP.cons`)."""
+
+    __slots__ = ("const", "lin_idx", "lin_coef", "qa", "qb", "qc", "nl", "nl_idx")
+
+    def __init__(self):
+        self.nl = None
 
 
 def _violated(value, lower, upper, rtol=1e-9):
@@ -779,11 +902,9 @@ class _Group:
     variables as the rows of ``X = u[idx]`` (``idx``: variables × rows), so that one call of each generated
     function evaluates every row (numpy arrays through the same straight-line code)."""
 
-    def __init__(self, nlp, rows, where):
-        first = nlp.cons[rows[0]]
-        expr, nl_vars = first.nl
-        self.rows = np.array(rows, int)
-        self.idx = np.array([nlp.cons[i].nl_idx for i in rows], int).T          # (variables, rows)
+    def __init__(self, nlp, rows, idx, expr, nl_vars, where):
+        self.rows = np.asarray(rows, int)
+        self.idx = np.ascontiguousarray(idx, int)                                # (variables, rows)
         nv, R = self.idx.shape
         local = {id(v): k for k, v in enumerate(nl_vars)}
         expr, grads, pairs = _derivatives(expr, nl_vars, where, nlp._check_deadline)

@@ -57,7 +57,7 @@ class Presolved:
         self.violated = list(nlp.violated)
         # the pure linear equality rows, as a sparse matrix (duplicates summed)
         from scipy.sparse import csr_matrix
-        linear = np.array([p.nl is None and not p.qc.size for p in nlp.cons], bool) & (nlp.cl == nlp.cu)
+        linear = nlp.linear_rows() & (nlp.cl == nlp.cu)
         r, c, v = nlp._lin
         pick = linear[r] & (v != 0)
         A = csr_matrix((v[pick], (r[pick], c[pick])), shape=(M, N))
@@ -77,11 +77,15 @@ class Presolved:
             i = queue.pop()
             if not keep[i]:
                 continue
-            lo, hi = ptr[i], ptr[i + 1]
-            on = [j for j in range(lo, hi) if free[idx[j]]]
+            on, fixed_sum = [], 0                        # (summed as sum() would: from the int 0)
+            for j in range(ptr[i], ptr[i + 1]):
+                if free[idx[j]]:
+                    on.append(j)
+                else:
+                    fixed_sum += dat[j] * value[idx[j]]
             if len(on) > 1:
                 continue
-            rest = cl[i] - sum(dat[j] * value[idx[j]] for j in range(lo, hi) if not free[idx[j]])
+            rest = cl[i] - fixed_sum
             if not on:                                  # every variable fixed: the row holds or not
                 keep[i] = False
                 if abs(rest) > tol * (1.0 + abs(cl[i])):
@@ -138,29 +142,32 @@ class Presolved:
         without bounds and without columns mapped onto it yet is made an affine function of the other
         (``u_k = alpha u_j + beta``), the row left out."""
         nlp = self.nlp
-        lb, ub = nlp.lb, nlp.ub
-        has_dep = np.zeros(len(free), bool)
         u0 = np.where(free, nlp.start(), beta)
         gap = np.abs(A @ u0 - nlp.cl)
+        # the rows that hold at the start: gap <= 1e-12 (1 + the largest |a u| of the row), all rows at once
+        terms = np.abs(A.data * u0[A.indices])
+        rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        largest = np.zeros(A.shape[0])
+        np.maximum.at(largest, rows, terms)
+        holding = ~(gap > 1e-12 * (1.0 + largest))
         ptr, idx, dat = A.indptr.tolist(), A.indices.tolist(), A.data.tolist()
-        cl, gap, start = nlp.cl.tolist(), gap.tolist(), u0.tolist()
-        lb, ub, free = lb.tolist(), ub.tolist(), free.tolist()
+        cl = nlp.cl.tolist()
+        lb, ub, free = nlp.lb.tolist(), nlp.ub.tolist(), free.tolist()
         reps, alphas, betas = rep.tolist(), alpha.tolist(), beta.tolist()
-        for i in np.flatnonzero(linear & keep).tolist():
-            cols, coef = idx[ptr[i]:ptr[i + 1]], dat[ptr[i]:ptr[i + 1]]
-            if gap[i] > 1e-12 * (1.0 + max([abs(a * start[c]) for c, a in zip(cols, coef)], default=0.0)):
-                continue
+        has_dep = [False] * len(free)
+        for i in np.flatnonzero(linear & keep & holding).tolist():
             form, const = {}, 0.0
-            for c, a in zip(cols, coef):
+            for j in range(ptr[i], ptr[i + 1]):
+                c, a = idx[j], dat[j]
                 if free[c]:
-                    form[reps[c]] = form.get(reps[c], 0.0) + a * alphas[c]
-                    const += a * betas[c]
-                else:
-                    const += a * betas[c]
+                    r = reps[c]
+                    form[r] = form.get(r, 0.0) + a * alphas[c]
+                const += a * betas[c]
             form = {k: a for k, a in form.items() if a != 0.0}
             if len(form) != 2:
                 continue
-            for k, j in (tuple(form), tuple(form)[::-1]):
+            pair = tuple(form)
+            for k, j in (pair, pair[::-1]):
                 if lb[k] <= -1e19 and ub[k] >= 1e19 and not has_dep[k]:
                     reps[k], alphas[k], betas[k] = j, -form[j] / form[k], (cl[i] - const) / form[k]
                     has_dep[j] = True
