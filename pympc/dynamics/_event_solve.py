@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from ..complementarity._kernel import solve_hlcp_default
-from ._transition import EVENT_OK, dense_event, mode_of_point, small_solution_set, walked_solution_set
+from ._transition import EVENT_OK, _declined, dense_event, mode_of_point, small_solution_set, walked_solution_set
 
 __all__ = ["solved_event", "WALK_FROM"]
 
@@ -62,7 +62,7 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
     point[1] = lemke[6]
     point[2] = lemke[9]
     point[3] = lemke[10]
-    sset = (False, np.zeros((0, 2 * n)), e)
+    sset = _declined(n)
     if code == EVENT_OK and supports.shape[0] and supports.shape[1] == n:
         if n < WALK_FROM:
             sset = small_solution_set(A, B, c, diagonal, supports, 1e-9)

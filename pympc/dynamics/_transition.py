@@ -614,11 +614,10 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
     noisy = False
     for k in range(N):
         if st[k] == -3:
-            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+            return _declined(n)
         near += st[k] == -1
         noisy = noisy or st[k] == 2
-    # the equilibrated problem's own equilibration: the units of its noise rule (only where a point needs it)
-    scales = equilibrate_hlcp(As, Bs, cs, _is_diagonal(As) if noisy else False, EQUILIBRATION_SWEEPS if noisy else 0)
+    scales = _noise_scales(As, Bs, cs) if noisy else _no_scales()
     pts = np.empty((N, 2 * n))
     u = np.empty(2 * n)
     m = 0
@@ -642,9 +641,29 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
             pts[m] = u
             m += 1
     if m == 0 and (near or not _none_decided(rc, st)):
-        return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+        return _declined(n)
     ok, P = _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
     return ok, P, np.flatnonzero(st == -1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _declined(n):
+    """The answer of a compiled solution set of ``n`` pairs that does not decide: ``(False, P, near)`` with
+    nothing in ``P`` (``2n`` columns) and ``near`` (the caller's enumeration runs)."""
+    return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _noise_scales(As, Bs, cs):
+    """The equilibrated problem's own equilibration (:func:`equilibrate_hlcp` of ``(As, Bs, cs)``): the units of
+    the noise rule of :meth:`~pympc.HLCP.is_solution` (:func:`_forgiven`), made only where a point needs it."""
+    return equilibrate_hlcp(As, Bs, cs, _is_diagonal(As), EQUILIBRATION_SWEEPS)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _no_scales():
+    """Empty arrays of the types of :func:`_noise_scales`' answer, where no point needs the noise rule."""
+    return np.empty((0, 0)), np.empty((0, 0)), np.empty(0), np.empty(0), np.empty(0)
 
 
 @njit(cache=True, nogil=True)
@@ -789,14 +808,14 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
     near = 0
     for k in range(N):
         if st[k] == -3:
-            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+            return _declined(n)
         near += st[k] == -1
     pts = np.empty((N, 2 * n))
     m = 0
     u = np.empty(2 * n)
     piv = np.empty(n, F_INT_nptype)
     noisy = False
-    scales = equilibrate_hlcp(As, Bs, cs, False, 0)     # (made for the noise rule when a point needs it)
+    scales = _no_scales()        # (made for the noise rule when a point needs it)
     for k in range(N):
         if st[k] == 0 or st[k] == -2 or st[k] == -1:      # (−1: the caller's, see above)
             continue
@@ -806,12 +825,12 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
                 lu[i, j] = As[i, j] if xs[k, j] else Bs[i, j]
         v = cs.copy()                         # and overwrites the right-hand side with the solution
         if _dgesv(_D, n, 1, lu.ctypes, n, piv.ctypes, v.ctypes, n) != 0:
-            return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+            return _declined(n)
         for j in range(2 * n):
             u[j] = 0.0
         for j in range(n):
             if not np.isfinite(v[j]):
-                return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+                return _declined(n)
             u[j if xs[k, j] else n + j] = v[j]
         big = 0.0
         low = np.inf
@@ -825,8 +844,8 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
             if not u[j] > 0.0:             # np.maximum(u, 0): −0 too becomes +0
                 u[j] = 0.0
         if not _python_max(relative_residual(As, Bs, cs, u[:n], u[n:])) <= tol:
-            if not noisy:   # the equilibrated problem's own equilibration: the units of its noise rule
-                scales = equilibrate_hlcp(As, Bs, cs, _is_diagonal(As), EQUILIBRATION_SWEEPS)
+            if not noisy:
+                scales = _noise_scales(As, Bs, cs)
                 noisy = True
             if not _forgiven(As, Bs, cs, scales, u, tol) and not _second_try(As, Bs, cs, scales, u, floor, tol):
                 continue
@@ -837,7 +856,7 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
             pts[m] = u
             m += 1
     if m == 0 and (near or not _none_decided(rc, st)):
-        return False, np.zeros((0, 2 * n)), np.zeros(0, np.int64)
+        return _declined(n)
     ok, P = _verified_back(A, B, c, cs, dx, dy, pts[:m], tol)
     return ok, P, np.flatnonzero(st == -1)
 
