@@ -27,8 +27,8 @@ from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
 from ..complementarity.solve import lemke_by_default
 from ._event_solve import solved_event
-from ._transition import (EVENT_OK, WALKED_KERNEL, as_floats, assembly_arrays, dense_event, mode_of_point,
-                          small_solution_set, walked_solution_set)
+from ._event_sets import WALKED_KERNEL, small_solution_set, walked_solution_set
+from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, mode_of_point
 from .modes import Motion, _biases, banded_solve, csr, known_mode, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "solved_event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
@@ -115,9 +115,9 @@ class EventProblem:
     def solution_set(self, max_pairs):
         """:func:`pympc.enumerate_solutions` of the event HLCP (``max_pairs`` at least its pairs): below
         :data:`~pympc.complementarity.enumeration.WALK_POINTS_FROM` pairs by one compiled call
-        (:func:`~pympc.dynamics._transition.small_solution_set`, the same points) where it decides them, and up
+        (:func:`~pympc.dynamics._event_sets.small_solution_set`, the same points) where it decides them, and up
         to :data:`~pympc.complementarity.enumeration.BATCHED_PAIRS` by another
-        (:func:`~pympc.dynamics._transition.walked_solution_set`, the walk's points, bit for bit) where it does."""
+        (:func:`~pympc.dynamics._event_sets.walked_solution_set`, the walk's points, bit for bit) where it does."""
         kept = self.__dict__.get("_set")     # made with the problem (solved_event_problem); False: declined
         if kept is not None and kept is not False:
             return kept
