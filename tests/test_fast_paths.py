@@ -455,7 +455,7 @@ def test_the_compiled_solution_set_of_an_event_hlcp_is_the_enumerations_bit_for_
     and the same points, exactly, on random and integer HLCPs of 1–6 pairs (several or no solutions, singular
     supports: declined) and on event HLCPs of the oscillator; the compiled call decides most of them."""
     from pympc.complementarity.enumeration import _SUPPORTS
-    from pympc.dynamics._transition import small_solution_set
+    from pympc.dynamics._event_sets import small_solution_set
     from pympc.dynamics.events import EventProblem
     problems = _random_hlcps(rng, 300, 6) + _oscillator_event_hlcps(rng)
     decided, kinds = 0, set()
@@ -726,7 +726,7 @@ def test_the_compiled_solution_sets_forgive_noise_and_leave_nearly_singular_supp
     round-off; the stick candidate's two rows)."""
     from pympc.complementarity._kernel import batched_leaves, equilibrate_hlcp
     from pympc.complementarity.enumeration import _SUPPORTS, WALK_POINTS_FROM
-    from pympc.dynamics._transition import small_solution_set, walked_solution_set
+    from pympc.dynamics._event_sets import small_solution_set, walked_solution_set
     from pympc.dynamics.events import EventProblem
     noisy = decided = singular = 0
     problems = _simulated_event_hlcps()
@@ -789,7 +789,7 @@ def test_the_compiled_walk_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng)
     HLCPs of slider chains; it decides most, declines the singular ones (a continuum), several-point sets
     included."""
     from pympc.complementarity.enumeration import _SUPPORTS
-    from pympc.dynamics._transition import WALKED_KERNEL, walked_solution_set
+    from pympc.dynamics._event_sets import WALKED_KERNEL, walked_solution_set
     from pympc.dynamics.events import EventProblem
     if not WALKED_KERNEL:      # pragma: no cover - depends on the numba release
         pytest.skip("numba's LAPACK wrapper not found: the enumeration decides")

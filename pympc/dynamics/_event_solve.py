@@ -3,8 +3,8 @@
 :func:`solved_event` chains the kernels a transition used to call one by one from Python
 (:func:`~pympc.dynamics._transition.dense_event`, :func:`~pympc.complementarity._kernel.solve_hlcp_default`,
 :func:`~pympc.dynamics._transition.mode_of_point` of Lemke's point and, where the transition enumerates the
-event HLCP, :func:`~pympc.dynamics._transition.small_solution_set` or
-:func:`~pympc.dynamics._transition.walked_solution_set`): the same kernels on the same arrays, so the same
+event HLCP, :func:`~pympc.dynamics._event_sets.small_solution_set` or
+:func:`~pympc.dynamics._event_sets.walked_solution_set`): the same kernels on the same arrays, so the same
 numbers, with one crossing from Python instead of four and their glue.  What each of them declines is declined
 here too, and the caller (:func:`pympc.dynamics.events.solved_event_problem`) takes the Python path for it.
 """
@@ -15,7 +15,8 @@ import numpy as np
 from numba import njit
 
 from ..complementarity._kernel import solve_hlcp_default
-from ._transition import EVENT_OK, dense_event, mode_of_point, small_solution_set, walked_solution_set
+from ._event_sets import _declined, small_solution_set, walked_solution_set
+from ._transition import EVENT_OK, dense_event, mode_of_point
 
 __all__ = ["solved_event", "WALK_FROM"]
 
@@ -62,7 +63,7 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
     point[1] = lemke[6]
     point[2] = lemke[9]
     point[3] = lemke[10]
-    sset = (False, np.zeros((0, 2 * n)), e)
+    sset = _declined(n)
     if code == EVENT_OK and supports.shape[0] and supports.shape[1] == n:
         if n < WALK_FROM:
             sset = small_solution_set(A, B, c, diagonal, supports, 1e-9)

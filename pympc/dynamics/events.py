@@ -27,8 +27,8 @@ from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
 from ..complementarity.solve import lemke_by_default
 from ._event_solve import solved_event
-from ._transition import (EVENT_OK, WALKED_KERNEL, as_floats, assembly_arrays, dense_event, mode_of_point,
-                          small_solution_set, walked_solution_set)
+from ._event_sets import WALKED_KERNEL, small_solution_set, walked_solution_set
+from ._transition import EVENT_OK, as_floats, assembly_arrays, dense_event, mode_of_point
 from .modes import Motion, _biases, banded_solve, csr, known_mode, solve_linear
 
 __all__ = ["EventProblem", "event_problem", "solved_event_problem", "read_mode", "SparseHLCP", "kept_hlcp"]
@@ -115,9 +115,9 @@ class EventProblem:
     def solution_set(self, max_pairs):
         """:func:`pympc.enumerate_solutions` of the event HLCP (``max_pairs`` at least its pairs): below
         :data:`~pympc.complementarity.enumeration.WALK_POINTS_FROM` pairs by one compiled call
-        (:func:`~pympc.dynamics._transition.small_solution_set`, the same points) where it decides them, and up
+        (:func:`~pympc.dynamics._event_sets.small_solution_set`, the same points) where it decides them, and up
         to :data:`~pympc.complementarity.enumeration.BATCHED_PAIRS` by another
-        (:func:`~pympc.dynamics._transition.walked_solution_set`, the walk's points, bit for bit) where it does."""
+        (:func:`~pympc.dynamics._event_sets.walked_solution_set`, the walk's points, bit for bit) where it does."""
         kept = self.__dict__.get("_set")     # made with the problem (solved_event_problem); False: declined
         if kept is not None and kept is not False:
             return kept
@@ -295,23 +295,22 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
     kernels); whatever one of them declines goes the way it goes without it (the NumPy build, the general
     solve, the enumeration), as do larger systems.
     """
-    directions = as_floats(np.asarray(directions, dtype=float))
-    s = len(directions)
-    cl = [k for k, d in enumerate(directions.tolist()) if d == 0.0]     # the stick candidates, ascending
-    n = s + 2 * len(cl)
+    directions = _float_directions(directions)
+    s = directions.shape[0]
+    cand = np.flatnonzero(directions == 0.0)           # the stick candidates, ascending (int64)
+    n = s + 2 * cand.shape[0]
     if (HLCP_DEFAULT_KERNEL and n < REDUCE_FROM and a.M.shape[0] <= COMPILED_UP_TO and a.J.shape[0] <= COMPILED_UP_TO
             and not (mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM) and lemke_by_default()):
         enumerated = n <= enumerate_pairs and _compiled_set(n)
-        cand = np.array(cl, dtype=np.int64)
         md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
         k = assembly_arrays(a)
         code, built, lemke, read, (decided, P, near) = solved_event(
             k.M, md, k.J, k.WN, k.WT, k.h, k.w, k.gdot, k.g, k.holonomic, k.bN, k.vN, k.gN, k.bT, k.vT,
             float(stab.alpha), float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand,
-            np.asarray(previous_walls, dtype=np.int64), _SUPPORTS[n] if enumerated else _NO_SUPPORTS)
+            _walls_array(previous_walls), _SUPPORTS[n] if enumerated else _NO_SUPPORTS)
         if code == EVENT_OK:
             A, B, c, qdd0, Q, diagonal, tol = built
-            ev = EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cl, directions, qdd0, Q)
+            ev = EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cand.tolist(), directions, qdd0, Q)
             ev._cand_array, ev._tol = cand, tol
             if enumerated:
                 ev._set = _solution_set(P, n) if _taken(ev.hlcp, decided, near, P) else False
@@ -327,6 +326,29 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
 
 
 _NO_SUPPORTS = np.zeros((0, 0), dtype=bool)
+
+
+def _float_directions(directions):
+    """The slip directions as the kernels take them (float64): an int64 array (a transition's, from
+    :func:`~pympc.dynamics._transition.slip_directions`) by one conversion, anything else as before."""
+    if type(directions) is np.ndarray and directions.dtype == np.int64:
+        return directions.astype(np.float64)
+    return as_floats(np.asarray(directions, dtype=float))
+
+
+_WALLS = {}     # a mode's walls (a tuple of ±1) → the same as an int64 array (read only by the kernels)
+
+
+def _walls_array(walls):
+    """``walls`` (a tuple, or anything :func:`numpy.asarray` takes) as an int64 array; those of tuples kept."""
+    if type(walls) is not tuple:
+        return np.asarray(walls, dtype=np.int64)
+    arr = _WALLS.get(walls)
+    if arr is None:
+        if len(_WALLS) >= 4096:
+            _WALLS.clear()
+        arr = _WALLS[walls] = np.array(walls, dtype=np.int64)    # (writable: the kernels' one compiled version)
+    return arr
 
 
 COMPILED_UP_TO = 64

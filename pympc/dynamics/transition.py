@@ -105,9 +105,8 @@ class Transition:
             a = self.form.assemble(q, qd, t)
         dirs = slip_directions(assembly_arrays(a).vT, as_floats(qd), o["velocity_tol"])
         if before is not None:
-            for k, m in enumerate(before.motions):
-                if m == Motion.STICK:
-                    dirs[k] = 0
+            for k in before.sticking:
+                dirs[k] = 0
         if kind == EventKind.SLIP_STOP:
             dirs[slot] = 0
         walls_before = before.walls if before is not None else (1,) * len(ev.mu)
