@@ -307,7 +307,7 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
         code, built, lemke, read, (decided, P, near) = solved_event(
             k.M, md, k.J, k.WN, k.WT, k.h, k.w, k.gdot, k.g, k.holonomic, k.bN, k.vN, k.gN, k.bT, k.vT,
             float(stab.alpha), float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand,
-            _walls_array(previous_walls), _SUPPORTS[n] if enumerated else _NO_SUPPORTS)
+            np.asarray(previous_walls, dtype=np.int64), _SUPPORTS[n] if enumerated else _NO_SUPPORTS)
         if code == EVENT_OK:
             A, B, c, qdd0, Q, diagonal, tol = built
             ev = EventProblem(HLCP._trusted(A, B, c, a_diagonal=diagonal), cand.tolist(), directions, qdd0, Q)
@@ -334,21 +334,6 @@ def _float_directions(directions):
     if type(directions) is np.ndarray and directions.dtype == np.int64:
         return directions.astype(np.float64)
     return as_floats(np.asarray(directions, dtype=float))
-
-
-_WALLS = {}     # a mode's walls (a tuple of ±1) → the same as an int64 array (read only by the kernels)
-
-
-def _walls_array(walls):
-    """``walls`` (a tuple, or anything :func:`numpy.asarray` takes) as an int64 array; those of tuples kept."""
-    if type(walls) is not tuple:
-        return np.asarray(walls, dtype=np.int64)
-    arr = _WALLS.get(walls)
-    if arr is None:
-        if len(_WALLS) >= 4096:
-            _WALLS.clear()
-        arr = _WALLS[walls] = np.array(walls, dtype=np.int64)    # (writable: the kernels' one compiled version)
-    return arr
 
 
 COMPILED_UP_TO = 64
