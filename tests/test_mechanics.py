@@ -290,3 +290,67 @@ def test_texts_parsed_through_their_shape_give_the_full_parse(rng):
     assert a.bind({"v0": 2.0}).value == 0.5 and b.bind({"v0": 2.0}).value == -3.0
     with pytest.raises(ModelError, match=r"s3\.mass.*not a finite"):
         parse("(pi-pi)*(1/0)", None, where="s3.mass")
+
+
+def _python_assembly(f, q, qd, t):
+    """The general method's assembly by the Python evaluation (AbsoluteModel.evaluate), as before the compiled call."""
+    from pympc.mechanics.assembly import Assembly
+    (g, J, w, gd), (gN, WN, bN, vN, WT, bT, vT), Q, T, V, P = f._abs.evaluate(q, qd, t)
+    return Assembly(t, f._M, Q, g, J, w, gd, f.holonomic, gN, WN, bN, vN, WT, bT, vT, T, V, P)
+
+
+def _rigid_slot_system(k=5.0, drive="3*sin(2*t) - 1"):
+    """A rigid body on a turning guide body: slots with moving guides, a spring, a point force of time."""
+    s = System("slot on a body")
+    s.add(RigidBody("guide", mass=2.0, inertia=0.3, position=(0.2, -0.1), angle=0.4))
+    s.add(RigidBody("slider", mass=1.0, inertia=0.1, position=(0.5, 0.3), angle=-0.2))
+    s.add(Slot("s1", "slider", "guide", direction=(1.0, 0.0), origin=(0.1, 0.4), point=(0.05, 0.0), mu=0.3))
+    s.add(Slot("s2", "guide", "ground", direction=(0.6, 0.8), mu=0.2))
+    s.add(Gravity("g", g=(0.0, -9.81)))
+    s.add(Spring("spring", "slider", "guide", k=k, length=0.2, point_a=(0.0, 0.1)))
+    s.add(PointForce("drive", "slider", value=(drive, "0.5"), point=(0.1, -0.05)))
+    return s
+
+
+@pytest.mark.parametrize("model", ["friction_oscillator", "cross_slide", "inclined_slot_spring", "chain5", "rigid",
+                                   "slider_crank"])
+def test_the_compiled_assembly_is_the_python_one_to_the_bit(model, rng):
+    """GeneralMethod.assemble of a model without joints and forces of the state is one compiled call
+    (AbsoluteModel.assembly); every array and energy equals the Python evaluation's to the bit, at random states
+    and times.  A model with joints (the slider-crank) keeps the Python evaluation."""
+    from conftest import MODELS
+
+    import pympc
+    from pympc.mechanics import slider_chain
+    from pympc.mechanics.assembly import Assembly
+    system = {"chain5": lambda: slider_chain(5), "rigid": _rigid_slot_system}.get(
+        model, lambda: pympc.load_model(MODELS / f"{model}.toml"))()
+    f = GeneralMethod(system)
+    q0, qd0 = f.initial_state()
+    for _ in range(20):
+        q, qd, t = q0 + 0.1 * rng.normal(size=q0.size), qd0 + rng.normal(size=q0.size), rng.uniform(0, 30)
+        a, b = f.assemble(q, qd, t), _python_assembly(f, q, qd, t)
+        assert (type(a) is Assembly) == (model == "slider_crank")
+        for k in ("M", "h", "g", "J", "w", "gdot", "holonomic", "gN", "WN", "bN", "vN", "WT", "bT", "vT"):
+            x, y = getattr(a, k), getattr(b, k)
+            assert x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes(), k
+        for k in ("kinetic", "potential", "power"):
+            assert np.float64(getattr(a, k)).tobytes() == np.float64(getattr(b, k)).tobytes(), k
+        q[:] = np.nan                  # (the energies read later are those of the state it was made at)
+        assert np.isfinite(a.kinetic) and np.isfinite(a.potential)
+
+
+def test_the_compiled_assembly_hands_back_what_it_cannot_decide():
+    """A force of time that is not finite, or a spring of positive rest length at zero length: the Python
+    evaluation says why, as before."""
+    f = GeneralMethod(_rigid_slot_system(drive="1/(t - 1)"))
+    q, qd = f.initial_state()
+    assert np.isfinite(f.assemble(q, qd, 0.5).h).all()
+    with pytest.raises(ModelError):
+        f.assemble(q, qd, 1.0)
+    f = GeneralMethod(_rigid_slot_system())
+    q, qd = f.initial_state()
+    q[5] = 0.0                         # the slider's spring point (0, 0.1) onto the guide's origin
+    q[3:5] = q[0:2] - [0.0, 0.1]
+    with pytest.raises(ModelError, match="zero length"):
+        f.assemble(q, qd, 0.0)

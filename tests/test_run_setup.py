@@ -196,3 +196,30 @@ def test_mode_templates_are_shared_by_values_of_mu():
     assert list(modes._templates) == keys                # the same key: no templates made for the new μ
     pympc.simulate(pympc.load_model(MODELS / "friction_oscillator.toml", K=13.0), (0.0, 6.0))
     assert len(modes._templates) == min(len(keys) + 1, modes.MODELS_KEPT)
+
+
+@pytest.mark.parametrize("formulation", ["general", "tree"])
+def test_the_initial_check_kept_with_a_setup_is_a_fresh_one(formulation):
+    """The initial violation is checked once per kept setup, start time and tolerance (the runs that share a setup
+    have the same kinematics): every run gets the numbers a fresh check gives, in dicts of its own."""
+    from pympc.dynamics.transition import initial_violation
+    path = MODELS / "cross_slide.toml"
+    system = pympc.load_model(path)
+    system._cache.clear()
+    runs = [pympc.simulate(system, (0.0, 0.2), samples=3, formulation=formulation, params=p)
+            for p in (None, {"mu1": 0.1}, {"mu2": 0.45}, None)]
+    (_, ev), = system._cache["run setups"].values()
+    assert list(ev.initial_violations) == [(0.0, 1e-6)]
+    fresh = initial_violation(simulate_module.make_formulation(pympc.load_model(path), formulation),
+                              pympc.load_model(path), 0.0, 1e-6)
+    for tr in runs:
+        assert tr.initial_violation == {**fresh, "projected": False}
+    runs[0].initial_violation["position"].clear()
+    runs[0].initial_violation["over"].append("changed")
+    assert runs[1].initial_violation == {**fresh, "projected": False}
+    again = pympc.simulate(system, (0.0, 0.2), samples=3, formulation=formulation)
+    assert again.initial_violation == {**fresh, "projected": False}
+    other = pympc.simulate(system, (0.0, 0.2), samples=3, formulation=formulation, initial_tol=1e-3)
+    assert other.initial_violation["tolerance"] == initial_violation(
+        simulate_module.make_formulation(system, formulation), system, 0.0, 1e-3)["tolerance"]
+    assert set(ev.initial_violations) == {(0.0, 1e-6), (0.0, 1e-3)}

@@ -291,7 +291,7 @@ def test_the_compiled_search_of_a_window_is_first_crossings(rng, monkeypatch):
 def test_the_trajectory_rows_of_a_phase_in_one_call_are_the_per_sample_ones(model, monkeypatch):
     system = slider_chain(5) if model == "chain5" else pympc.load_model(MODELS / f"{model}.toml")
     fast = pympc.simulate(system, (0.0, 2.0), samples=101)
-    monkeypatch.setattr(CompiledModes, "rows", lambda self, ts, X, mode: None)
+    monkeypatch.setattr(CompiledModes, "rows", lambda self, ts, X, mode, *ranges_out: None)
     plain = pympc.simulate(system, (0.0, 2.0), samples=101)
     assert fast.success and plain.success and len(fast.t) > 100
     for key in ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "walls", "motions", "kinetic",

@@ -586,20 +586,36 @@ _NSE, _POWER = _co.N_STAGES_EXTENDED, _co.INTERPOLATOR_POWER
 
 
 @njit(cache=True, error_model="numpy")
-def dop853_window(ta, xa, tb, t_eval, rtol, atol, max_step, fl, il, tab, cap, hstep, split):
+def first_crossing_frozen(ta, tb, cap, hstep, dt_min, split, x, fl, il, tab):
+    """:func:`first_crossing_dense` on ``[ta, tb]`` of a phase whose state ``x`` is constant
+    (:meth:`~pympc.dynamics.locate.EventLocator.frozen`): on the stack of one DOP853 step whose polynomial is
+    zero (``y = 0 + x``, exactly), without extra sample times."""
+    ny = x.size
+    ends, t_old, h = np.empty(2), np.empty(1), np.ones(1)
+    ends[0], ends[1], t_old[0] = ta, tb, ta
+    y_old = np.empty((1, ny))
+    for c in range(ny):
+        y_old[0, c] = x[c]
+    return first_crossing_dense(ta, tb, cap, hstep, np.empty(0), dt_min, split, ends, t_old, h, y_old,
+                                np.zeros((1, _POWER, ny)), fl, il, tab)
+
+
+@njit(cache=True, error_model="numpy")
+def dop853_window(ta, xa, tb, t_eval, rtol, atol, max_step, fl, il, tab, cap, hstep, split, start):
     """One window [ta, tb] of a phase from the state ``xa`` (``t_eval`` the sample times of the window, ``tab`` =
     (ovT, olam, oF, slot, cv, cl, cf, band) the phase's event functions, ``cap``/``hstep`` the scan's step cap
-    and step, ``split`` :data:`~pympc.dynamics.crossings.SPLIT`): ``(code, te, index, tend, ts, t_old, h, y_old,
-    F, st, Y, xe)`` — WINDOW_EVENT and the event (te, index, state xe) found in it, or WINDOW_END (none before
-    ``tend``), with the stack of DOP853 steps and the states ``Y`` (rows) at the sample times ``st`` ≤ tend;
+    and step, ``split`` :data:`~pympc.dynamics.crossings.SPLIT`): ``(code, te, index, tend, ts, xs, xe, xb)`` —
+    WINDOW_EVENT and the event (te, index, state xe) found in it, or WINDOW_END (none before ``tend``; ``xb`` the
+    dense output at ``tb``, where a next window starts), with the samples of the window as
+    :func:`pympc.dynamics.stepper.phase_samples` makes them of the dense output (``ts``, the states ``xs`` as
+    columns: ``ta`` and ``xa`` first when ``start``, the sample times in (ta, te), the event last);
     WINDOW_PYTHON: the Python code must do this window."""
     ovT, olam, oF, slot, cv, cl, cf, band = tab
     m, ny = slot.size, xa.size
     o = il[6]
     ns = oF - olam
     nothing = np.empty(0)
-    fail = (WINDOW_PYTHON, 0.0, -1, 0.0, nothing, nothing, nothing, np.empty((0, ny)),
-            np.empty((0, _POWER, ny)), nothing, np.empty((0, ny)), nothing)
+    fail = (WINDOW_PYTHON, 0.0, -1, 0.0, nothing, np.empty((ny, 0)), nothing, nothing)
     f = np.empty(ny)
     g0 = np.empty(m)
     if not _fun(ta, xa, fl, il, f):                        # funcs.vector(ta, xa)
@@ -714,7 +730,40 @@ def dop853_window(ta, xa, tb, t_eval, rtol, atol, max_step, fl, il, tab, cap, hs
     Y = np.empty((nk, ny))
     if nk:
         dop853_states(st, ts, told, hs, yold, F, Y)
-    return code, te, i, end, ts, told, hs, yold, F, st, Y, xe
+    # the window's samples (phase_samples): the start, the sample times in (ta, te), the event
+    lo, hi = 0, nk
+    for r in range(nk):
+        if st[r] <= ta:
+            lo = r + 1
+    if code == WINDOW_EVENT:
+        hi = lo
+        for r in range(lo, nk):
+            if st[r] < te:
+                hi = r + 1
+    i0 = 1 if start else 0
+    kk = i0 + hi - lo
+    ends = 1 if code == WINDOW_EVENT else 0
+    pts, pxs = np.empty(kk + ends), np.empty((ny, kk + ends))
+    for r in range(lo, hi):
+        pts[i0 + r - lo] = st[r]
+        for c in range(ny):
+            pxs[c, i0 + r - lo] = Y[r, c]
+    if start:
+        pts[0] = ta
+        for c in range(ny):
+            pxs[c, 0] = xa[c]
+    xb = nothing
+    if ends:
+        pts[kk] = te
+        for c in range(ny):
+            pxs[c, kk] = xe[c]
+    else:                         # the state at tb, where the next window starts (the dense output there)
+        one = np.empty(1)
+        one[0] = tb
+        X1 = np.empty((1, ny))
+        dop853_states(one, ts, told, hs, yold, F, X1)
+        xb = X1[0].copy()
+    return code, te, i, end, pts, pxs, xe, xb
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)

@@ -26,7 +26,8 @@ class ModeEvaluator:
     Attributes: ``form``, ``stab``, ``n`` (coordinates), ``mu``, ``mu_s`` (per slot), ``md`` (the mass
     diagonal), ``_fast`` (the compiled modes, or None), ``event_tables`` (what the
     :class:`~pympc.dynamics.locate.EventLocator` makes once per mode, kept here: a run that takes over an evaluator
-    kept with its system takes them too).  A caller that makes the compiled buffers hold another point (a batch of
+    kept with its system takes them too), ``initial_violations`` (``simulate``'s check of the initial state, per
+    start time and tolerance: the kinematics of the runs that share an evaluator are the same).  A caller that makes the compiled buffers hold another point (a batch of
     samples, a compiled integration) calls :meth:`forget`.
     """
 
@@ -40,6 +41,7 @@ class ModeEvaluator:
         self._modes = {}               # mode → its walls and motions as arrays (mode_arrays)
         self._locked = {}              # mode → (its rows as bytes, locked?) of its last locked() test
         self.event_tables = ({}, {})   # the EventLocator's per-mode tables and event functions (locate.py)
+        self.initial_violations = {}   # (t0, tol) → what simulate's initial check found (the same kinematics)
         self._fast = CompiledModes(form, self.mu, self.mu_s, stab) if CompiledModes.applies(form) else None
 
     def set_friction(self, slots):

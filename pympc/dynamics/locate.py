@@ -40,6 +40,7 @@ class EventLocator:
         self._tables, self._functions = evaluator.event_tables
         self._band = max(1e-12, 10 * settings["rtol"])      # the dead band per unit of force scale
         self._zero_step = None         # the zero polynomial of a frozen phase's one step (frozen())
+        self._search_step = False      # search_step(), once its settings were read
 
     def functions(self, mode, force_scale):
         """The event functions of a phase in ``mode`` (:class:`EventFunctions`); ``force_scale`` sets the
@@ -70,16 +71,17 @@ class EventLocator:
         :func:`~pympc.dynamics.crossings.first_crossing`, so a reserve that dips below zero and recovers
         between two samples is found.
         """
-        # the constant state as one dense-output step whose polynomial is zero: y = 0 + x, exactly
+        # the constant state as one dense-output step whose polynomial is zero: y = 0 + x, exactly (made inside the
+        # compiled search)
+        hit = self._compiled_search(funcs, None, t, t1, _NO_TIMES, x)
+        if hit is not None:
+            return hit
         ends = np.empty(2)
         ends[0], ends[1] = t, t1
         zero = self._zero_step
         if zero is None or zero.shape[2] != x.size:
             zero = self._zero_step = np.zeros((1, 7, x.size))      # (read only: the kernels read the stack)
         stack = (ends, ends[:1], _ONE, x[None, :].copy(), zero)
-        hit = self._compiled_search(funcs, stack, t, t1, _NO_TIMES)
-        if hit is not None:
-            return hit
 
         def G(s):
             return funcs.vector(s, x)
@@ -88,27 +90,31 @@ class EventLocator:
         G.scan = funcs.vector.scanner(stack)
         return first_crossing(G, t, t1, self.window)
 
-    def _compiled_search(self, funcs, stack, ta, tb, extra):
+    def _compiled_search(self, funcs, stack, ta, tb, extra, frozen=None):
         """:func:`first_crossing` on ``[ta, tb]`` in one compiled call
         (:func:`pympc.dynamics._dop853.first_crossing_dense`) when it applies — a compiled mode, DOP853 steps,
         a time scale that is the same everywhere — returning ``(time, index)`` or ``(None, None)``; None
-        where it does not apply or asks the Python search to redo it (which says why, or raises)."""
+        where it does not apply or asks the Python search to redo it (which says why, or raises).  ``frozen``:
+        the constant state of a phase in which nothing moves (``stack`` None: its one step is made in the call,
+        :func:`pympc.dynamics._dop853.first_crossing_frozen`)."""
         search = getattr(funcs.vector, "search", None)
         step = self.search_step()
-        if step is None or search is None or stack is None:
+        if step is None or search is None or (stack is None and frozen is None):
             return None
-        return search(stack, ta, tb, extra, self.opts["scan_step"], step, 1e-11 * max(1.0, abs(ta), abs(tb)))
+        return search(stack, ta, tb, extra, self.opts["scan_step"], step, 1e-11 * max(1.0, abs(ta), abs(tb)),
+                      frozen)
 
     def search_step(self):
         """The scan step of the compiled search (:func:`pympc.dynamics._dop853.first_crossing_dense`): that of
         :meth:`TimeScale.window` where the time scale is the same everywhere, else None (and where it is too
         short a step: the Python search raises)."""
-        fixed = self.opts["timescale"]._fixed
-        if fixed is None:
-            return None
-        cap = self.opts["scan_step"]
-        step = min(cap, fixed / 8)
-        return step if step >= 1e-4 * cap else None
+        step = self._search_step
+        if step is False:              # (the run's settings decide it: once per run)
+            fixed = self.opts["timescale"]._fixed
+            cap = self.opts["scan_step"]
+            step = None if fixed is None else min(cap, fixed / 8)
+            step = self._search_step = step if step is not None and step >= 1e-4 * cap else None
+        return step
 
     def on_dense(self, sol, t, tb, funcs):
         """The first event of an integrated piece on [t, tb], searched on its dense output ``sol.sol``
@@ -208,15 +214,20 @@ class EventLocator:
             return vector.kernel
         vector.kernel_table = kernel_table
 
-        def search(stack, ta, tb, extra, cap, step, dt_min):
-            """:func:`pympc.dynamics._dop853.first_crossing_dense` on a stack of DOP853 steps: ``(t, i)``,
-            ``(None, None)``, or None where it does not apply (Python parts) or the Python search must redo it."""
+        def search(stack, ta, tb, extra, cap, step, dt_min, frozen=None):
+            """:func:`pympc.dynamics._dop853.first_crossing_dense` on a stack of DOP853 steps (or, ``frozen`` the
+            constant state, :func:`~pympc.dynamics._dop853.first_crossing_frozen`): ``(t, i)``, ``(None, None)``,
+            or None where it does not apply (Python parts) or the Python search must redo it."""
             kernel = kernel_table()
             if kernel is None:
                 return None
             fl, il, tab = kernel
-            t, i, status = dop853.first_crossing_dense(ta, tb, cap, step, np.ascontiguousarray(extra, dtype=float),
-                                                       dt_min, SPLIT, *stack, fl, il, tab)
+            if frozen is not None:
+                t, i, status = dop853.first_crossing_frozen(ta, tb, cap, step, dt_min, SPLIT,
+                                                            np.ascontiguousarray(frozen, dtype=float), fl, il, tab)
+            else:
+                t, i, status = dop853.first_crossing_dense(ta, tb, cap, step, np.ascontiguousarray(extra, dtype=float),
+                                                           dt_min, SPLIT, *stack, fl, il, tab)
             ev.forget()                       # the compiled buffers hold the last sample
             if status != dop853.SCAN_OK:
                 return None

@@ -536,22 +536,25 @@ class CompiledModes:
             return None
         return p.fl, p.il, (p.offs[10].start, p.offs[2].start, p.offs[3].start)
 
-    def rows(self, ts, X, mode):
+    def rows(self, ts, X, mode, ranges=None, out=None):
         """``(λ, F, vT, T, V, drift)`` at the samples ``(ts[i], X[i])`` in ``mode`` (rows; drift = max |gN|)
         in one compiled call (:func:`pympc.dynamics._flat.flat_rows`); None for a model with Python parts,
-        or where a sample's solve fails (the caller evaluates sample by sample and says why)."""
+        or where a sample's solve fails (the caller evaluates sample by sample and says why).  With ``ranges``
+        (an int64 array of (start, end) pairs) and ``out`` (those six arrays, as long as ``ts``): the rows ``i``
+        in the ranges only, written into ``out``, which is returned."""
         flat = self.flat(mode)
         if flat is None:
             return None
         fl, il, (ovT, olam, oF) = flat
-        k, ns = len(ts), self.ns
-        lam, F, vT = np.empty((k, ns)), np.empty((k, ns)), np.empty((k, ns))
-        T, V, drift = np.empty(k), np.empty(k), np.empty(k)
+        if out is None:
+            k, ns = len(ts), self.ns
+            out = np.empty((k, ns)), np.empty((k, ns)), np.empty((k, ns)), np.empty(k), np.empty(k), np.empty(k)
+            ranges = np.array([0, k], dtype=np.int64)
         ogN = self._recent[1].offs[6].start
-        bad = flat_rows(np.ascontiguousarray(ts, dtype=float), np.ascontiguousarray(X, dtype=float), fl, il,
-                        ovT, olam, oF, ogN, lam, F, vT, T, V, drift)
+        bad = flat_rows(np.ascontiguousarray(ts, dtype=float), np.ascontiguousarray(X, dtype=float), ranges, fl, il,
+                        ovT, olam, oF, ogN, *out)
         self._last = None
-        return None if bad >= 0 else (lam, F, vT, T, V, drift)
+        return None if bad >= 0 else out
 
     def event_samples(self, ts, X, mode, table, dense=None):
         """The event functions of a phase at many samples in one compiled call, or None where it does not apply.

@@ -47,8 +47,8 @@ _COLUMNS = ("t", "q", "qd", "normal_force", "friction_force", "slip_velocity", "
 
 def _compiled_columns(ev, phases, n, s):
     """The trajectory's columns when every phase is of a compiled mode: the states of all phases stacked once,
-    the rows of each mode (:meth:`CompiledModes.rows`) in one call over all its samples, written into the
-    columns at their places (every sample is solved on its own: the numbers of one call per phase); None where
+    the rows of each mode (:meth:`CompiledModes.rows`) in one call over the ranges of all its phases, written
+    into the columns in place (every sample is solved on its own: the numbers of one call per phase); None where
     this does not apply (no samples, a mode with Python parts or whose call fails: :func:`_phase_columns`)."""
     counts = [len(ts) for ts, _, _ in phases]
     if not phases or not all(ev.compiled(mode) for _, _, mode in phases) or sum(counts) == 0:
@@ -56,22 +56,29 @@ def _compiled_columns(ev, phases, n, s):
     t = np.concatenate([np.asarray(ts, dtype=float) for ts, _, _ in phases])
     X = np.concatenate([xs[:2 * n + 2] for _, xs, _ in phases], axis=1)
     K = t.size
-    lam, F, vT = np.empty((K, s)), np.empty((K, s)), np.empty((K, s))
-    T, V, drift = np.empty(K), np.empty(K), np.empty(K)
-    starts = np.cumsum([0] + counts)
-    for mode, idx in _compiled_phases(ev, phases).items():
-        at = np.concatenate([np.arange(starts[j], starts[j + 1]) for j in idx])
-        rows = ev._fast.rows(t[at], X[:, at].T, mode)
-        ev.forget()
-        if rows is None:
+    rows = np.empty((K, s)), np.empty((K, s)), np.empty((K, s)), np.empty(K), np.empty(K), np.empty(K)
+    ranges, number, which = {}, {}, []     # mode → its phases' (start, end) pairs, its number; every phase's
+    start = 0
+    for (_, _, mode), k in zip(phases, counts):
+        if k:
+            j = number.get(mode)
+            if j is None:
+                j = number[mode] = len(number)
+                ranges[mode] = []
+            which.append(j)
+            ranges[mode] += (start, start + k)
+            start += k
+    Xr = np.ascontiguousarray(X.T)            # (the samples' states as rows, for every mode's call)
+    for mode, r in ranges.items():
+        done = ev._fast.rows(t, Xr, mode, np.array(r, dtype=np.int64), rows)
+        if done is None:
+            ev.forget()
             return None
-        for out, r in zip((lam, F, vT, T, V, drift), rows):
-            out[at] = r
-    keep = [j for j in range(len(phases)) if counts[j]]
-    walls = np.repeat(np.array([phases[j][2].walls for j in keep], dtype=int).reshape(len(keep), s),
-                      [counts[j] for j in keep], axis=0)
-    motions = np.repeat(np.array([[int(m) for m in phases[j][2].motions] for j in keep], dtype=int)
-                        .reshape(len(keep), s), [counts[j] for j in keep], axis=0)
+    ev.forget()
+    at = np.repeat(np.array(which, dtype=np.int64), [k for k in counts if k])    # the mode's number of each sample
+    walls = np.array([mode.walls for mode in ranges], dtype=int).reshape(len(ranges), s)[at]
+    motions = np.array([[int(m) for m in mode.motions] for mode in ranges], dtype=int).reshape(len(ranges), s)[at]
+    lam, F, vT, T, V, drift = rows
     # the compiled path is the general method: its coordinates are the absolute ones
     return dict(zip(_COLUMNS, (t, X[:n].T.copy(), X[n:2 * n].T.copy(), lam, F, vT, walls, motions, T, V,
                                X[2 * n].copy(), X[2 * n + 1].copy(), drift)))

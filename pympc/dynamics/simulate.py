@@ -201,7 +201,7 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     locator = EventLocator(ev, o)
     stepper, transition = PhaseStepper(ev, locator, o, sens, form.rheonomic), Transition(ev, o)
     t0, t1, grid, n = o["t_start"], o["t_end"], o["grid"], form.n
-    initial = initial_violation(form, system, t0, o["initial_tol"])
+    initial = _initial_violation(form, ev, system, t0, o["initial_tol"], setup_key is not None)
     if initial["over"] and not opts.project_initial:
         raise ModelError(f"{system.name}: the initial state is off the constraints ({'; '.join(initial['over'][:6])}"
                          f"{'; …' if len(initial['over']) > 6 else ''}; tolerances {initial['tolerance']['position']:.3g}"
@@ -270,6 +270,19 @@ def simulate(system, t_span=None, *, params=None, sensitivities=None, force_sens
     _give_back(holder, setup_key, form, ev)
     tr.initial_violation, tr.sample_times = initial, grid
     return add_slot_outputs(system, tr)
+
+
+def _initial_violation(form, ev, system, t0, tol, kept):
+    """:func:`initial_violation` of the run (a new dict); with a setup kept with its system (``kept``: the run's
+    system is that system or a copy of it bound to other friction coefficients, the same kinematics) computed once
+    per start time and tolerance and kept with the setup's evaluator (``ModeEvaluator.initial_violations``)."""
+    if not kept:
+        return initial_violation(form, system, t0, tol)
+    key = (t0, tol)
+    done = ev.initial_violations.get(key)
+    if done is None:
+        done = ev.initial_violations[key] = initial_violation(form, system, t0, tol)
+    return {k: type(v)(v) if isinstance(v, (dict, list)) else v for k, v in done.items()}
 
 
 SETUPS_KEPT = 4

@@ -94,10 +94,11 @@ class PhaseStepper:
             tb = self.locator.window(ta, t1, 64)[0]
             ins = inside[inside.searchsorted(ta, "right"):inside.searchsorted(tb, "left")]   # in (ta, tb)
             start = ta == t or ta in inside
-            window = self._window(compiled, ta, tb, t1, xa, ins, step) if compiled is not None else None
-            if window is not None:           # the whole window in one compiled call
-                sol, tend, te, i, xe = window
+            window = self._window(compiled, ta, tb, t1, xa, ins, step, mode, start) if compiled is not None else None
+            if window is not None:           # the whole window in one compiled call, its samples made there
+                piece, tend, te, i, xe, xb = window
             else:
+                piece = None
                 # solve_ivp stops at the first step-end sign change of a function that starts positive
                 # (a hint that ends the piece early); the scan decides
                 # (solve_ivp takes a function that starts at zero for a root at the start: then again without)
@@ -124,12 +125,14 @@ class PhaseStepper:
                     te, i, xe = hint[0], _lowest_at(funcs, hint), hint[2]
             if te is not None or tend >= t1:
                 break
-            out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
-            ta, xa = tb, sol.sol(tb)
+            if piece is None:
+                piece, xb = phase_samples(sol, ta, xa, None, None, mode, start=start), sol.sol(tb)
+            out.pieces.append(piece)
+            ta, xa = tb, xb
         if te is None:
-            out.pieces.append(phase_samples(sol, ta, xa, None, None, mode, start=start))
+            out.pieces.append(piece if piece is not None else phase_samples(sol, ta, xa, None, None, mode, start=start))
             return out
-        out.pieces.append(phase_samples(sol, ta, xa, te, xe, mode, start=start))
+        out.pieces.append(piece if piece is not None else phase_samples(sol, ta, xa, te, xe, mode, start=start))
         out.time, out.index, out.state = te, i, xe
         return out
 
@@ -149,26 +152,26 @@ class PhaseStepper:
         kernel = funcs.vector.kernel_table()        # (fl, il, tab) of the mode's functions, or None
         return None if kernel is None else (*kernel, hstep)
 
-    def _window(self, compiled, ta, tb, t1, xa, ins, step):
-        """The window [ta, tb] of a phase by :func:`pympc.dynamics._dop853.dop853_window`: ``(sol, tend, te, i,
-        xe)`` as the Python code of :meth:`advance` finds them (``sol``: its samples ``t``, ``y`` and dense output
-        ``sol``), or None where that code must do it."""
+    def _window(self, compiled, ta, tb, t1, xa, ins, step, mode, start):
+        """The window [ta, tb] of a phase by :func:`pympc.dynamics._dop853.dop853_window`: ``(piece, tend, te, i, xe,
+        xb)`` as the Python code of :meth:`advance` finds them (``piece``: the window's samples as
+        :func:`phase_samples` makes them, ``start`` whether they begin with (ta, xa); ``xb``: the state at ``tb``
+        where no event ended the window), or None where that code must do it."""
         if not tb > ta:
             return None
         fl, il, tab, hstep = compiled
         _, _, rtol, atol, scan_step = self._window_settings
         t_eval = np.append(ins, tb) if tb >= t1 else ins
-        code, te, i, tend, ts, told, hs, yold, F, st, Y, xe = dop853.dop853_window(
+        code, te, i, tend, ts, xs, xe, xb = dop853.dop853_window(
             ta, np.ascontiguousarray(xa, dtype=float), tb, np.ascontiguousarray(t_eval, dtype=float),
-            rtol, atol, float(step), fl, il, tab, scan_step, hstep, SPLIT)
+            rtol, atol, float(step), fl, il, tab, scan_step, hstep, SPLIT, bool(start))
         self.ev.forget()                 # the compiled buffers hold other points
         if code == dop853.WINDOW_PYTHON:
             return None
         self.integrators.add("compiled DOP853")
-        sol = dop853.Dop853Result(t=st, y=Y.T, sol=dop853.Dop853Solution(ts, told, hs, yold, F))
         if code == dop853.WINDOW_END:
-            return sol, tend, None, None, None
-        return sol, tend, te, int(i), xe
+            return (ts, xs, mode), tend, None, None, None, xb
+        return (ts, xs, mode), tend, te, int(i), xe, None
 
     def integrate(self, mode, funcs, ta, tb, xa, t_eval, max_step, watched):
         """One piece of a smooth phase from (ta, xa) to tb with dense output, stopping at the first step end

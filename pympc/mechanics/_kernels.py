@@ -345,24 +345,11 @@ def dense_rows(J, idx, val, nnz):
         nnz[i] = e
 
 
-@njit(**_PLAIN)
-def general_mode(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out):
-    """Applied forces, slot rows, the solve of one mode's equations (diagonal mass) and the state derivative.
-
-    The static tables are packed by :func:`pack_model` (``sf``, ``si``), the mode's by :func:`pack_mode`
-    (``pf``, ``pi``); unpacked here as views (one function: a call that passed them on as arrays would pass
-    every array as its seven fields, about a third of a small model's mode solve).
-    The forces: the pair table (springs, dampers: :func:`pair_forces`), point
-    forces ``tF`` at ``tbody``/``tpoint``, uniform ``gravity`` and any other
-    generalized forces ``Qx`` (empty: none).  ``jidx``/``jv``/``jnnz`` are the
-    joint rows and ``bI`` their (stabilized) biases; ``fric`` the friction per
-    unit λ of each slot, ``stick`` the sticking slots, ``perm``/``kl``/``ku``
-    the band order of the mode's rows (:func:`band_solve`).  Everything is
-    written into the mode's buffers ``fb`` (floats, :func:`mode_layout`) and
-    ``ib`` (ints: slot row coordinates and counts, then the mode's rows), and
-    ``out = (q̇, q̈, friction dissipation rate, power put in)``.  Returns
-    ``(ok, bad_spring, T, V, P)``.
-    """
+@njit(**_PLAIN, inline="always")
+def _model_tables(sf, si):
+    """The static tables of :func:`pack_model` as views of ``sf``, ``si``: ``(bx, bphi, slider, guide, pair body a,
+    pair body b, is_spring, tbody, point, origin, direction, pair point a, pair point b, k, L0, c, tpoint, gravity,
+    minv)``."""
     n, ns, npair, nt, nb = si[0], si[1], si[2], si[3], si[4]
     o = 5
     bx = _span(si, o, nb); o += nb                                             # noqa: E702
@@ -385,6 +372,92 @@ def general_mode(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, o
     tpoint = _rows(_span(sf, o, 2 * nt), 2); o += 2 * nt                 # noqa: E702
     gravity = _span(sf, o, n); o += n                                          # noqa: E702
     minv = _span(sf, o, n)
+    return (bx, bphi, slider, guide, pa_, pb_, is_spring, tbody, point, origin, direction, ppa, ppb, pk, pL0, pc,
+            tpoint, gravity, minv)
+
+
+@njit(**_PLAIN)
+def general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf):
+    """What ``AbsoluteModel.evaluate`` computes for a model without joints and forces of the state, in one call, in
+    the same arithmetic (the same loops: :func:`slot_into`, :func:`pair_forces`, :func:`apply_point_forces`, the
+    point forces of time alone by :func:`run_time_program`): into ``buf`` (:func:`assembly_layout`) the generalized
+    forces ``Q``, the slots' ``gN, bN, vN, bT, vT``, the dense rows ``WN``, ``WT`` and copies of ``q``, ``q̇``;
+    ``iw`` (7 per slot) is scratch, and so are the ends of ``buf`` and ``consts`` (the program's stack).  Returns
+    ``(code, dV, P)``: code −1, the springs' potential and the power of the pairs and point forces; code −2 (a
+    point force not finite) or the index of a spring of zero length: nothing is decided, the Python evaluation
+    says why."""
+    n, ns, npair, nt = si[0], si[1], si[2], si[3]
+    (bx, bphi, slider, guide, pa_, pb_, is_spring, tbody, point, origin, direction, ppa, ppb, pk, pL0, pc, tpoint,
+     gravity, _) = _model_tables(sf, si)
+    Q = _span(buf, 0, n)
+    gN, bN, vN = _span(buf, n, ns), _span(buf, n + ns, ns), _span(buf, n + 2 * ns, ns)
+    bT, vT = _span(buf, n + 3 * ns, ns), _span(buf, n + 4 * ns, ns)
+    o = n + 5 * ns
+    WN = _rows(_span(buf, o, ns * n), n)
+    WT = _rows(_span(buf, o + ns * n, ns * n), n)
+    o += 2 * ns * n
+    qc, qdc = _span(buf, o, n), _span(buf, o + n, n)
+    o += 2 * n
+    nv = _rows(_span(buf, o, 6 * ns), 6)
+    tv = _rows(_span(buf, o + 6 * ns, 6 * ns), 6)
+    tF = _rows(_span(buf, o + 12 * ns, 2 * nt), 2)
+    idx = _rows(_span(iw, 0, 6 * ns), 6)
+    nnz = _span(iw, 6 * ns, ns)
+    for i in range(2 * nt):
+        tF[i // 2, i % 2] = tF0[i // 2, i % 2]
+    if prog[0] and not run_time_program(t, prog, consts, tF):
+        return -2, 0.0, 0.0
+    slot_into(q, qd, bx, bphi, slider, guide, point, origin, direction, idx, nv, tv, nnz, gN, bN, vN, bT, vT)
+    for k in range(ns):
+        for c in range(n):
+            WN[k, c] = 0.0
+            WT[k, c] = 0.0
+        for e in range(nnz[k]):
+            WN[k, idx[k, e]] += nv[k, e]
+            WT[k, idx[k, e]] += tv[k, e]
+    for i in range(n):
+        Q[i] = gravity[i]
+        qc[i] = q[i]
+        qdc[i] = qd[i]
+    dV, P = 0.0, 0.0
+    if npair:
+        dV, dP, bad = pair_forces(q, qd, bx, bphi, pa_, pb_, ppa, ppb, is_spring, pk, pL0, pc, Q)
+        if bad >= 0:
+            return bad, 0.0, 0.0
+        P += dP
+    Pa = 0.0
+    if nt:
+        Pa += apply_point_forces(q, qd, bx, bphi, tbody, tpoint, tF, Q)
+    P += Pa
+    return -1, dV, P
+
+
+def assembly_layout(n, ns, nt):
+    """The length of :func:`general_assembly`'s ``buf`` (the arrays it hands back, then its scratch) and of ``iw``."""
+    return n + 5 * ns + 2 * ns * n + 2 * n + 12 * ns + 2 * nt, 7 * ns
+
+
+@njit(**_PLAIN)
+def general_mode(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out):
+    """Applied forces, slot rows, the solve of one mode's equations (diagonal mass) and the state derivative.
+
+    The static tables are packed by :func:`pack_model` (``sf``, ``si``), the mode's by :func:`pack_mode`
+    (``pf``, ``pi``); unpacked here as views (one function: a call that passed them on as arrays would pass
+    every array as its seven fields, about a third of a small model's mode solve).
+    The forces: the pair table (springs, dampers: :func:`pair_forces`), point
+    forces ``tF`` at ``tbody``/``tpoint``, uniform ``gravity`` and any other
+    generalized forces ``Qx`` (empty: none).  ``jidx``/``jv``/``jnnz`` are the
+    joint rows and ``bI`` their (stabilized) biases; ``fric`` the friction per
+    unit λ of each slot, ``stick`` the sticking slots, ``perm``/``kl``/``ku``
+    the band order of the mode's rows (:func:`band_solve`).  Everything is
+    written into the mode's buffers ``fb`` (floats, :func:`mode_layout`) and
+    ``ib`` (ints: slot row coordinates and counts, then the mode's rows), and
+    ``out = (q̇, q̈, friction dissipation rate, power put in)``.  Returns
+    ``(ok, bad_spring, T, V, P)``.
+    """
+    n, ns = si[0], si[1]
+    (bx, bphi, slider, guide, pa_, pb_, is_spring, tbody, point, origin, direction, ppa, ppb, pk, pL0, pc, tpoint,
+     gravity, minv) = _model_tables(sf, si)
     R, kl, ku, nst, m = pi[0], pi[1], pi[2], pi[3], pi[4]
     perm = _span(pi, 5, R)
     stick = _span(pi, 5 + R, nst)

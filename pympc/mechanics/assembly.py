@@ -139,6 +139,31 @@ class Assembly:
     power: float
 
 
+class _CompiledAssembly(Assembly):
+    """An :class:`Assembly` made by :meth:`AbsoluteModel.assembly` in one compiled call: the same attributes, the
+    kinetic and potential energy computed when first read (from the call's copies of q, q̇; most readers of an
+    assembly never read them), in the arithmetic of :meth:`AbsoluteModel.evaluate`."""
+
+    def __init__(self, t, M, h, g, J, w, gdot, holonomic, gN, WN, bN, vN, WT, bT, vT, power, model, q, qd, dV):
+        self.t, self.M, self.h, self.g, self.J, self.w, self.gdot, self.holonomic = t, M, h, g, J, w, gdot, holonomic
+        self.gN, self.WN, self.bN, self.vN, self.WT, self.bT, self.vT = gN, WN, bN, vN, WT, bT, vT
+        self.power = power
+        self._energy = (model, q, qd, dV)
+
+    @property
+    def kinetic(self):
+        model, _, qd, _ = self._energy
+        return 0.5 * float(qd @ (model.mass * qd))
+
+    @property
+    def potential(self):
+        model, q, _, dV = self._energy
+        V = -float(model._gravity @ q)
+        if model._pair_names:
+            V += dV
+        return V
+
+
 class SparseAssembly:
     """An :class:`Assembly` whose slot Jacobians are kept sparse (the compiled fast path).
 
@@ -298,6 +323,7 @@ class AbsoluteModel:
         self._tpoint = np.array([d[1] for _, d in timed], dtype=float).reshape(-1, 2)
         self._tF = np.array([[c.value if c.is_constant else 0.0 for c in d[2]] for _, d in timed]).reshape(-1, 2)
         self._tvary = [(i, j, c) for i, (_, d) in enumerate(timed) for j, c in enumerate(d[2]) if not c.is_constant]
+        self._packed = None                    # what assembly() hands to its kernel (made at its first call)
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
         for f in system.forces.values():
             if isinstance(f, Gravity):
@@ -376,6 +402,40 @@ class AbsoluteModel:
             P += dP
         P += self._applied(q, qd, t, pose, Q)
         return (g, J, w, gd), slots, Q, 0.5 * float(qd @ (self.mass * qd)), V, P
+
+    def assembly(self, q, qd, t, M, holonomic):
+        """:meth:`evaluate` as an :class:`Assembly` of the general method (mass matrix ``M``, rows ``holonomic``) in
+        one compiled call (:func:`_kernels.general_assembly`: the same numbers), for a model without joints and
+        forces of the state; None where that call does not apply or does not decide (the caller evaluates)."""
+        packed = self._packed
+        if packed is None:
+            packed = self._packed = self._pack_assembly()
+        if not packed or type(q) is not np.ndarray or type(qd) is not np.ndarray:
+            return None
+        sf, si, prog, consts, tF0, iw, size, n, ns = packed
+        buf = np.empty(size)
+        code, dV, P = _kernels.general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf)
+        if code != -1:
+            return None
+        o = n + 5 * ns
+        WN, WT = buf[o:o + ns * n].reshape(ns, n), buf[o + ns * n:o + 2 * ns * n].reshape(ns, n)
+        o += 2 * ns * n
+        g = self._no_rows
+        return _CompiledAssembly(t, M, buf[:n], g, self._no_jacobian, g, g, holonomic, buf[n:n + ns], WN,
+                                 buf[n + ns:n + 2 * ns], buf[n + 2 * ns:n + 3 * ns], WT, buf[n + 3 * ns:n + 4 * ns],
+                                 buf[n + 4 * ns:o - 2 * ns * n], P, self, buf[o:o + n], buf[o + n:o + 2 * n], dV)
+
+    def _pack_assembly(self):
+        """What :meth:`assembly` hands to its kernel (made once), or () where it does not apply."""
+        tp = time_program(self._tvary) if self._tvary else (np.zeros(2, np.int64), np.zeros(1))
+        if self.m or self._forces or tp is None:
+            return ()
+        sf, si = _kernels.pack_model(self._slot_table, self._pair_table, self._bx, self._bphi, self._tbody,
+                                     self._tpoint, self._gravity, self.mass)
+        ns, nt = len(self.slots), self._tbody.size
+        size, isize = _kernels.assembly_layout(self.n, ns, nt)
+        return (sf, si, tp[0], tp[1], np.ascontiguousarray(self._tF, dtype=float).reshape(nt, 2),
+                np.zeros(isize, np.int64), size, self.n, ns)
 
     def _applied(self, q, qd, t, pose, Q):
         """Add the point forces and torques to Q; returns their power."""

@@ -68,5 +68,8 @@ class GeneralMethod:
 
     def assemble(self, q, qd, t):
         """The :class:`Assembly` at (q, q̇, t)."""
+        a = self._abs.assembly(q, qd, t, self._M, self.holonomic)     # one compiled call where it applies
+        if a is not None:
+            return a
         (g, J, w, gd), (gN, WN, bN, vN, WT, bT, vT), Q, T, V, P = self._abs.evaluate(q, qd, t)
         return Assembly(t, self._M, Q, g, J, w, gd, self.holonomic, gN, WN, bN, vN, WT, bT, vT, T, V, P)
