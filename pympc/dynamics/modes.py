@@ -304,7 +304,14 @@ class _Template:
     copies, see :meth:`CompiledModes.plan`), with the friction columns left out (zeros in ``fl`` from ``at_fric``):
     the templates of one structure serve every value of μ."""
 
-    __slots__ = ("stick", "perm", "kl", "ku", "layout", "size", "fl", "il", "offsets", "at_fric")
+    __slots__ = ("stick", "perm", "kl", "ku", "layout", "size", "fl", "il", "offsets", "at_fric", "offs", "prefix",
+                 "read", "spans")
+
+
+READ_VIEWS = ("qdd", "lam", "F", "aT", "Q", "vT")
+"""The pieces of a mode's buffer read through its plan's ``view`` (:meth:`ModeEvaluator.solved
+<pympc.dynamics.evaluation.ModeEvaluator.solved>`, :meth:`CompiledModes.slot_values`): a plan makes views of
+these only (the others are read by offset, :attr:`_Plan.offs`)."""
 
 
 PLANS_KEPT = 512
@@ -349,8 +356,10 @@ class CompiledModes:
         sl = ab._slot_table
         self._slot_bodies = [tuple(int(b) for b in (sl[0][k], sl[1][k]) if b >= 0) for k in range(self.ns)]
         self._joint_bodies = ab.joint_bodies()
-        self._sf, self._si = _kernels.pack_model(ab._slot_table, ab._pair_table, ab._bx, ab._bphi, ab._tbody,
-                                                 ab._tpoint, ab._gravity, self.minv)
+        # the model's packed tables (made once per model, shared with its compiled assembly) with 1/m last
+        sf, self._si = ab.model_tables()
+        self._sf = sf.copy()
+        self._sf[sf.size - ab.n:] = self.minv
         # the point forces of time alone: a compiled program (None: evaluated in Python); joints and forces of
         # the state: Python (without them nothing but the compiled call is left)
         tp = time_program(ab._tvary)
@@ -409,22 +418,23 @@ class CompiledModes:
         p = _Plan()
         p.fric = -self.mu * mode._friction_sign       # this run's friction coefficients (not in the template)
         p.stick, p.perm, p.kl, p.ku, p.at_fric = t.stick, t.perm, t.kl, t.ku, t.at_fric
-        p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, t.stick, t.perm, t.kl, t.ku, self.m)
-        layout, size, ns = t.layout, t.size, self.ns
+        p.prefix, p.offs = t.prefix, t.offs
+        size, ns = t.size, self.ns
         nib = 7 * ns + 7 * t.perm.size
         if t.fl is None:
+            p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, t.stick, t.perm, t.kl, t.ku, self.m)
             p.fb, p.ib = np.zeros(size), np.zeros(nib, np.int64)
             p.fl = p.il = None
         else:
             p.fl, p.il = t.fl.copy(), t.il.copy()
             p.fl[p.at_fric:p.at_fric + ns] = p.fric      # the packed friction columns (pack_mode: pf starts with them)
+            (of, nf), (oi, ni) = t.spans     # pack_mode's pf and pi as packed in fl and il (no joint rows)
+            p.pf, p.pi = p.fl[of:of + nf], p.il[oi:oi + ni]
+            p.jidx = p.jv = p.jnnz = None    # no joint rows to fill (compute fills them only with Python parts)
             ofb, oib = t.offsets
             p.fb, p.ib = p.fl[ofb:ofb + size], p.il[oib:oib + nib]
-        p.view = {k: p.fb[o:o + sz] for k, (o, sz) in layout.items()}
-        p.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
-        p.offs = [slice(o, o + sz) for k, (o, sz) in layout.items()][:13]
-        p.view["snv"], p.view["stv"] = p.view["snv"].reshape(ns, 6), p.view["stv"].reshape(ns, 6)
-        p.view["sidx"], p.view["snnz"] = p.ib[:6 * ns].reshape(ns, 6), p.ib[6 * ns:7 * ns]
+        fb = p.fb
+        p.view = {k: fb[o] for k, o in t.read}
         self._plans[mode] = p
         return p
 
@@ -462,8 +472,11 @@ class CompiledModes:
             coo = adj.tocoo()
             d = pos[coo.col] - pos[coo.row]
             t.ku, t.kl = int(max(d.max(), 0)), int(max(-d.min(), 0))
-        t.layout, t.size = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * t.kl + t.ku + 1)
-        t.fl = t.il = t.at_fric = None
+        t.layout, t.size = layout, _ = _kernels.mode_layout(self.n, self.m, self.ns, R, 2 * t.kl + t.ku + 1)
+        t.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
+        t.offs = tuple(slice(o, o + sz) for o, sz in layout.values())[:13]
+        t.read = tuple((k, slice(layout[k][0], layout[k][0] + layout[k][1])) for k in READ_VIEWS)
+        t.fl = t.il = t.at_fric = t.spans = None
         if not self._glue:         # everything in two arrays: the evaluation is a call of five arguments
             # (the friction columns as zeros: every plan writes its own, at the offset of pf in fl)
             pf, pi, _ = _kernels.pack_mode(np.zeros(self.ns), t.stick, t.perm, t.kl, t.ku, self.m)
@@ -471,6 +484,8 @@ class CompiledModes:
                 self.stab.alpha, self.stab.beta, self._sf, pf, t.size, self.n, self._tF, self._tconst, self._si, pi,
                 7 * self.ns + 7 * R, self._tprog)
             t.at_fric = 2 + self._sf.size        # pack_flat: (alpha, beta), sf, then pf
+            il = t.il
+            t.spans = (int(il[4]), int(il[5])), (int(il[16]), int(il[17]))     # pf in fl, pi in il (pack_flat)
         return t
 
     def compute(self, t, q, qd, mode, out=None):

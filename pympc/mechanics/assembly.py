@@ -324,6 +324,7 @@ class AbsoluteModel:
         self._tF = np.array([[c.value if c.is_constant else 0.0 for c in d[2]] for _, d in timed]).reshape(-1, 2)
         self._tvary = [(i, j, c) for i, (_, d) in enumerate(timed) for j, c in enumerate(d[2]) if not c.is_constant]
         self._packed = None                    # what assembly() hands to its kernel (made at its first call)
+        self._tables = None                    # pack_model's tables with the mass diagonal (model_tables)
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
         for f in system.forces.values():
             if isinstance(f, Gravity):
@@ -430,12 +431,22 @@ class AbsoluteModel:
         tp = time_program(self._tvary) if self._tvary else (np.zeros(2, np.int64), np.zeros(1))
         if self.m or self._forces or tp is None:
             return ()
-        sf, si = _kernels.pack_model(self._slot_table, self._pair_table, self._bx, self._bphi, self._tbody,
-                                     self._tpoint, self._gravity, self.mass)
+        sf, si = self.model_tables()
         ns, nt = len(self.slots), self._tbody.size
         size, isize = _kernels.assembly_layout(self.n, ns, nt)
         return (sf, si, tp[0], tp[1], np.ascontiguousarray(self._tF, dtype=float).reshape(nt, 2),
                 np.zeros(isize, np.int64), size, self.n, ns)
+
+    def model_tables(self):
+        """``(sf, si)``: the static tables of :func:`_kernels.pack_model` with the mass diagonal last (what
+        :meth:`assembly` hands to its kernel), made once per model and read only: the compiled mode solve
+        (:class:`~pympc.dynamics.modes.CompiledModes`) takes ``si`` and a copy of ``sf`` with ``1/m`` last
+        instead of packing the model again."""
+        tables = self._tables
+        if tables is None:
+            tables = self._tables = _kernels.pack_model(self._slot_table, self._pair_table, self._bx, self._bphi,
+                                                        self._tbody, self._tpoint, self._gravity, self.mass)
+        return tables
 
     def _applied(self, q, qd, t, pose, Q):
         """Add the point forces and torques to Q; returns their power."""
