@@ -4,7 +4,9 @@ Table 1: for the forced friction oscillator (30 s, general and tree formulation)
 cross slide and slider chains of 2 and 5 slots (2 s):
 the whole simulation and the time spent in the transition (``Transition``) (projection, event HLCP, Lemke, enumeration of
 the solution set, the look-ahead probe, verification of the new mode), per run and per transition (best of
-several batches of CPU time: the machine is shared).
+several batches of CPU time: the machine is shared), every run on a model loaded afresh, and per transition with
+the same model object reused for every run ("reused model": what a model simulated before pays; the difference
+is first-use work per model and per new mode, and a colder cache).
 
 Table 2: the compiled pieces against the paths they stand beside in the package, on the oscillator's own event
 states, per call: the event HLCP by one compiled call (``dense_event``) against the NumPy build, and Lemke on
@@ -12,7 +14,8 @@ an event HLCP with the defaults (one compiled call, ``_kernel.solve_hlcp_default
 
 With ``--base PATH`` (a checkout of another tree), Table 1 side by side instead: ``--rounds`` rounds, each
 running this script's cases in a fresh process of each tree in turn (the order alternating), µs per transition
-as the median over rounds and its range, and the median of the ratios of the same round.
+as the median over rounds and its range, and the median of the ratios of the same round; each case twice, a
+fresh model per run and (", reused") the same model for every run.
 
     python benchmarks/transition_speed.py
     python benchmarks/transition_speed.py --base /path/to/checkout --rounds 7
@@ -43,10 +46,13 @@ _OWNER, _METHOD = (_driver._Run, "transition") if _OLD else (_transition.Transit
 _lemke = importlib.import_module("pympc.complementarity.lemke")
 
 
-def transition_cost(path, t_end, formulation=None, batches=15, runs=2):
+def transition_cost(path, t_end, formulation=None, batches=15, runs=2, reuse=False):
     """(transitions, ms per run, ms in transition per run): best of ``batches`` batches of ``runs`` runs (every call
-    of the transition counts, the start's too: a run of one event, the cross slide's, has one)."""
+    of the transition counts, the start's too: a run of one event, the cross slide's, has one).  Every run loads
+    its model afresh (a new system: what a first run of a model pays), or with ``reuse`` all runs simulate the
+    same system object (what a run of a model simulated before pays: the setup kept with the system, its plans)."""
     spent = [0.0, 0]
+    kept = []
     inner = getattr(_OWNER, _METHOD)
 
     def timed(*args, **kwargs):
@@ -58,7 +64,9 @@ def transition_cost(path, t_end, formulation=None, batches=15, runs=2):
             spent[1] += 1
 
     def run():
-        system = path() if callable(path) else pympc.load_model(path)
+        system = kept[0] if kept else path() if callable(path) else pympc.load_model(path)
+        if reuse and not kept:
+            kept.append(system)
         return _driver.simulate(system, (0.0, t_end), samples=2, formulation=formulation)
     setattr(_OWNER, _METHOD, timed)
     try:
@@ -116,12 +124,19 @@ CASES = (("friction oscillator 30 s, general", "friction_oscillator.toml", 30.0,
          ("slider chain, 5 slots, 2 s", lambda: slider_chain(5), 2.0, None))
 
 
+REUSED = ", reused"
+"""The suffix of a case's row with the same model reused across runs (Table 1 side by side)."""
+
+
 def worker(batches):
-    """One round of Table 1 in this process (``--worker``): µs per transition of every case, as JSON."""
+    """One round of Table 1 in this process (``--worker``): µs per transition of every case, a fresh model per
+    run and the same model reused, as JSON."""
     out = {}
     for name, path, t_end, form in CASES:
-        n, total, spent = transition_cost(path if callable(path) else MODELS / path, t_end, form, batches=batches)
-        out[name] = spent / n * 1e3
+        for reuse, key in ((False, name), (True, name + REUSED)):
+            n, total, spent = transition_cost(path if callable(path) else MODELS / path, t_end, form,
+                                              batches=batches, reuse=reuse)
+            out[key] = spent / n * 1e3
     print(json.dumps(out))
 
 
@@ -138,13 +153,15 @@ def side_by_side(base, rounds, batches):
             got[tag].append(json.loads(res.stdout.strip().splitlines()[-1]))
     print(f"Table 1, side by side: µs per transition (CPU), median [range] of {rounds} interleaved rounds "
           f"(fresh processes, best of {batches} batches of 2 runs each); base {trees['base']}")
-    print(f"{'case':34s} {'base':>22s} {'this tree':>22s} {'base/this':>9s}")
-    for name, *_ in CASES:
+    print(f"{'case':44s} {'base':>22s} {'this tree':>22s} {'base/this':>9s}")
+    for name in [c[0] + r for c in CASES for r in ("", REUSED)]:
+        if name not in got["base"][0]:       # a base whose worker has no reused column
+            continue
         b = [g[name] for g in got["base"]]
         t = [g[name] for g in got["this"]]
         fmt = lambda v: f"{statistics.median(v):6.0f} [{min(v):5.0f}–{max(v):5.0f}]"   # noqa: E731
         ratio = statistics.median(x / y for x, y in zip(b, t))
-        print(f"{name:34s} {fmt(b):>22s} {fmt(t):>22s} {ratio:9.2f}")
+        print(f"{name:44s} {fmt(b):>22s} {fmt(t):>22s} {ratio:9.2f}")
 
 
 def main():
@@ -160,10 +177,12 @@ def main():
         return side_by_side(args.base, args.rounds, args.batches)
     print("Table 1: transitions of small mechanisms (CPU, best of 15 batches of 2 runs; issue 28's target: "
           "≤ 150 µs per transition for systems of up to 5 slots)")
-    print(f"{'case':34s} {'transitions':>11s} {'run ms':>8s} {'transition ms':>14s} {'µs/transition':>14s}")
+    print(f"{'case':34s} {'transitions':>11s} {'run ms':>8s} {'transition ms':>14s} {'µs/transition':>14s} "
+          f"{'reused model':>12s}")
     for name, path, t_end, form in CASES:
         n, total, spent = transition_cost(path if callable(path) else MODELS / path, t_end, form)
-        print(f"{name:34s} {n:11d} {total:8.1f} {spent:14.2f} {spent / n * 1e3:14.0f}")
+        _, _, again = transition_cost(path if callable(path) else MODELS / path, t_end, form, reuse=True)
+        print(f"{name:34s} {n:11d} {total:8.1f} {spent:14.2f} {spent / n * 1e3:14.0f} {again / n * 1e3:12.0f}")
 
     states = event_states()
     hlcps = [h for h in (events.event_problem(*s).hlcp for s in states) if not h._a_diagonal]

@@ -17,7 +17,7 @@ from pympc.dynamics import Baumgarte, Mode, Motion, SimulateOptions, event_probl
 from pympc.dynamics import events as events_module
 from pympc.dynamics.evaluation import ModeEvaluator
 from pympc.dynamics.locate import EventLocator
-from pympc.dynamics.modes import CompiledModes, banded_solve, min_norm, solve_linear
+from pympc.dynamics.modes import READ_VIEWS, CompiledModes, banded_solve, min_norm, solve_linear
 from pympc.dynamics.stepper import PhaseStepper
 from pympc.mechanics import GeneralMethod, Particle, RigidBody, Slot, System, slider_chain
 
@@ -532,6 +532,43 @@ def test_the_five_argument_evaluation_equals_the_packed_one(model, rng):
         for a, b in zip((vT, lam, F), fast.slot_values()):
             np.testing.assert_array_equal(a, b)
         assert (fast.plan(mode).fl is None) == (model == "slider_crank")   # joints: Python parts
+
+
+@pytest.mark.parametrize("model", ["chain5", "cross_slide", "slider_crank"])
+def test_a_plan_holds_the_tables_pack_model_and_pack_mode_make(model, rng):
+    """The model's tables packed once (shared by the compiled assembly; 1/m last for the mode solve) and a plan's
+    pf, pi (views of the flat arrays where there are no Python parts) are what pack_model and pack_mode make; its
+    views are the pieces of its buffer; new friction reaches pf and the flat array alike."""
+    from pympc.mechanics import _kernels
+    from pympc.mechanics.assembly import time_program
+    system = slider_chain(5) if model == "chain5" else pympc.load_model(MODELS / f"{model}.toml")
+    form = GeneralMethod(system)
+    ab = form._abs
+    mu = np.array([float(s.mu) for s in form.slots])
+    fast = CompiledModes(form, mu, mu + 0.1, Baumgarte())
+    sf, si = _kernels.pack_model(ab._slot_table, ab._pair_table, ab._bx, ab._bphi, ab._tbody, ab._tpoint,
+                                 ab._gravity, 1.0 / ab.mass)
+    assert np.array_equal(fast._sf, sf) and np.array_equal(fast._si, si)
+    assert np.array_equal(ab.model_tables()[0][:-ab.n], sf[:-ab.n]) and np.array_equal(ab.model_tables()[0][-ab.n:],
+                                                                                         ab.mass)
+    prog, consts = time_program(ab._tvary)
+    tp = ab.time_tables()
+    assert np.array_equal(tp[0], prog) and np.array_equal(tp[1], consts) and tp[1] is not ab.time_tables()[1]
+    for _ in range(5):
+        mode = _random_mode(rng, mu.size)
+        p = fast.plan(mode)
+        t = fast._templates[mode]
+        pf, pi, _ = _kernels.pack_mode(-mu * mode._friction_sign, t.stick, t.perm, t.kl, t.ku, fast.m)
+        assert np.array_equal(p.pf, pf) and np.array_equal(p.pi, pi)
+        assert (p.fl is None) == (model == "slider_crank")
+        for k in READ_VIEWS:
+            o, size = t.layout[k]
+            assert p.view[k].size == size and np.shares_memory(p.view[k], p.fb[o:o + size])
+    fast.set_mu(mu + 0.25)
+    for mode, p in fast._plans.items():
+        assert np.array_equal(p.pf[:mu.size], -(mu + 0.25) * mode._friction_sign)
+        if p.fl is not None:
+            assert np.array_equal(p.fl[p.at_fric:p.at_fric + mu.size], p.pf[:mu.size])
 
 
 def test_least_norm_of_a_few_rows_matches_lstsq(rng):

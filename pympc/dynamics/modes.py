@@ -27,7 +27,7 @@ from .._enum import DocIntEnum
 from ..complementarity.support import lu_rcond
 from ..errors import ModelError, SimulationError
 from ..mechanics import _kernels
-from ..mechanics.assembly import EMPTY, SparseAssembly, time_program
+from ..mechanics.assembly import EMPTY, SparseAssembly
 from . import _event_kernels
 from ._flat import flat_rows
 from ._transition import SMALL_ROWS, as_floats, dense_min_norm
@@ -362,7 +362,7 @@ class CompiledModes:
         self._sf[sf.size - ab.n:] = self.minv
         # the point forces of time alone: a compiled program (None: evaluated in Python); joints and forces of
         # the state: Python (without them nothing but the compiled call is left)
-        tp = time_program(ab._tvary)
+        tp = ab.time_tables()
         self._tprog, self._tconst = tp if tp is not None else (np.zeros(2, np.int64), np.zeros(1))
         self._tF = ab._tF.copy()
         self._glue = bool(self.m or ab._forces or tp is None)

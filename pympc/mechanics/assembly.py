@@ -325,6 +325,7 @@ class AbsoluteModel:
         self._tvary = [(i, j, c) for i, (_, d) in enumerate(timed) for j, c in enumerate(d[2]) if not c.is_constant]
         self._packed = None                    # what assembly() hands to its kernel (made at its first call)
         self._tables = None                    # pack_model's tables with the mass diagonal (model_tables)
+        self._time = None                      # (time_program of _tvary,) once made (time_tables)
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
         for f in system.forces.values():
             if isinstance(f, Gravity):
@@ -428,7 +429,7 @@ class AbsoluteModel:
 
     def _pack_assembly(self):
         """What :meth:`assembly` hands to its kernel (made once), or () where it does not apply."""
-        tp = time_program(self._tvary) if self._tvary else (np.zeros(2, np.int64), np.zeros(1))
+        tp = self.time_tables()
         if self.m or self._forces or tp is None:
             return ()
         sf, si = self.model_tables()
@@ -447,6 +448,15 @@ class AbsoluteModel:
             tables = self._tables = _kernels.pack_model(self._slot_table, self._pair_table, self._bx, self._bphi,
                                                         self._tbody, self._tpoint, self._gravity, self.mass)
         return tables
+
+    def time_tables(self):
+        """``time_program`` of the point forces of time alone (``(prog, consts)``, or None where it does not apply),
+        made once per model: ``prog`` is read only and shared, ``consts`` a copy for each caller (its end is the
+        program's stack, which every kernel that runs it writes)."""
+        if self._time is None:
+            self._time = (time_program(self._tvary),)
+        tp = self._time[0]
+        return None if tp is None else (tp[0], tp[1].copy())
 
     def _applied(self, q, qd, t, pose, Q):
         """Add the point forces and torques to Q; returns their power."""
