@@ -187,7 +187,15 @@ class Equations:
     # ------------------------------------------------------------------ forces
     def _apply(self, Q, q, body, s, F, env, ops, sign=1.0):
         for c, (ax, ay) in self.point_columns(q, body, s, env, ops):
-            Q[c] = Q[c] + sign * (F[0] * ax + F[1] * ay)
+            # a column's coefficient that is the number 0 (a particle's x column moves no y): its term left out,
+            # not written F·0 (the same number for a finite force; in a Pyomo row, nodes that multiply by zero)
+            if _zero(ay):
+                if not _zero(ax):
+                    Q[c] = Q[c] + sign * (F[0] * ax)
+            elif _zero(ax):
+                Q[c] = Q[c] + sign * (F[1] * ay)
+            else:
+                Q[c] = Q[c] + sign * (F[0] * ax + F[1] * ay)
 
     def applied_forces(self, q, v, t, env, ops=math, memo=None):
         """The generalized applied force Q(q, v, t) (gravity, springs, dampers, point forces, torques).
@@ -202,15 +210,18 @@ class Equations:
         for f in self.forces:
             if isinstance(f, Gravity):
                 for o, mg in held[id(f)]:
-                    Q[o], Q[o + 1] = Q[o] + mg[0], Q[o + 1] + mg[1]
+                    Q[o], Q[o + 1] = (Q[o] if mg[0] is None else Q[o] + mg[0]), (Q[o + 1] if mg[1] is None
+                                                                                 else Q[o + 1] + mg[1])
             elif isinstance(f, (Spring, Damper)):
                 ra = self.point(q, f.body_a, f.point_a, env, ops)
                 rb = self.point(q, f.body_b, f.point_b, env, ops)
                 d = (ra[0] - rb[0], ra[1] - rb[1])
-                L2 = d[0] * d[0] + d[1] * d[1]
+                L0 = held[id(f)][1] if isinstance(f, Spring) else None
+                # a spring of rest length 0 pulls with −k d: |d|² not needed (not built)
+                L2 = None if isinstance(L0, float) and L0 == 0.0 else d[0] * d[0] + d[1] * d[1]
                 if isinstance(f, Spring):
                     k, L0, minus_k = held[id(f)]
-                    mag = minus_k if (isinstance(L0, float) and L0 == 0.0) else -k * (ops.sqrt(L2) - L0) / ops.sqrt(L2)
+                    mag = minus_k if L2 is None else -k * (ops.sqrt(L2) - L0) / ops.sqrt(L2)
                 else:
                     if isinstance(L2, float) and L2 < 1e-24:
                         continue                       # as the numeric assembly: no direction, no force
@@ -247,7 +258,7 @@ class Equations:
                 terms = []
                 for body, o in zip(self.bodies, self.offset):
                     m = self.value(body.mass, env, ops)
-                    terms.append((o, (m * g[0], m * g[1])))
+                    terms.append((o, tuple(None if _zero(gc) else m * gc for gc in g)))   # None: no term (g_c = 0)
                 held[id(f)] = terms
             elif isinstance(f, Spring):
                 k, L0 = self.value(f.k, env, ops), self.value(f.length, env, ops)
@@ -265,3 +276,8 @@ class Equations:
         phi = q[self.offset[b] + 2] if rigid else 0.0
         phidot = v[self.offset[b] + 2] if rigid else 0.0
         return {"t": t, "x": r[0], "y": r[1], "vx": w[0], "vy": w[1], "phi": phi, "phidot": phidot}
+
+
+def _zero(x):
+    """Is ``x`` the number 0 (an int or float, not an expression)?"""
+    return x.__class__ in (int, float) and x == 0
