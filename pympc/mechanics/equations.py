@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ModelError
-from .expressions import Expression
+from .expressions import Expression, _names
 from .joints import GROUND
 from .system import Damper, Gravity, PointForce, RigidBody, Spring, Torque
 
@@ -69,6 +69,9 @@ class Equations:
         self.joints = [system.definition(n) for n in system.joints if not system.joints[n].SLOT]
         self.slots = [system.definition(s.name) for s in system.slots]
         self.forces = [system.definition(n) for n in system.forces]
+        # per force (by id) whose value holds expressions: the names they use (its state is made of those alone)
+        self._uses = {id(f): set().union(*(_names(x.node, variables=True) for x in _fields(f) if isinstance(x, Expression)))
+                      for f in self.forces if isinstance(f, (PointForce, Torque))}
 
     def check_supported(self):
         """Raise a ModelError naming the joints these equations do not cover (rolling, gears)."""
@@ -236,13 +239,14 @@ class Equations:
                 F = []
                 for x in f.value:
                     if isinstance(x, Expression) and state is None:
-                        state = self._state(q, v, t, f.body, f.point, env, ops)
+                        state = self._state(q, v, t, f.body, f.point, env, ops, self._uses[id(f)])
                     F.append(self.value(x, env, ops, state))
                 self._apply(Q, q, f.body, f.point, F, env, ops)
             elif isinstance(f, Torque):
                 b = self.body(f.body)
                 c = self.offset[b] + 2
-                state = self._state(q, v, t, f.body, zero, env, ops) if isinstance(f.value, Expression) else None
+                state = (self._state(q, v, t, f.body, zero, env, ops, self._uses[id(f)])
+                         if isinstance(f.value, Expression) else None)
                 Q[c] = Q[c] + self.value(f.value, env, ops, state)
         return Q
 
@@ -267,17 +271,27 @@ class Equations:
                 held[id(f)] = self.value(f.c, env, ops)
         return held
 
-    def _state(self, q, v, t, body, s, env, ops):
-        """The variables of a force expression: time, the point's position and velocity, the body's angle and rate."""
-        r = self.point(q, body, s, env, ops)
-        w = self.point_velocity(q, v, body, s, env, ops)
+    def _state(self, q, v, t, body, s, env, ops, uses=None):
+        """The variables of a force expression: time, the point's position and velocity, the body's angle and rate;
+        with ``uses`` (the names the expression uses) the position and velocity only when it uses them (``F0*sin(w*t)``:
+        no point and velocity built at every stage of a trajectory's rows)."""
+        out = {"t": t}
+        if uses is None or "x" in uses or "y" in uses:
+            out["x"], out["y"] = self.point(q, body, s, env, ops)
+        if uses is None or "vx" in uses or "vy" in uses:
+            out["vx"], out["vy"] = self.point_velocity(q, v, body, s, env, ops)
         b = self.body(body)
         rigid = b >= 0 and self.rigid[b]
-        phi = q[self.offset[b] + 2] if rigid else 0.0
-        phidot = v[self.offset[b] + 2] if rigid else 0.0
-        return {"t": t, "x": r[0], "y": r[1], "vx": w[0], "vy": w[1], "phi": phi, "phidot": phidot}
+        out["phi"] = q[self.offset[b] + 2] if rigid else 0.0
+        out["phidot"] = v[self.offset[b] + 2] if rigid else 0.0
+        return out
 
 
 def _zero(x):
     """Is ``x`` the number 0 (an int or float, not an expression)?"""
-    return x.__class__ in (int, float) and x == 0
+    return isinstance(x, (int, float)) and x == 0
+
+
+def _fields(force):
+    """The value fields of a point force (its components) or a torque."""
+    return list(force.value) if isinstance(force, PointForce) else [force.value]
