@@ -111,3 +111,48 @@ def test_held_terms_give_the_same_forces(name):
         else:
             assert memo.keys() == first.keys() and all(memo[f] is first[f] for f in first)
     assert memo or not any(type(f).__name__ in ("Gravity", "Spring", "Damper") for f in eq.forces)
+
+
+def _state_forces():
+    """A rigid body and a particle with forces of their state (x, y, vx, phidot), of time alone, a spring of rest
+    length 0 and one of length 0.3, gravity with a zero component."""
+    from pympc.mechanics import (Damper, Gravity, Particle, PointForce, Revolute, RigidBody, Spring, System,
+                                 Torque)
+    s = System("state forces")
+    s.add(RigidBody("rod", mass=1.3, inertia=0.2))
+    s.add(Particle("bead", mass=0.7))
+    s.add(Revolute("pin", "ground", "rod", (0.0, 0.0), (-0.5, 0.0)))
+    s.add(Gravity("gravity", g=(0.0, -9.81)))
+    s.add(Spring("tie", "bead", "ground", k=4.0))
+    s.add(Spring("arm", "bead", "rod", k=7.0, length=0.3, point_b=(0.2, 0.1)))
+    s.add(Damper("damper", "bead", "ground", c=0.4, point_b=(-1.0, 0.5)))
+    s.add(PointForce("push", "bead", value=("2*sin(t) + 0.3*vx", "-0.5*y")))
+    s.add(PointForce("drive", "rod", value=("sin(3*t)", 0), point=(0.4, 0.0)))
+    s.add(Torque("motor", "rod", value="0.7 - 0.1*phidot"))
+    return s
+
+
+def test_forces_of_the_state_match_the_numeric_assembly():
+    """Forces that use the state (the point's position and velocity, the angle's rate) or only time, springs of
+    rest length 0 and not, gravity with a zero component: the generic forces are the numeric assembly's (each
+    state variable built only when the force's expression uses it; no term F·0 for a zero column), and in
+    Pyomo they evaluate to the same numbers."""
+    pyo = pytest.importorskip("pyomo.environ")
+    system = _state_forces()
+    eq = Equations(system)
+    form = GeneralMethod(system)
+    env = eq.parameters()
+    rng = np.random.default_rng(5)
+    m = pyo.ConcreteModel()
+    m.q = pyo.Var(range(eq.n))
+    m.v = pyo.Var(range(eq.n))
+    m.t = pyo.Var()
+    for _ in range(4):
+        q, qd, t = rng.normal(size=eq.n), rng.normal(size=eq.n), float(rng.uniform(0, 3))
+        Q = eq.applied_forces(q, qd, t, env)
+        assert np.allclose(Q, form.assemble(q, qd, t).h, rtol=1e-12, atol=1e-12)
+        for i in range(eq.n):
+            m.q[i].value, m.v[i].value = float(q[i]), float(qd[i])
+        m.t.value = t
+        P = eq.applied_forces([m.q[i] for i in range(eq.n)], [m.v[i] for i in range(eq.n)], m.t, env, pyo)
+        assert np.allclose([pyo.value(x) for x in P], Q, rtol=1e-13, atol=1e-13)

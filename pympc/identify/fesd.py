@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError, SolverError
+from ..mechanics.equations import _zero
 from .fesd_solve import (DEFAULT_OPTIONS, HOMOTOPY, SIGMAS, FesdSolve, at_samples, check, fix_active_set,
                          ipopt, solve, switch_times)
 
@@ -685,9 +686,6 @@ def _linear_types():
 
 _LINEAR_TYPES = []
 
-
-def _zero(d):
-    return isinstance(d, (int, float)) and d == 0
 
 
 def _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ModelError
-from .expressions import Expression
+from .expressions import Expression, _names
 from .joints import GROUND
 from .system import Damper, Gravity, PointForce, RigidBody, Spring, Torque
 
@@ -69,6 +69,9 @@ class Equations:
         self.joints = [system.definition(n) for n in system.joints if not system.joints[n].SLOT]
         self.slots = [system.definition(s.name) for s in system.slots]
         self.forces = [system.definition(n) for n in system.forces]
+        # per force (by id) whose value holds expressions: the names they use (its state is made of those alone)
+        self._uses = {id(f): set().union(*(_names(x.node, variables=True) for x in _fields(f) if isinstance(x, Expression)))
+                      for f in self.forces if isinstance(f, (PointForce, Torque))}
 
     def check_supported(self):
         """Raise a ModelError naming the joints these equations do not cover (rolling, gears)."""
@@ -187,7 +190,15 @@ class Equations:
     # ------------------------------------------------------------------ forces
     def _apply(self, Q, q, body, s, F, env, ops, sign=1.0):
         for c, (ax, ay) in self.point_columns(q, body, s, env, ops):
-            Q[c] = Q[c] + sign * (F[0] * ax + F[1] * ay)
+            # a column's coefficient that is the number 0 (a particle's x column moves no y): its term left out,
+            # not written F·0 (the same number for a finite force; in a Pyomo row, nodes that multiply by zero)
+            if _zero(ay):
+                if not _zero(ax):
+                    Q[c] = Q[c] + sign * (F[0] * ax)
+            elif _zero(ax):
+                Q[c] = Q[c] + sign * (F[1] * ay)
+            else:
+                Q[c] = Q[c] + sign * (F[0] * ax + F[1] * ay)
 
     def applied_forces(self, q, v, t, env, ops=math, memo=None):
         """The generalized applied force Q(q, v, t) (gravity, springs, dampers, point forces, torques).
@@ -202,15 +213,18 @@ class Equations:
         for f in self.forces:
             if isinstance(f, Gravity):
                 for o, mg in held[id(f)]:
-                    Q[o], Q[o + 1] = Q[o] + mg[0], Q[o + 1] + mg[1]
+                    Q[o], Q[o + 1] = (Q[o] if mg[0] is None else Q[o] + mg[0]), (Q[o + 1] if mg[1] is None
+                                                                                 else Q[o + 1] + mg[1])
             elif isinstance(f, (Spring, Damper)):
                 ra = self.point(q, f.body_a, f.point_a, env, ops)
                 rb = self.point(q, f.body_b, f.point_b, env, ops)
                 d = (ra[0] - rb[0], ra[1] - rb[1])
-                L2 = d[0] * d[0] + d[1] * d[1]
+                L0 = held[id(f)][1] if isinstance(f, Spring) else None
+                # a spring of rest length 0 pulls with −k d: |d|² not needed (not built)
+                L2 = None if isinstance(L0, float) and L0 == 0.0 else d[0] * d[0] + d[1] * d[1]
                 if isinstance(f, Spring):
                     k, L0, minus_k = held[id(f)]
-                    mag = minus_k if (isinstance(L0, float) and L0 == 0.0) else -k * (ops.sqrt(L2) - L0) / ops.sqrt(L2)
+                    mag = minus_k if L2 is None else -k * (ops.sqrt(L2) - L0) / ops.sqrt(L2)
                 else:
                     if isinstance(L2, float) and L2 < 1e-24:
                         continue                       # as the numeric assembly: no direction, no force
@@ -225,13 +239,14 @@ class Equations:
                 F = []
                 for x in f.value:
                     if isinstance(x, Expression) and state is None:
-                        state = self._state(q, v, t, f.body, f.point, env, ops)
+                        state = self._state(q, v, t, f.body, f.point, env, ops, self._uses[id(f)])
                     F.append(self.value(x, env, ops, state))
                 self._apply(Q, q, f.body, f.point, F, env, ops)
             elif isinstance(f, Torque):
                 b = self.body(f.body)
                 c = self.offset[b] + 2
-                state = self._state(q, v, t, f.body, zero, env, ops) if isinstance(f.value, Expression) else None
+                state = (self._state(q, v, t, f.body, zero, env, ops, self._uses[id(f)])
+                         if isinstance(f.value, Expression) else None)
                 Q[c] = Q[c] + self.value(f.value, env, ops, state)
         return Q
 
@@ -247,7 +262,7 @@ class Equations:
                 terms = []
                 for body, o in zip(self.bodies, self.offset):
                     m = self.value(body.mass, env, ops)
-                    terms.append((o, (m * g[0], m * g[1])))
+                    terms.append((o, tuple(None if _zero(gc) else m * gc for gc in g)))   # None: no term (g_c = 0)
                 held[id(f)] = terms
             elif isinstance(f, Spring):
                 k, L0 = self.value(f.k, env, ops), self.value(f.length, env, ops)
@@ -256,12 +271,27 @@ class Equations:
                 held[id(f)] = self.value(f.c, env, ops)
         return held
 
-    def _state(self, q, v, t, body, s, env, ops):
-        """The variables of a force expression: time, the point's position and velocity, the body's angle and rate."""
-        r = self.point(q, body, s, env, ops)
-        w = self.point_velocity(q, v, body, s, env, ops)
+    def _state(self, q, v, t, body, s, env, ops, uses=None):
+        """The variables of a force expression: time, the point's position and velocity, the body's angle and rate;
+        with ``uses`` (the names the expression uses) the position and velocity only when it uses them (``F0*sin(w*t)``:
+        no point and velocity built at every stage of a trajectory's rows)."""
+        out = {"t": t}
+        if uses is None or "x" in uses or "y" in uses:
+            out["x"], out["y"] = self.point(q, body, s, env, ops)
+        if uses is None or "vx" in uses or "vy" in uses:
+            out["vx"], out["vy"] = self.point_velocity(q, v, body, s, env, ops)
         b = self.body(body)
         rigid = b >= 0 and self.rigid[b]
-        phi = q[self.offset[b] + 2] if rigid else 0.0
-        phidot = v[self.offset[b] + 2] if rigid else 0.0
-        return {"t": t, "x": r[0], "y": r[1], "vx": w[0], "vy": w[1], "phi": phi, "phidot": phidot}
+        out["phi"] = q[self.offset[b] + 2] if rigid else 0.0
+        out["phidot"] = v[self.offset[b] + 2] if rigid else 0.0
+        return out
+
+
+def _zero(x):
+    """Is ``x`` the number 0 (an int or float, not an expression)?"""
+    return isinstance(x, (int, float)) and x == 0
+
+
+def _fields(force):
+    """The value fields of a point force (its components) or a torque."""
+    return list(force.value) if isinstance(force, PointForce) else [force.value]

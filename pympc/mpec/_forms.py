@@ -68,75 +68,82 @@ def walk(expr, leaves=None, table=None):
     out, pos, free = [], {}, []
     put = out.append
     note = leaves.append if leaves is not None else None
-    stack = [expr]
-    push, pop = stack.extend, stack.pop
+    # preorder by iterators: each node's arguments are taken in turn from its iterator (the parents' iterators
+    # wait on ``stack``), a leaf handled where it is met, without a push and a pop of its own
+    stack = []
+    push, pop = stack.append, stack.pop
     nodes, named_classes, places, var_cls, numbers = _KINDS, _NAMED, _PLACES, VarData, native_numeric_types
     getpos = pos.get
     lk, lv = [], []                      # the fixed variables, their values
     mono = MonomialTermExpression
-    while stack:
-        node = pop()
-        cls = node.__class__
-        if cls is mono:                         # c·v (the most common node): its tokens here, v's below
-            c, v = node._args_
-            if c.__class__ in numbers and v.__class__ is var_cls:
-                put(cls)
-                put(2)
-                put(float(c))
-                node, cls = v, var_cls
-        kind = nodes.get(cls)
-        if kind is not None:                    # an operator node (the most common, then variables)
-            put(cls)
-            if kind == 2:                       # node.args without the property: a sum's list may be longer
-                args = node._args_[:node._nargs]
-                if len(out) > _LONGEST:         # (checked at sums, the nodes that make keys long, and at the end)
-                    return None
+    it = iter((expr,))
+    while True:
+        for node in it:
+            cls = node.__class__
+            if cls is mono:                     # c·v (the most common node): its tokens here, v's below
+                c, v = node._args_
+                if c.__class__ in numbers and v.__class__ is var_cls:
+                    put(cls)
+                    put(2)
+                    put(float(c))
+                    node, cls = v, var_cls
+            if cls is var_cls:                  # a variable (the most common leaf)
+                fixed = node._fixed
             else:
-                args = node._args_
-                if kind:
-                    put(node.getname())
-            put(len(args))
-            push(args[::-1])
-            continue
-        if cls is var_cls:
-            fixed = node._fixed
-        elif cls in numbers:
-            put(float(node))
-            continue
-        elif cls not in named_classes and node.is_variable_type():
-            fixed = node.fixed
-        else:
-            fixed = None
-        if fixed is not None:
-            if fixed:
-                x = node.value
-                x = float(x if x is not None else value(node))    # (value(): Pyomo's error for None)
-                put(x)
-                lk.append(node)
-                lv.append(x)
+                kind = nodes.get(cls)
+                if kind is not None:            # an operator node
+                    put(cls)
+                    if kind == 2:               # node.args without the property: a sum's list may be longer
+                        args = node._args_[:node._nargs]
+                        if len(out) > _LONGEST:     # (checked at sums, the nodes that make keys long, and at the end)
+                            return None
+                    else:
+                        args = node._args_
+                        if kind:
+                            put(node.getname())
+                    put(len(args))
+                    push(it)
+                    it = iter(args)
+                    break
+                if cls in numbers:
+                    put(float(node))
+                    continue
+                fixed = node.fixed if cls not in named_classes and node.is_variable_type() else None
+            if fixed is not None:
+                if fixed:
+                    x = node.value
+                    x = float(x if x is not None else value(node))    # (value(): Pyomo's error for None)
+                    put(x)
+                    lk.append(node)
+                    lv.append(x)
+                    continue
+                k = getpos(id(node))
+                if k is None:
+                    k = pos[id(node)] = len(free)
+                    free.append(node)
+                    if k == len(places):
+                        places.append((None, k))
+                put(places[k])           # a variable: (None, its place); numbers are floats, nodes classes
                 continue
-            k = getpos(id(node))
-            if k is None:
-                k = pos[id(node)] = len(free)
-                free.append(node)
-                if k == len(places):
-                    places.append((None, k))
-            put(places[k])               # a variable: (None, its place); numbers are floats, nodes classes
-            continue
-        if cls in named_classes or node.is_named_expression_type():   # seen through, as the readers do
-            named_classes.add(cls)
-            inner = node.args[0]
-            stack.append(inner)
-            if note is not None:
-                note((node, inner, True))
-            continue
-        if not node.is_potentially_variable():
-            x = float(value(node))
-            put(x)
-            if note is not None:
-                note((node, x))
-            continue
-        return None
+            if cls in named_classes or node.is_named_expression_type():   # seen through, as the readers do
+                named_classes.add(cls)
+                inner = node.args[0]
+                if note is not None:
+                    note((node, inner, True))
+                push(it)
+                it = iter((inner,))
+                break
+            if not node.is_potentially_variable():
+                x = float(value(node))
+                put(x)
+                if note is not None:
+                    note((node, x))
+                continue
+            return None
+        else:                                   # this node's arguments done: its parent's next
+            if not stack:
+                break
+            it = pop()
     if len(out) > _LONGEST:
         return None
     if table is None:
