@@ -480,12 +480,14 @@ def test_known_modes_are_one_object_per_mode(monkeypatch):
     assert got == [Mode((w,), (mo,)) for w in (1, -1) for mo in Motion] and len(modes._KNOWN_MODES) <= 2
 
 
-def test_the_arrays_of_the_last_two_assemblies_are_kept(rng):
+def test_the_arrays_of_an_assembly_are_kept_with_it(rng):
+    from pympc.dynamics import _transition
     from pympc.dynamics._transition import assembly_arrays
     a, b, c = (random_assembly(rng, 3, 1, 2, True)[0] for _ in range(3))
     ka, kb = assembly_arrays(a), assembly_arrays(b)
-    assert assembly_arrays(a) is ka and assembly_arrays(b) is kb        # a probe's assembly between two uses
     kc = assembly_arrays(c)
-    assert assembly_arrays(c) is kc and assembly_arrays(b) is kb and assembly_arrays(a) is not ka
-    for k, x in ((ka, a), (kc, c)):
+    assert assembly_arrays(a) is ka and assembly_arrays(b) is kb and assembly_arrays(c) is kc   # each its own
+    for k, x in ((ka, a), (kb, b), (kc, c)):
         assert k.M is x.M and np.array_equal(k.vT, x.vT) and k.holonomic.dtype == bool
+    big = random_assembly(rng, _transition.KEPT_UP_TO + 1, 1, 2, True)[0]    # a large one is not kept
+    assert assembly_arrays(big) is not assembly_arrays(big)

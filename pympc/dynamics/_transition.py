@@ -55,23 +55,15 @@ class AssemblyArrays:
         self.bT, self.vT, self.holonomic = f(a.bT), f(a.vT), as_bools(a.holonomic)
 
 
-_last_arrays = ((None, None), (None, None))
-
-
 def assembly_arrays(a):
-    """:class:`AssemblyArrays` of assembly ``a``.  Those of the last two small assemblies asked for (at most
-    :data:`KEPT_UP_TO` coordinates: a few kB kept alive) are kept, as one pair of pairs replaced at once, so that
-    a reader never pairs one assembly with another's arrays (two: a transition's look-ahead probe asks for its
-    own assembly's between two uses of the event's)."""
-    global _last_arrays
-    last = _last_arrays
-    if last[0][0] is a:
-        return last[0][1]
-    if last[1][0] is a:
-        return last[1][1]
-    arrays = AssemblyArrays(a)
-    if a.M.shape[0] <= KEPT_UP_TO:
-        _last_arrays = ((a, arrays), last[0])
+    """:class:`AssemblyArrays` of assembly ``a``, kept on the assembly itself when it is small (at most
+    :data:`KEPT_UP_TO` coordinates: a few kB, living as long as the assembly): a transition asks for those of
+    its event's assembly several times, with its look-ahead probe's in between."""
+    arrays = getattr(a, "_arrays", None)
+    if arrays is None:
+        arrays = AssemblyArrays(a)
+        if a.M.shape[0] <= KEPT_UP_TO:
+            a._arrays = arrays
     return arrays
 
 

@@ -173,7 +173,7 @@ class SparseAssembly:
     """
 
     __slots__ = ("t", "h", "g", "J", "w", "gdot", "holonomic", "gN", "bN", "vN", "bT", "vT",
-                 "kinetic", "potential", "power", "mass", "rows", "_dense")
+                 "kinetic", "potential", "power", "mass", "rows", "_dense", "_arrays")
 
     def __init__(self, t, mass, h, joints, holonomic, slots, rows, kinetic, potential, power):
         self.t, self.mass, self.h, self.holonomic = t, mass, h, holonomic
