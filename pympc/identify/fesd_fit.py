@@ -156,7 +156,7 @@ def _simulated_signature(tr, t, elements):
             if layout[e].segment != layout[e - 1].segment]
 
 
-def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, walks=4, verify_tol=1e-5,
+def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, walks=8, verify_tol=1e-5,
         options=None, forward=False, refine=REFINE):
     """Least-squares estimate of ``parameters`` with the FESD model, verified by simulation.
 
@@ -192,7 +192,7 @@ def fit(system, t, y, outputs, parameters, *, elements=4, stages=3, noise=None, 
                        walks=walks, verify_tol=verify_tol, options=options, forward=forward, refine=refine)
 
 
-def fit_records(records, parameters, *, elements=4, stages=3, walks=4, verify_tol=1e-5, options=None,
+def fit_records(records, parameters, *, elements=4, stages=3, walks=8, verify_tol=1e-5, options=None,
                 forward=False, bounds=None, refine=REFINE):
     """:func:`fit` of several records (:class:`Record`) sharing ``parameters``: one NLP, each record verified.
 
