@@ -44,10 +44,8 @@ class _Linear:
             _fill_linear(self, poly, index, where)
             return
         repn = _standard_repn(expr, quadratic)
-        self.const = float(pyo.value(repn.constant))
         pairs = [(index(v, where), float(c)) for v, c in zip(repn.linear_vars, repn.linear_coefs) if c != 0]
-        self.idx = np.array([k for k, _ in pairs], dtype=int)
-        self.coef = np.array([c for _, c in pairs], dtype=float)
+        _set_linear(self, pyo.value(repn.constant), [k for k, _ in pairs], [c for _, c in pairs])
         if repn.nonlinear_expr is not None or repn.quadratic_vars:
             self.nonlinear = repn
 
@@ -80,6 +78,11 @@ def _fill_linear(lin, poly, index, where):
         if c != 0:
             idx.append(index(v, where))
             coef.append(c)
+    _set_linear(lin, const, idx, coef)
+
+
+def _set_linear(lin, const, idx, coef):
+    """Set the linear part ``const + coef @ u[idx]`` of ``lin`` (a :class:`_Linear` or :class:`_Part`)."""
     lin.const = float(const)
     lin.idx = np.array(idx, dtype=int)
     lin.coef = np.array(coef, dtype=float)
@@ -223,9 +226,7 @@ def _read_linear(lin, expr, index, where):
         elif c != 0:
             idx.append(index(v, where))
             coef.append(c)
-    lin.const = float(const)
-    lin.idx = np.array(idx, dtype=int)
-    lin.coef = np.array(coef, dtype=float)
+    _set_linear(lin, const, idx, coef)
     return True
 
 
