@@ -196,6 +196,8 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
                       equilibrate):
     import pyomo.environ as pyo
     from ..mechanics.equations import Equations
+    from ..mpec._declared import Declared
+    from ..mpec.nlp import _DECLARED
     from .mpec_model import slot_law
 
     system = _system(system)
@@ -247,6 +249,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
     for n in base:
         if n not in free:
             m.theta[n].fix()
+    thetas = tuple(m.theta.values())          # (arguments of the declared rows: a row's parameters)
     env = eq.parameters({n: m.theta[n] for n in base}, pyo)
     mass = eq.mass(env, pyo)
     envs = _control_envs(m, eq, system, base, controls, t.size - 1, pyo)
@@ -299,6 +302,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
     law_row = {}                                 # (e, slot, key, stage − 1) -> the index of the row c >= 0
     balance = {}                                 # (e, r) -> (M a − forces at nu = 0, joint Jacobian rows)
     held = {}                                    # id(env) -> the forces' terms of parameters alone (applied_forces)
+    fam = _Families()                            # the families of the declared rows (pympc.mpec._declared)
     for e, el in enumerate(layout):
         C["clock"].add(m.t_start[e] == (float(t[el.interval]) if e == 0 or layout[e - 1].interval != el.interval
                                         else m.t_start[e - 1] + m.h[e - 1]))
@@ -306,8 +310,9 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
             C["clock"].add(m.t_start[e] + m.h[e] == float(t[el.interval + 1]))
         if e > 0:
             for cn in coords:
-                C["continuity"].add(m.q[e, 0, cn] == m.q[e - 1, s, cn])
-                C["continuity"].add(m.v[e, 0, cn] == m.v[e - 1, s, cn])
+                for var, kind in ((m.q, "q"), (m.v, "v")):
+                    now, before = var[e, 0, cn], var[e - 1, s, cn]
+                    C["continuity"].put(now == before, fam["continuity", kind, cn], (now, before), ())
         drift = []
         # the element's Vars by stage and coordinate, looked up once (each is used in several rows)
         qe = [[m.q[e, r, cn] for cn in coords] for r in range(s + 1)]
@@ -315,56 +320,75 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
         ae = [None] + [[m.a[e, r, cn] for cn in coords] for r in range(1, s + 1)]
         for r in range(1, s + 1):
             q, v = qe[r], ve[r]
+            stage = tuple(q) + tuple(v) + thetas            # (the arguments the stage's rows share)
             tt = m.time[e, r]
+            clock = (m.t_start[e], m.h[e])                  # (the variables of tt)
             envk = envs[el.interval]
             rhs = list(eq.applied_forces(q, v, tt, envk, pyo, held.setdefault(id(envk), {})))
             G = []
+            nus = [m.nu[e, r, row] for row in range(nrow)]
             for row, g in enumerate(eq.joint_residuals(q, tt, envk, pyo)):
                 d = _grad(g, q + [tt])
                 G.append(d[:n])
-                C["position"].add(g == 0)
-                C["velocity"].add(sum(d[i] * v[i] for i in range(n) if not _zero(d[i])) + d[n] == 0)
-                rhs = [rhs[i] + d[i] * m.nu[e, r, row] if not _zero(d[i]) else rhs[i] for i in range(n)]
+                C["position"].put(g == 0, fam["joint position", r, row], clock, stage, (tt,))
+                C["velocity"].put(sum(d[i] * v[i] for i in range(n) if not _zero(d[i])) + d[n] == 0,
+                                  fam["joint velocity", r, row], clock, stage, (tt,))
+                rhs = [rhs[i] + d[i] * nus[row] if not _zero(d[i]) else rhs[i] for i in range(n)]
+            forces, named = clock + tuple(nus), (tt,)    # (the dynamics rows' arguments, named expressions)
             for j, (gN, sT) in enumerate(eq.slot_coordinates(q, envk, pyo)):
                 sn = slots[j]
                 WN, WT = _grad(gN, q), _grad(sT, q)
                 G.append(WN)
-                C["position"].add(gN == 0)
-                C["velocity"].add(sum(WN[i] * v[i] for i in range(n) if not _zero(WN[i])) == 0)
-                C["slot"].add(sum(WT[i] * v[i] for i in range(n) if not _zero(WT[i]))
-                              == m.slip_pos[e, r, sn] - m.slip_neg[e, r, sn])
-                rhs = [rhs[i] + (WN[i] * m.lam[e, r, sn] if not _zero(WN[i]) else 0)
-                       + (WT[i] * m.F[e, r, sn] if not _zero(WT[i]) else 0) for i in range(n)]
-                mu, mu_s = mus[j]
                 wp, wm = (m.w_pos[e, r, sn], m.w_neg[e, r, sn]) if static[j] else (None, None)
-                for key, x, cc in slot_law(m.lam_pos[e, r, sn], m.lam_neg[e, r, sn], m.F[e, r, sn],
-                                           m.slip_pos[e, r, sn], m.slip_neg[e, r, sn], mu, mu_s, wp, wm):
-                    C["law"].add(cc >= 0)
+                own = (m.lam_pos[e, r, sn], m.lam_neg[e, r, sn], m.F[e, r, sn], m.slip_pos[e, r, sn],
+                       m.slip_neg[e, r, sn]) + ((wp, wm) if static[j] else ())
+                lam = m.lam[e, r, sn]
+                forces += own[:3]
+                named += (lam,)
+                C["position"].put(gN == 0, fam["slot position", r, j], (), stage)
+                C["velocity"].put(sum(WN[i] * v[i] for i in range(n) if not _zero(WN[i])) == 0,
+                                  fam["slot velocity", r, j], (), stage)
+                C["slot"].put(sum(WT[i] * v[i] for i in range(n) if not _zero(WT[i])) == own[3] - own[4],
+                              fam["slot", r, j], own[3:5], stage)
+                rhs = [rhs[i] + (WN[i] * lam if not _zero(WN[i]) else 0)
+                       + (WT[i] * own[2] if not _zero(WT[i]) else 0) for i in range(n)]
+                mu, mu_s = mus[j]
+                for k, (key, x, cc) in enumerate(slot_law(*own[:5], mu, mu_s, wp, wm)):
+                    C["law"].put(cc >= 0, fam["law", sn, k, key], own, thetas)
                     law_row[e, sn, key, r - 1] = len(C["law"])          # its index in m.law_rows
                     pairs.setdefault((e, sn, key), []).append((x, cc))
             drift.append(G)
             if nrow:                             # (only joint forces nu are started from it)
                 balance[e, r] = ([mass[i] * ae[r][i] - rhs[i] for i in range(n)], G[:nrow])
             for i in range(n):
-                C["dynamics"].add(mass[i] * ae[r][i] == rhs[i])
+                C["dynamics"].put(mass[i] * ae[r][i] == rhs[i], fam["dynamics", r, i], (ae[r][i],) + forces, stage,
+                                  named)
         h, Af = m.h[e], A.tolist()
         eta = [None] + [[m.eta[e, j, row] for row in range(len(drift[j - 1]))] for j in range(1, s + 1)]
         # a stage's rate of q (v + Gᵀ eta), built once and shared by the element's s collocation rows
         rate = [None] + [[ve[j][i] + sum(G[i] * eta[j][row] for row, G in enumerate(drift[j - 1]) if not _zero(G[i]))
                           for i in range(n)] for j in range(1, s + 1)]
+        # each row declared with its family and arguments (pympc.mpec._declared): the same code at every element
+        stage_vars = tuple(x for j in range(1, s + 1) for x in qe[j] + eta[j]) + thetas   # (q[e, r, i] among them)
+        own_q = [(qe[0][i], h) + tuple(ve[j][i] for j in range(1, s + 1)) for i in range(n)]
+        own_v = [(ve[0][i], h) + tuple(ae[j][i] for j in range(1, s + 1)) for i in range(n)]
         for r in range(1, s + 1):
             for i in range(n):
                 dq = _linear(Af[r - 1], [rate[j][i] for j in range(1, s + 1)])
-                C["collocation"].add(qe[r][i] == qe[0][i] + h * dq)
+                C["collocation"].put(qe[r][i] == qe[0][i] + h * dq, fam["collocation q", r, i], own_q[i], stage_vars)
                 dv = _linear(Af[r - 1], [ae[j][i] for j in range(1, s + 1)])
-                C["collocation"].add(ve[r][i] == ve[0][i] + h * dv)
+                C["collocation"].put(ve[r][i] == ve[0][i] + h * dv, fam["collocation v", r, i],
+                                     (ve[r][i],) + own_v[i], ())
+    declared = Declared()
     for name, rows in C.items():
         m.add_component(f"{name}_rows", pyo.Constraint(pyo.RangeSet(1, len(rows)),
                                                        rule=lambda _, i, rows=rows: rows[i - 1]))
+        declared.add(rows.declared)
     m.fesd = {"t": t, "elements": elements, "outputs": outputs, "fit": fit, "controls": controls, "c": c, "A": A,
               "pairs": pairs, "law_row": law_row,
               "static": dict(zip(slots, static)), "mus": mus, "balance": balance, "sigma": float(sigma),
-              "h_min": h_min, "equilibrate": equilibrate, "fixed_stick": set()}
+              "h_min": h_min, "equilibrate": equilibrate, "fixed_stick": set(),
+              "nlp_rows": {_DECLARED: declared}}     # the rows kept between compiles (CompiledNLP(rows=...))
     _start(m, system, eq, ws)
     _mode_rows(m, ws)
     _outputs(m, eq, t, y, outputs, noise, layout, s, coords, slots)
@@ -373,8 +397,27 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
 
 class _Rows(list):
     """A list of row expressions with a ConstraintList's ``add`` (the rows of one kind, made one Constraint
-    when all are known)."""
-    add = list.append
+    when all are known); ``put`` adds a row declared with its family (one object per family: :class:`_Families`),
+    arguments and named expressions (:class:`pympc.mpec._declared.Declared`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.declared = []
+
+    def put(self, expr, family, own, shared, named=()):
+        self.append(expr)
+        self.declared.append((expr, family, own, shared, named))
+
+    def add(self, expr):
+        self.put(expr, None, (), ())
+
+
+class _Families(dict):
+    """``fam[key]``: one object per family key (the rows of a family found by its identity)."""
+
+    def __missing__(self, key):
+        self[key] = key
+        return key
 
 
 def _warm(system, t, elements, c, warm_start):

@@ -20,13 +20,13 @@ from operator import attrgetter
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.core.base.var import VarData
-from pyomo.core.expr.calculus.derivatives import Modes, differentiate
-from pyomo.core.expr.calculus.diff_with_pyomo import DifferentiationException
 from pyomo.common.numeric_types import native_numeric_types
 
 from ..errors import ProblemError
 from . import _forms
-from ._codegen import compile_functions, share_subexpressions
+from ._codegen import compile_functions
+from ._declared import family_rows
+from ._nonlinear import _Group, _derivatives, _template
 from ._readers import _Part
 from .checks import check_domains
 
@@ -69,7 +69,9 @@ class CompiledNLP:
         a row found there as it was (the same expression, its variables fixed
         or free as then, the fixed ones, Params and named expressions at the
         same values) is not walked again (:mod:`pympc.mpec._forms`); the same
-        NLP either way.
+        NLP either way.  A model's builder may put there the rows it made by
+        family (``rows["declared"]``: :class:`~pympc.mpec._declared.Declared`),
+        read without walking each one.
 
     Attributes
     ----------
@@ -99,7 +101,23 @@ class CompiledNLP:
         fids, ats, parts, datas, bounds, kept, at_kept = [], [], [], [], [], [], []
         read, form_cls = _forms.read, _forms._Form
         kept_row, forms_get = (rows.get, forms.get) if rows is not None else (None, None)
+        declared = rows.get(_DECLARED) if rows is not None else None
+        declared = family_rows(declared, table).get if declared is not None else None
         for con in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
+            if declared is not None:      # a row the builder declared (pympc.mpec._declared), read by its family
+                d = declared(id(con.expr))
+                if d is not None:
+                    key, at, i, part = d
+                    form = forms_get(id(key))
+                    if form is None:            # the first row of its form at this compile: read
+                        form = _forms._first(con.to_bounded_expression()[1], key, part.variables(i), at, table,
+                                             forms, parse, _template, con)
+                    if form.__class__ is form_cls and form.renamed:
+                        fids.append(form.id)
+                        ats.append(at)
+                        datas.append(con)
+                        bounds.append(part.bounds)
+                        continue
             if kept_row is not None:     # the most common row of a compile again: kept, of a form read (as read())
                 row = kept_row(id(con))
                 if row is not None and row.con is con and con.expr is row.expr and (
@@ -499,6 +517,9 @@ class CompiledNLP:
 #: the key of the variables' :class:`~pympc.mpec._forms.Table` in the caller's rows (``CompiledNLP(rows=...)``)
 _TABLE = "variables"
 
+#: the key of the rows a model's builder declared (:class:`~pympc.mpec._declared.Declared`) in the caller's rows
+_DECLARED = "declared"
+
 
 class _RowView:
     """One row's reading (:attr:`CompiledNLP.cons`)."""
@@ -563,98 +584,3 @@ def _unique_pairs(rows, cols, n):
 
 #: nonlinear rows of one template evaluated as one vectorized group from this many on
 _GROUP_MIN = 8
-
-
-def _derivatives(expr, nl_vars, where, check):
-    """``(expr, grads, pairs)``: ``expr`` with its repeated subexpressions made one node each
-    (:func:`~pympc.mpec._codegen.share_subexpressions`: Pyomo differentiates a shared node once), its gradient
-    by ``nl_vars`` and its second derivatives ``(i, j, d²/dx_i dx_j)`` for j <= i that are not zero (Pyomo's
-    reverse symbolic differentiation); ``check()`` is called between rows (the build's deadline)."""
-    expr = share_subexpressions(expr)
-    try:
-        grads = differentiate(expr, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
-    except DifferentiationException as exc:
-        raise ProblemError(f"{where}: Pyomo cannot differentiate it ({exc}); pympc.ipopt needs exact "
-                           "derivatives: rewrite it with +, -, *, /, **, exp, log, log10, sin, cos, tan, asin, "
-                           "acos, atan, sqrt, abs") from None
-    pairs = []
-    for i, gi in enumerate(grads):
-        check()
-        if gi.__class__ in native_numeric_types:
-            continue
-        second = differentiate(gi, wrt_list=nl_vars, mode=Modes.reverse_symbolic)
-        pairs += [(i, j, second[j]) for j in range(i + 1)
-                  if not (second[j].__class__ in native_numeric_types and second[j] == 0)]
-    return expr, grads, pairs
-
-
-def _template(expr, nl_vars):
-    """A hashable key of a nonlinear part: its tree in preorder (node class, function name, arity), each free
-    variable by its position in ``nl_vars``, numbers (and fixed variables, Params) by value; None when the
-    tree holds a node that does not evaluate elementwise on arrays (max, min) or is too large to be worth it.
-    Equal keys: the same function of the rows' own variables (an explicit stack, no recursion)."""
-    pos = {id(v): k for k, v in enumerate(nl_vars)}
-    out = []
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if node.__class__ in native_numeric_types:
-            out.append(float(node))
-            continue
-        if node.is_variable_type():
-            out.append(("v", pos[id(node)]) if not node.fixed else float(pyo.value(node)))
-            continue
-        if not node.is_potentially_variable():
-            out.append(float(pyo.value(node)))
-            continue
-        if node.is_named_expression_type():
-            stack.append(node.args[0])
-            continue
-        cls = node.__class__
-        if cls.__name__ in ("MaxExpression", "MinExpression") or len(out) > 5000:
-            return None
-        name = node.getname() if hasattr(node, "getname") else None
-        args = node.args
-        out.append((cls, name, len(args)))
-        stack.extend(reversed(args))
-    return tuple(out)
-
-
-class _Group:
-    """Rows whose nonlinear parts share one template: the first one is differentiated and compiled with its
-    variables as the rows of ``X = u[idx]`` (``idx``: variables × rows), so that one call of each generated
-    function evaluates every row (numpy arrays through the same straight-line code)."""
-
-    def __init__(self, nlp, rows, idx, expr, nl_vars, where):
-        self.rows = np.asarray(rows, int)
-        self.idx = np.ascontiguousarray(idx, int)                                # (variables, rows)
-        nv, R = self.idx.shape
-        local = {id(v): k for k, v in enumerate(nl_vars)}
-        expr, grads, pairs = _derivatives(expr, nl_vars, where, nlp._check_deadline)
-        hess = [h for _, _, h in pairs]
-        pairs = [(i, j) for i, j, _ in pairs]
-        self._f, self._g, self._h = compile_functions([[expr], grads, hess], local, where)
-        self.shape = R
-        self.jac_rows = np.tile(self.rows, nv)
-        self.jac_cols = self.idx.ravel()
-        a = np.array([self.idx[i] for i, _ in pairs], int).reshape(len(pairs), R)
-        b = np.array([self.idx[j] for _, j in pairs], int).reshape(len(pairs), R)
-        self.hess_rows, self.hess_cols = np.maximum(a, b).ravel(), np.minimum(a, b).ravel()
-        self._npairs = len(pairs)
-
-    def _stack(self, vals):
-        R = self.shape
-        if not vals:
-            return np.zeros(0)
-        return np.concatenate([np.broadcast_to(np.asarray(v, float), (R,)) for v in vals])
-
-    def value(self, u):
-        return np.broadcast_to(np.asarray(self._f(u[self.idx])[0], float), (self.shape,))
-
-    def jacobian(self, u):
-        return self._stack(self._g(u[self.idx]))
-
-    def hessian(self, u, lagrange):
-        if not self._npairs:
-            return np.zeros(0)
-        return (self._stack(self._h(u[self.idx])).reshape(self._npairs, self.shape) * lagrange[self.rows]).ravel()
