@@ -398,7 +398,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
 class _Rows(list):
     """A list of row expressions with a ConstraintList's ``add`` (the rows of one kind, made one Constraint
     when all are known); ``put`` adds a row declared with its family (one object per family: :class:`_Families`),
-    arguments and named expressions (:class:`pympc.mpec._declared.Declared`)."""
+    arguments and named expressions (:class:`pympc.mpec._declared.Declared`; family -1: a row not declared)."""
 
     def __init__(self):
         super().__init__()
@@ -409,15 +409,15 @@ class _Rows(list):
         self.declared.append((expr, family, own, shared, named))
 
     def add(self, expr):
-        self.put(expr, None, (), ())
+        self.put(expr, -1, (), ())
 
 
 class _Families(dict):
-    """``fam[key]``: one object per family key (the rows of a family found by its identity)."""
+    """``fam[key]``: the number of a family (numbered as first met)."""
 
     def __missing__(self, key):
-        self[key] = key
-        return key
+        k = self[key] = len(self)
+        return k
 
 
 def _warm(system, t, elements, c, warm_start):

@@ -27,7 +27,7 @@ The NLP is the one the general reading makes (the same columns, rows, entries, J
 the declaration: the rows of one family are one function of their arguments.  On the FESD fit of the 30 s
 oscillator record (``benchmarks/fesd_speed.py``) 22 076 of the model's 24 435 rows are declared, in 36 families
 (not: the clock rows, which hold the sample times, and the rows a restart makes again: switch, equilibration,
-cross); walk 1's compile ~230 -> ~150 ms CPU.
+cross); walk 1's compile (``CompiledNLP``) ~226 -> ~130 ms CPU, walk 2's ~78 -> ~78 ms.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from ._forms import walk
 
 __all__ = ["Declared", "family_rows"]
 
-_FIXED, _VALUE = attrgetter("fixed"), attrgetter("value")
+_FIXED, _VALUE = attrgetter("_fixed"), attrgetter("value")     # (VarData's fixed flag, as walk() reads it)
 
 
 class Declared:
@@ -55,23 +55,24 @@ class Declared:
         self.families = {}                      # family -> ([ConstraintData], [expression], [own], [shared])
         self._table, self._keys = None, {}      # the arguments' keys in one Table (made at its first compile)
         self._used = None                       # (all the keys in them)
-        self._last = {}                         # family -> (valid, F, V, entries): its reading at the last compile
+        self._last = {}                         # family -> its _Family: its reading at the last compile
 
     def add(self, declared):
         """Note rows: ``declared`` a list of ``(expression, family, own, shared, named)`` per row: its
-        expression (the one its ConstraintData holds), its family (one object per family; None: a row not
-        declared), arguments ``own`` and ``shared`` (tuples of Vars) and the named expressions its tree holds (a
-        tuple, each noted with the expression it names now)."""
-        exprs, families, own, shared, named = zip(*declared) if declared else ((),) * 5
-        ids = np.fromiter(map(id, families), np.int64, len(families))
-        _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
-        inv = inv.ravel()
-        groups = np.split(np.argsort(inv, kind="stable"), np.cumsum(np.bincount(inv))[:-1])
-        for k in np.argsort(first).tolist():        # the families in the order of their first rows
-            idx = groups[k].tolist()
-            family = families[idx[0]]
-            if family is None:
+        expression (the one its ConstraintData holds), its family (a number >= 0; -1: a row not declared),
+        arguments ``own`` and ``shared`` (tuples of Vars) and the named expressions its tree holds (a tuple,
+        each noted with the expression it names now)."""
+        if not declared:
+            return
+        exprs, families, own, shared, named = zip(*declared)
+        families = np.array(families, int)
+        order = np.argsort(families, kind="stable")
+        count = np.bincount(families[order] - families[order[0]])
+        for idx in np.split(order, np.cumsum(count)[:-1]):
+            if not idx.size or families[idx[0]] < 0:
                 continue
+            idx = idx.tolist()
+            family = int(families[idx[0]])
             fam = self.families.get(family)
             if fam is None:
                 fam = self.families[family] = ([], [], [], [], [])
@@ -84,30 +85,42 @@ class Declared:
         """Per family, its rows' arguments as keys of ``table`` (rows × arguments), made once per table."""
         if self._table is not table:
             self._table, self._keys, self._last = table, {}, {}
-            blocks, tuples = [], []             # per family: (own rows, width; shared tuples, width, row -> tuple)
+            blocks, owns = [], []               # per family: (family, own rows, width, shared width, row -> tuple)
+            shared_at = {}                      # width -> {id(shared tuple): its place}, each tuple once
+            held = {}                           # width -> the shared tuples in their places
             for family, (_, own, shared, _, _) in self.families.items():
-                wo, ws = {len(a) for a in own}, {len(a) for a in shared}
+                wo, ws = set(map(len, own)), set(map(len, shared))
                 if len(wo) == 1 and len(ws) == 1:
+                    ws = ws.pop()
+                    at, tuples = shared_at.setdefault(ws, {}), held.setdefault(ws, [])
                     ids = list(map(id, shared))
-                    first = dict(zip(ids, shared))           # each shared tuple once
-                    at = {k: p for p, k in enumerate(first)}
-                    blocks.append((family, len(own), wo.pop(), len(first), ws.pop(),
-                                   list(map(at.__getitem__, ids))))
-                    tuples += (own, first.values())
-            flat = list(chain.from_iterable(chain.from_iterable(tuples)))
-            K, pos = _keys(flat, table), 0
-            for family, n_own, wo, n_shared, ws, which in blocks:
-                own = K[pos: pos + n_own * wo].reshape(n_own, wo)
-                pos += n_own * wo
-                shared = K[pos: pos + n_shared * ws].reshape(n_shared, ws)
-                pos += n_shared * ws
-                self._keys[family] = np.concatenate([own, shared[which]], axis=1)
-            self._used = np.unique(K)
+                    for k, t in dict(zip(ids, shared)).items():
+                        if k not in at:
+                            at[k] = len(tuples)
+                            tuples.append(t)
+                    blocks.append((family, len(own), wo.pop(), ws, list(map(at.__getitem__, ids))))
+                    owns.append(own)
+            widths = sorted(held)
+            flat = list(chain.from_iterable(chain.from_iterable(owns + [held[w] for w in widths])))
+            K, self._used = _keys(flat, table)
+            pos = 0
+            for family, n, wo, _, _ in blocks:
+                blocks_own = K[pos: pos + n * wo].reshape(n, wo)
+                self._keys[family] = blocks_own
+                pos += n * wo
+            shared = {}
+            for w in widths:
+                n = len(held[w])
+                shared[w] = K[pos: pos + n * w].reshape(n, w)
+                pos += n * w
+            for family, _, _, ws, which in blocks:
+                self._keys[family] = np.concatenate([self._keys[family], shared[ws][which]], axis=1)
         return self._keys
 
 
 def _keys(flat, table):
-    """The keys of the variables ``flat`` in ``table`` (a new one for a variable first met, in the order met)."""
+    """The keys of the variables ``flat`` in ``table`` (a new one for a variable first met, in the order met), and
+    the keys met (sorted)."""
     ids = np.fromiter(map(id, flat), np.int64, len(flat))
     uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
     tkey, tvars = table.key, table.vars
@@ -120,7 +133,7 @@ def _keys(flat, table):
             v = flat[i]
             tkey[id(v)] = k
             tvars.append(v)
-    return keys[inv.ravel()]
+    return keys[inv.ravel()], np.sort(keys)
 
 
 class _Part:
@@ -164,8 +177,8 @@ def family_rows(declared, table):
 
 
 class _Family:
-    """One family's reading, kept from compile to compile (with one Table): per row its entry (None: read by
-    the general path), the state of its arguments then, and the parts read (by the state of the arguments)."""
+    """One family's reading, kept from compile to compile (with one Table): the entries of the rows read by
+    family, the state of the arguments then, and the parts read (by the state of the arguments)."""
 
     def __init__(self, family, K):
         self.exprs, self.own, self.shared, self.named, self.inner = family
@@ -175,7 +188,6 @@ class _Family:
         S = np.sort(K, axis=1)
         self.distinct = ~(S[:, 1:] == S[:, :-1]).any(axis=1)
         self.valid = self.F = self.V = None
-        self.entries = [None] * len(self.exprs)
         self.known = {}                         # id(con) -> entry, of the rows read by family
         self.parts = {}                         # the arguments' state -> (key, perm, width, vals, part) or None
 
@@ -196,23 +208,29 @@ class _Family:
             rows = np.flatnonzero((valid != self.valid) | (F != self.F).any(axis=1) | (V != self.V).any(axis=1))
             if not rows.size:
                 return self.known
+        known, ids = self.known, self.ids
+        if self.F is not None:                  # the rows that changed: read below
+            pop = known.pop
+            for r in rows.tolist():
+                pop(ids[r], None)
         self.valid, self.F, self.V = valid, F, V
-        entries, known, ids = self.entries, self.known, self.ids
-        for r in rows.tolist():
-            if entries[r] is not None:
-                entries[r] = None
-                del known[ids[r]]
         rows = rows[valid[rows] & self.distinct[rows] & ~np.isnan(V[rows]).any(axis=1)]
         if not rows.size:
             return known
         state = np.concatenate([F[rows], V[rows]], axis=1)
         state = state[:, (state != state[0]).any(axis=0)]          # the arguments whose state varies
         groups = [rows]
-        if state.shape[1]:
-            _, inv = np.unique(state, axis=0, return_inverse=True)
-            inv = inv.ravel()
-            order = np.argsort(inv, kind="stable")
-            groups = np.split(rows[order], np.flatnonzero(np.diff(inv[order])) + 1)
+        if state.shape[1]:                      # the rows by state: a few states, each split off in turn
+            groups, left = [], np.arange(rows.size)
+            while left.size and len(groups) < 16:
+                same = (state[left] == state[left[0]]).all(axis=1)
+                groups.append(rows[left[same]])
+                left = left[~same]
+            if left.size:                       # (many states: sorted at once)
+                _, inv = np.unique(state[left], axis=0, return_inverse=True)
+                inv = inv.ravel()
+                order = np.argsort(inv, kind="stable")
+                groups += np.split(rows[left[order]], np.flatnonzero(np.diff(inv[order])) + 1)
         for group in groups:
             rep = int(group[0])
             sig = (F[rep].tobytes(), V[rep].tobytes())
@@ -226,10 +244,8 @@ class _Family:
             base = len(table.flat)
             table.flat += K[group][:, perm].ravel().tolist()
             table.vals += vals * len(group)
-            new = list(zip(repeat(key), range(base, base + width * len(group), width), group, repeat(part)))
-            for r, entry in zip(group, new):
-                entries[r] = entry
-            known.update(zip(map(ids.__getitem__, group), new))
+            known.update(zip(map(ids.__getitem__, group),
+                             zip(repeat(key), range(base, base + width * len(group), width), group, repeat(part))))
         return known
 
     def _part(self, rep, table):
