@@ -74,6 +74,8 @@ def test_user_rows_and_objective_are_read():
     con.set_value(m.q[0, 1, "mass.x"] == m.q[0, 0, "mass.x"] + 2.0 * m.h[0])
     m.law_rows[5].deactivate()
     m.extra = pyo.Constraint(expr=m.h[0] + m.h[1] <= 0.7)
+    m.time[2, 1].set_value(m.t_start[2] + 0.5 * m.h[2])      # a named expression the dynamics rows hold
+    m.theta["K"].set_value(1.1 * m.theta["K"].value)          # a fixed parameter at another value
     m.objective.expr = m.objective.expr + (m.theta["mu"] - 0.3) ** 2
     a, b = CompiledNLP(m, rows=rows), CompiledNLP(m)
     _same(a, b)
