@@ -302,6 +302,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
     law_row = {}                                 # (e, slot, key, stage − 1) -> the index of the row c >= 0
     balance = {}                                 # (e, r) -> (M a − forces at nu = 0, joint Jacobian rows)
     held = {}                                    # id(env) -> the forces' terms of parameters alone (applied_forces)
+    grads = {}                                   # the gradients of numbers only, by form (_grad)
     fam = _Families()                            # the families of the declared rows (pympc.mpec._declared)
     for e, el in enumerate(layout):
         C["clock"].add(m.t_start[e] == (float(t[el.interval]) if e == 0 or layout[e - 1].interval != el.interval
@@ -328,7 +329,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
             G = []
             nus = [m.nu[e, r, row] for row in range(nrow)]
             for row, g in enumerate(eq.joint_residuals(q, tt, envk, pyo)):
-                d = _grad(g, q + [tt])
+                d = _grad(g, q + [tt], grads)
                 G.append(d[:n])
                 C["position"].put(g == 0, fam["joint position", r, row], clock, stage, (tt,))
                 C["velocity"].put(sum(d[i] * v[i] for i in range(n) if not _zero(d[i])) + d[n] == 0,
@@ -337,7 +338,7 @@ def _trajectory_model(system, t, y, outputs, fit, elements, stages, sigma, warm_
             forces, named = clock + tuple(nus), (tt,)    # (the dynamics rows' arguments, named expressions)
             for j, (gN, sT) in enumerate(eq.slot_coordinates(q, envk, pyo)):
                 sn = slots[j]
-                WN, WT = _grad(gN, q), _grad(sT, q)
+                WN, WT = _grad(gN, q, grads), _grad(sT, q, grads)
                 G.append(WN)
                 wp, wm = (m.w_pos[e, r, sn], m.w_neg[e, r, sn]) if static[j] else (None, None)
                 own = (m.lam_pos[e, r, sn], m.lam_neg[e, r, sn], m.F[e, r, sn], m.slip_pos[e, r, sn],
@@ -646,31 +647,29 @@ def _accelerations(vW, v0, A, h0, s):
     return np.einsum("rj,ejc->erc", Ainv, V - start[:, None, :]) / h0[:, None, None]
 
 
-def _grad(expr, wrt):
+def _grad(expr, wrt, kept=None):
     """∂expr/∂wrt (:func:`pympc.identify.mpec_model._grad`); a gradient of numbers only (a slot or joint whose
-    residual is linear in q: the same for every stage) is kept by the expression's form
-    (:func:`pympc.mpec._forms.form`: its tree, numbers and fixed values, the variables by place) and the places
-    of ``wrt``, and given again for the next expression of that form.  A ``LinearExpression`` of distinct Vars
+    residual is linear in q: the same for every stage) is kept in the dict ``kept`` (one model build's) by the
+    expression's form (:func:`pympc.mpec._forms.form`: its tree, numbers and fixed values, the variables by place)
+    and the places of ``wrt``, and given again for the next expression of that form.  A ``LinearExpression`` of distinct Vars
     (a slot on a fixed guide) has its gradient read off its terms (:func:`_linear_grad`)."""
     known = _linear_grad(expr, wrt)
     if known is not None:
         return known
     from ..mpec._forms import form
     from .mpec_model import _grad as g
-    found = form(expr) if hasattr(expr, "is_expression_type") else None
+    found = form(expr) if kept is not None and hasattr(expr, "is_expression_type") else None
     if found is None:
         return g(expr, wrt)
     key, free = found
     place = {id(v): k for k, v in enumerate(free)}
     key = (key, tuple(place.get(id(v)) for v in wrt))
-    known = _NUMERIC_GRADIENTS.get(key)
+    known = kept.get(key)
     if known is None:
         known = g(expr, wrt)
         if not all(d.__class__ in (int, float) for d in known):
             return known
-        if len(_NUMERIC_GRADIENTS) >= _GRADIENTS_KEPT:     # forms hold numbers: a long session meets many
-            _NUMERIC_GRADIENTS.clear()
-        _NUMERIC_GRADIENTS[key] = known
+        kept[key] = known
     return list(known)
 
 
@@ -697,11 +696,6 @@ def _linear_grad(expr, wrt):
             return None
         coef[id(x)] = c
     return [coef.get(id(w), 0) for w in wrt]
-
-
-#: gradients of numbers only, by the form of the expression and the places of the variables (see _grad)
-_NUMERIC_GRADIENTS = {}
-_GRADIENTS_KEPT = 4096
 
 
 def _linear(coefs, xs):
