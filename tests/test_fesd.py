@@ -172,11 +172,12 @@ def _tree(x):
 
 
 def test_direct_sums_and_gradients_match_the_operators():
-    """fesd._linear (the collocation sums, made directly) against Python's sum of the operators' products,
-    tree for tree; fesd._linear_grad (a linear slot's gradient, read off its terms) against reverse-mode symbolic
+    """_fesd_terms._linear (the collocation sums, made directly) against Python's sum of the operators' products,
+    tree for tree; _fesd_terms._linear_grad (a linear slot's gradient, read off its terms) against reverse-mode symbolic
     differentiation (mpec_model._grad): the same numbers and types, on every friction slot of the models (fixed
     guides: LinearExpression; a moving guide: None, the general route)."""
     pyo = pytest.importorskip("pyomo.environ")
+    from pympc.identify import _fesd_terms as terms
     from pympc.identify.mpec_model import _grad
     from pympc.mechanics.equations import Equations
     m = pyo.ConcreteModel()
@@ -184,10 +185,10 @@ def test_direct_sums_and_gradients_match_the_operators():
     xs = [m.x[i] for i in range(4)]
     for coefs in ([0.2, -1.5, 3.0], [1.0, 0.5, 0.25], [0.0, 2.0, 1.0], [2, 3, 4], [0.75]):
         k = len(coefs)
-        assert _tree(fesd._linear(coefs, xs[:k])) == _tree(sum(c * x for c, x in zip(coefs, xs[:k])))
-    assert _tree(fesd._linear([0.5, 0.5], [xs[0], xs[1] + xs[2]])) == _tree(0.5 * xs[0] + 0.5 * (xs[1] + xs[2]))
+        assert _tree(terms._linear(coefs, xs[:k])) == _tree(sum(c * x for c, x in zip(coefs, xs[:k])))
+    assert _tree(terms._linear([0.5, 0.5], [xs[0], xs[1] + xs[2]])) == _tree(0.5 * xs[0] + 0.5 * (xs[1] + xs[2]))
     for k in (1, 2, 4):
-        assert _tree(fesd._linear(None, xs[:k])) == _tree(sum(xs[:k]))
+        assert _tree(terms._linear(None, xs[:k])) == _tree(sum(xs[:k]))
     exprs = [-0.0 * xs[0] + xs[1], 0.25 * xs[2] - 3 * xs[0], xs[3] + xs[1], 2.0 * xs[0] + xs[0], xs[0] * xs[1] + xs[2]]
     seen = 0
     for path in sorted(MODELS.glob("*.toml")):
@@ -200,7 +201,7 @@ def test_direct_sums_and_gradients_match_the_operators():
         exprs += [(x, q) for pair in eq.slot_coordinates(q, eq.parameters(), pyo) for x in pair]
     for item in exprs:
         expr, wrt = item if isinstance(item, tuple) else (item, xs)
-        fast = fesd._linear_grad(expr, wrt)
+        fast = terms._linear_grad(expr, wrt)
         if fast is None:
             continue
         seen += 1
@@ -208,5 +209,5 @@ def test_direct_sums_and_gradients_match_the_operators():
         assert [(type(d), d) for d in fast] == [(type(d), d) for d in ref]
         assert [str(d) for d in fast] == [str(d) for d in ref]                # -0.0 and 0.0 told apart
     assert seen >= 6
-    assert fesd._linear_grad(2.0 * xs[0] + xs[0], xs) is None               # a repeated Var: the general route
-    assert fesd._linear_grad(xs[0] * xs[1] + xs[2], xs) is None
+    assert terms._linear_grad(2.0 * xs[0] + xs[0], xs) is None               # a repeated Var: the general route
+    assert terms._linear_grad(xs[0] * xs[1] + xs[2], xs) is None

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import OptionError
-from .fesd import (DEFAULT_OPTIONS, _layout, _restart, _system, fix_active_set, solve, switch_times,
-                   trajectory_model)
+from .fesd import DEFAULT_OPTIONS, _restart, _system, fix_active_set, solve, switch_times, trajectory_model
+from .fesd_start import _layout
 from .fesd_solve import enums, solution_status, termination_condition
 
 __all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP", "FIT_OPTIONS"]
@@ -481,7 +481,7 @@ def fit_experiments(experiments, par, options):
 
 def _check_static(system, names, t):
     """A fitted static coefficient needs a breakaway in the record; without one it is only bounded below.
-    Returns the simulation it ran (the warm start's, :func:`~pympc.identify.fesd._warm`: walk 1 builds on it),
+    Returns the simulation it ran (the warm start's, :func:`~pympc.identify.fesd_start._warm`: walk 1 builds on it),
     or None (no static coefficient fitted, no simulation)."""
     from ..dynamics import simulate
     from .experiment import friction_pairs
