@@ -981,23 +981,30 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     # _walk_step), ok[d] no zero pivot in them
     S = np.empty((n + 1, n, 3 * n) if shared else (0, 0, 0))
     ok = np.ones(n + 1, np.bool_)
+    colA = np.zeros(n)      # the column sums of |A| and |B|: rcond_1's ‖C‖₁ of every support (_rcond_of_support)
+    colB = np.zeros(n)
     if shared:
+        for j in range(n):
+            for i in range(n):
+                colA[j] += abs(A[i, j])
+                colB[j] += abs(B[i, j])
         for i in range(n):
             for j in range(n):
                 S[0, i, j] = A[i, j]
                 S[0, i, n + j] = B[i, j]
                 S[0, i, 2 * n + j] = I[i, j]
     for k in range(N):
-        for i in range(n):
-            for j in range(n):
-                C[i, j] = A[i, j] if xs[k, j] else B[i, j]
         if shared:
             d = n - _bit_length(k ^ (k - 1)) if k else 0     # the first pair in which support k differs from k − 1
             for d in range(d, n):
                 ok[d + 1] = ok[d] and _walk_step(S[d], S[d + 1], d, d if xs[k, d] else n + d)
             if ok[n]:
                 _shared_back_substitute(S, xs[k], Ci)
-        else:
+        if not shared or not ok[n]:
+            for i in range(n):
+                for j in range(n):
+                    C[i, j] = A[i, j] if xs[k, j] else B[i, j]
+        if not shared:
             W[:, :] = C
             Ci[:, :] = I
             ok[n] = lu_solve(W, Ci)
@@ -1005,7 +1012,7 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
             r = range_residual(C, c)
             status[k] = -3 if r <= lp_tol * (1.0 + cmax) else -2
             continue
-        rc[k] = rcond_1(C, Ci)
+        rc[k] = _rcond_of_support(colA, colB, xs[k], Ci) if shared else rcond_1(C, Ci)
         finite = True
         for i in range(n):
             s = 0.0
@@ -1030,6 +1037,22 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
                 U[k, n + j] = max(v[j], 0.0)
         status[k] = 1 if max(relative_residual(A, B, c, U[k, :n], U[k, n:])) <= tol else 2
     return rc, U, status
+
+
+@njit(cache=True, nogil=True)
+def _rcond_of_support(colA, colB, choice, Ci):
+    """:func:`~pympc._linalg.rcond_1` of the support ``choice`` (its inverse ``Ci``) with ‖C‖₁ from the column sums
+    of |A| and |B| (the same sums, in the same order: the same bits, without the support's matrix)."""
+    n = Ci.shape[0]
+    nc = 0.0
+    ni = 0.0
+    for j in range(n):
+        si = 0.0
+        for i in range(n):
+            si += abs(Ci[i, j])
+        nc = max(nc, colA[j] if choice[j] else colB[j])
+        ni = max(ni, si)
+    return 1.0 / (nc * ni)
 
 
 @njit(cache=True, nogil=True, inline="always")
