@@ -1041,8 +1041,8 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
 
 @njit(cache=True, nogil=True)
 def _rcond_of_support(colA, colB, choice, Ci):
-    """:func:`~pympc._linalg.rcond_1` of the support ``choice`` (its inverse ``Ci``) with ‖C‖₁ from the column sums
-    of |A| and |B| (the same sums, in the same order: the same bits, without the support's matrix)."""
+    """:func:`~pympc._linalg.rcond_1` of the support ``choice`` (its inverse ``Ci``) with ‖C‖₁ from the column
+    sums of |A| and |B| (the same sums, in the same order: the same bits, without the support's matrix)."""
     n = Ci.shape[0]
     nc = 0.0
     ni = 0.0
