@@ -7,7 +7,7 @@ compiled loop costs less than the call into LAPACK.
 
 from numba import njit
 
-__all__ = ["lu_solve", "back_substitute", "rcond_1"]
+__all__ = ["lu_solve", "back_substitute", "rcond_1", "pivot_row", "subtract_row"]
 
 
 @njit(cache=True, nogil=True)
@@ -17,12 +17,7 @@ def lu_solve(S, R):
     r = S.shape[0]
     k = R.shape[1]
     for col in range(r):
-        p = col
-        big = abs(S[col, col])
-        for i in range(col + 1, r):
-            if abs(S[i, col]) > big:
-                big = abs(S[i, col])
-                p = i
+        p, big = pivot_row(S, col, col)
         if big == 0.0:
             return False
         if p != col:
@@ -33,12 +28,30 @@ def lu_solve(S, R):
         for i in range(col + 1, r):
             f = S[i, col] / S[col, col]
             if f != 0.0:
-                for j in range(col + 1, r):
-                    S[i, j] -= f * S[col, j]
-                for j in range(k):
-                    R[i, j] -= f * R[col, j]
+                subtract_row(S, i, col, f, col + 1, r)
+                subtract_row(R, i, col, f, 0, k)
     back_substitute(S, R)
     return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pivot_row(S, col, first):
+    """Partial pivoting's choice in column ``col`` of ``S`` from row ``first`` on: ``(p, |S[p, col]|)``, the first row
+    of the largest magnitude."""
+    p = first
+    big = abs(S[first, col])
+    for i in range(first + 1, S.shape[0]):
+        if abs(S[i, col]) > big:
+            big = abs(S[i, col])
+            p = i
+    return p, big
+
+
+@njit(cache=True, nogil=True, inline="always")
+def subtract_row(S, i, p, f, lo, hi):
+    """``S[i, lo:hi] −= f S[p, lo:hi]``, entry by entry (an elimination step)."""
+    for j in range(lo, hi):
+        S[i, j] -= f * S[p, j]
 
 
 @njit(cache=True, nogil=True)

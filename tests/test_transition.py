@@ -491,3 +491,34 @@ def test_the_arrays_of_an_assembly_are_kept_with_it(rng):
         assert k.M is x.M and np.array_equal(k.vT, x.vT) and k.holonomic.dtype == bool
     big = random_assembly(rng, _transition.KEPT_UP_TO + 1, 1, 2, True)[0]    # a large one is not kept
     assert assembly_arrays(big) is not assembly_arrays(big)
+
+
+def test_batched_leaves_shared_along_the_walk_are_the_one_by_one_factorizations_bit_for_bit(rng):
+    """batched_leaves of every support in the walk's order (the eliminations shared along its tree, from SHARED_FROM
+    pairs) = the same supports factorized one by one (the rows in another order take that path), bit for bit:
+    random, integer (exact zeros, exactly singular supports near and off the range), a⁺/a⁻-like opposite columns
+    and badly scaled problems of 6–8 pairs; every status occurs."""
+    from pympc.complementarity._kernel import SHARED_FROM, batched_leaves
+    from pympc.complementarity.enumeration import _SUPPORTS
+
+    seen = set()
+    for trial in range(150):
+        n = int(rng.integers(SHARED_FROM, 9))
+        A, B, c = rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)
+        if trial % 3 == 0:
+            A, B, c = (rng.integers(-2, 3, s).astype(float) for s in ((n, n), (n, n), n))
+        if trial % 4 == 0:
+            B[:, -1] = -A[:, -2]                      # the a⁺ and a⁻ columns of a stick candidate
+        if trial % 5 == 0:
+            c = 0.5 * A[:, 0] + B[:, 1]               # c in the range of singular supports
+        if trial % 7 == 0:
+            A *= 10.0 ** rng.integers(-8, 8, (n, 1))
+            B *= 10.0 ** rng.integers(-8, 8, (1, n))
+        xs = _SUPPORTS[n]
+        order = rng.permutation(xs.shape[0])
+        shared = batched_leaves(A, B, c, xs, 1e-9, 1e-6)
+        one_by_one = batched_leaves(A, B, c, np.ascontiguousarray(xs[order]), 1e-9, 1e-6)
+        for got, want in zip(shared, one_by_one):
+            assert got[order].tobytes() == want.tobytes()
+        seen.update(shared[2].tolist())
+    assert seen >= {-3, -2, -1, 0, 1}

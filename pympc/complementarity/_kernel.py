@@ -15,7 +15,7 @@ try:
 except ImportError:         # pragma: no cover - depends on the numba release
     _LAPACK, F_INT_nptype = None, np.int32
 
-from .._linalg import lu_solve, rcond_1
+from .._linalg import lu_solve, pivot_row, rcond_1, subtract_row
 
 KERNEL_SOLVED = 0
 KERNEL_RAY = 1
@@ -942,6 +942,11 @@ def range_residual(C, c):
     return np.abs(res).max()
 
 
+SHARED_FROM = 6
+"""From this many pairs :func:`batched_leaves` shares the eliminations along the walk's tree; below it, the
+bookkeeping costs more than it saves (the same bits either way)."""
+
+
 @njit(cache=True, nogil=True)
 def batched_leaves(A, B, c, xs, tol, lp_tol):
     """Every support of a small HLCP solved directly (see ``enumeration._batched_leaves``).
@@ -952,7 +957,14 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     ``tol max|u|`` zeroed) and ``status[k]``: −1 nearly singular (``rc ≤ 1e-10`` or a non-finite point:
     the caller decides), 0 no point (the wrong sign, or no try verified), 1 a verified point, 2 a point
     whose two tries failed ``relative_residual`` and that the caller checks with the noise rule of
-    ``HLCP.is_solution``.
+    ``HLCP.is_solution``.  ``C_k`` exactly singular (a zero pivot): −3 when ``c`` is within ``lp_tol (1 +
+    max|c|)`` of its range (:func:`range_residual`), else −2.
+
+    Every ``C_k`` is factorized by :func:`~pympc._linalg.lu_solve`'s elimination into the identity and back
+    substitution (its inverse), one by one; or, all the supports in the walk's order (``enumeration._SUPPORTS``,
+    the usual argument) of at least :data:`SHARED_FROM` pairs, with the eliminations shared along the walk's
+    tree (:func:`_walk_step`; the back substitution then reads each support's pivot rows where they were made).
+    The same operations on the same numbers either way: the same bits.
     """
     N, n = xs.shape
     rc = np.zeros(N)
@@ -964,17 +976,43 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     I = np.eye(n)
     v = np.empty(n)
     cmax = np.abs(c).max() if n else 0.0
-    for k in range(N):
+    shared = n >= SHARED_FROM and _walk_order(xs)
+    # the walk's tree: S[d] the state after d elimination steps of the supports on the current branch (see
+    # _walk_step), ok[d] no zero pivot in them
+    S = np.empty((n + 1, n, 3 * n) if shared else (0, 0, 0))
+    ok = np.ones(n + 1, np.bool_)
+    colA = np.zeros(n)      # the column sums of |A| and |B|: rcond_1's ‖C‖₁ of every support (_rcond_of_support)
+    colB = np.zeros(n)
+    if shared:
+        for j in range(n):
+            for i in range(n):
+                colA[j] += abs(A[i, j])
+                colB[j] += abs(B[i, j])
         for i in range(n):
             for j in range(n):
-                C[i, j] = A[i, j] if xs[k, j] else B[i, j]
-        W[:, :] = C
-        Ci[:, :] = I
-        if not lu_solve(W, Ci):      # an exact zero pivot: LAPACK's estimate is 0 as well
+                S[0, i, j] = A[i, j]
+                S[0, i, n + j] = B[i, j]
+                S[0, i, 2 * n + j] = I[i, j]
+    for k in range(N):
+        if shared:
+            d = n - _bit_length(k ^ (k - 1)) if k else 0     # the first pair in which support k differs from k − 1
+            for d in range(d, n):
+                ok[d + 1] = ok[d] and _walk_step(S[d], S[d + 1], d, d if xs[k, d] else n + d)
+            if ok[n]:
+                _shared_back_substitute(S, xs[k], Ci)
+        if not shared or not ok[n]:
+            for i in range(n):
+                for j in range(n):
+                    C[i, j] = A[i, j] if xs[k, j] else B[i, j]
+        if not shared:
+            W[:, :] = C
+            Ci[:, :] = I
+            ok[n] = lu_solve(W, Ci)
+        if not ok[n]:      # an exact zero pivot: LAPACK's estimate is 0 as well
             r = range_residual(C, c)
             status[k] = -3 if r <= lp_tol * (1.0 + cmax) else -2
             continue
-        rc[k] = rcond_1(C, Ci)
+        rc[k] = _rcond_of_support(colA, colB, xs[k], Ci) if shared else rcond_1(C, Ci)
         finite = True
         for i in range(n):
             s = 0.0
@@ -999,6 +1037,99 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
                 U[k, n + j] = max(v[j], 0.0)
         status[k] = 1 if max(relative_residual(A, B, c, U[k, :n], U[k, n:])) <= tol else 2
     return rc, U, status
+
+
+@njit(cache=True, nogil=True)
+def _rcond_of_support(colA, colB, choice, Ci):
+    """:func:`~pympc._linalg.rcond_1` of the support ``choice`` (its inverse ``Ci``) with ‖C‖₁ from the column
+    sums of |A| and |B| (the same sums, in the same order: the same bits, without the support's matrix)."""
+    n = Ci.shape[0]
+    nc = 0.0
+    ni = 0.0
+    for j in range(n):
+        si = 0.0
+        for i in range(n):
+            si += abs(Ci[i, j])
+        nc = max(nc, colA[j] if choice[j] else colB[j])
+        ni = max(ni, si)
+    return 1.0 / (nc * ni)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bit_length(x):
+    """``int.bit_length`` of ``x ≥ 0``."""
+    b = 0
+    while x:
+        b += 1
+        x >>= 1
+    return b
+
+
+@njit(cache=True, nogil=True)
+def _walk_order(xs):
+    """Are the rows of ``xs`` every support of its pairs in the walk's order (``enumeration._SUPPORTS``: row ``k``
+    takes pair ``j`` from A where bit ``n − 1 − j`` of ``k`` is 0)?"""
+    N, n = xs.shape
+    if n == 0 or N != 1 << n:
+        return False
+    for k in range(N):
+        for j in range(n):
+            if xs[k, j] != (((k >> (n - 1 - j)) & 1) == 0):
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _walk_step(P, Q, d, cd):
+    """Step ``d`` of :func:`~pympc._linalg.lu_solve`'s elimination shared by the supports that take their first
+    ``d + 1`` columns alike (column ``d`` the candidate ``cd``: A's ``d`` or B's ``n + d``), from the state ``P``
+    after ``d`` steps into ``Q``; False on an exact zero pivot.
+
+    The step (pivot search in column ``d``, row swap, the rows below updated) reads columns ``d`` and after only.
+    A state holds the rows from ``d`` on of both candidates (A's, B's) of every later column and of the
+    right-hand side (the identity, from column ``2n``); row ``d`` is final after step ``d`` (a pivot row), so a
+    support's factors are read in the states along its branch (:func:`_shared_back_substitute`)."""
+    n = P.shape[0]
+    w = P.shape[1]
+    for i in range(d, n):
+        Q[i, cd] = P[i, cd]
+        for j in range(d + 1, n):
+            Q[i, j] = P[i, j]
+        for j in range(n + d + 1, w):
+            Q[i, j] = P[i, j]
+    p, big = pivot_row(Q, cd, d)
+    if big == 0.0:
+        return False
+    if p != d:
+        Q[d, cd], Q[p, cd] = Q[p, cd], Q[d, cd]
+        for j in range(d + 1, n):
+            Q[d, j], Q[p, j] = Q[p, j], Q[d, j]
+        for j in range(n + d + 1, w):
+            Q[d, j], Q[p, j] = Q[p, j], Q[d, j]
+    for i in range(d + 1, n):
+        f = Q[i, cd] / Q[d, cd]
+        if f != 0.0:
+            subtract_row(Q, i, d, f, d + 1, n)
+            subtract_row(Q, i, d, f, n + d + 1, w)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _shared_back_substitute(S, choice, Ci):
+    """The inverse of the support ``choice`` into ``Ci``: ``back_substitute``'s arithmetic on its pivot rows (row
+    ``i`` in ``S[i + 1]``, :func:`_walk_step`) and the eliminated identity, row by row, the columns side by side."""
+    n = Ci.shape[0]
+    for i in range(n - 1, -1, -1):
+        R = S[i + 1]
+        for j in range(n):
+            Ci[i, j] = R[i, 2 * n + j]
+        for m in range(i + 1, n):
+            u = R[i, m] if choice[m] else R[i, n + m]
+            for j in range(n):
+                Ci[i, j] -= u * Ci[m, j]
+        dv = R[i, i] if choice[i] else R[i, n + i]
+        for j in range(n):
+            Ci[i, j] = Ci[i, j] / dv
 
 
 def _numba_dgesv():

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from .._linalg import back_substitute, lu_solve, rcond_1
+from ..mechanics.assembly import _CompiledAssembly
 
 __all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error",
            "small_min_norm", "project_velocity", "check_mode", "slip_directions", "velocity_rows", "mode_of_point",
@@ -49,10 +50,17 @@ class AssemblyArrays:
     __slots__ = ("M", "J", "WN", "WT", "h", "w", "gdot", "g", "holonomic", "bN", "vN", "gN", "bT", "vT")
 
     def __init__(self, a):
-        f = as_floats
-        self.M, self.J, self.WN, self.WT, self.h, self.w = f(a.M), f(a.J), f(a.WN), f(a.WT), f(a.h), f(a.w)
+        f = as_floats if type(a) is not _CompiledAssembly else _as_made
+        self.M, self.J, self.WN, self.WT, self.h, self.w = as_floats(a.M), f(a.J), f(a.WN), f(a.WT), f(a.h), f(a.w)
         self.gdot, self.g, self.bN, self.vN, self.gN = f(a.gdot), f(a.g), f(a.bN), f(a.vN), f(a.gN)
         self.bT, self.vT, self.holonomic = f(a.bT), f(a.vT), as_bools(a.holonomic)
+
+
+def _as_made(v):
+    """An array of a compiled assembly as it is: every one but its mass matrix and its rows' kinds is a view of
+    the float64 buffer its kernel filled, or the model's empty rows (float64, C-contiguous: :func:`as_floats`
+    would return each itself, after three tests)."""
+    return v
 
 
 def assembly_arrays(a):

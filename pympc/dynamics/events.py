@@ -297,7 +297,7 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
     """
     directions = _float_directions(directions)
     s = directions.shape[0]
-    cand = np.flatnonzero(directions == 0.0)           # the stick candidates, ascending (int64)
+    cand = (directions == 0.0).nonzero()[0]            # the stick candidates, ascending (int64; flatnonzero's)
     n = s + 2 * cand.shape[0]
     if (HLCP_DEFAULT_KERNEL and n < REDUCE_FROM and a.M.shape[0] <= COMPILED_UP_TO and a.J.shape[0] <= COMPILED_UP_TO
             and not (mass_diagonal is not None and a.J.shape[0] == 0 and s >= SPARSE_FROM) and lemke_by_default()):
