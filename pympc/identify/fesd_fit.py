@@ -16,10 +16,12 @@ When an element collapses to its lower bound (an event pushing across a sample t
 differs, the models are started again from simulations a step further along the same direction in θ (a
 *walk*: with the same elements the models are restarted in place, ``pympc.identify.fesd._restart``, the
 rows kept, the values, bounds, stick phases and mode rows of the new warm start set; the same model as one built
-afresh) and solved again, up to ``walks`` times.  When an answer has the simulation's event sequence but its
-outputs miss ``verify_tol`` (the elements too coarse for the motion), the elements per interval are doubled
-and the fit solved again from that answer's θ, up to ``refine`` times (a refinement is a model build on top
-of the walks).
+afresh) and solved again, up to ``walks`` times.  A walk whose elements stay at their lower bound during the
+solve (:data:`PINNED`) is not solved to the end: IPOPT is stopped and the next walk steps on from θ where an
+element first reached its bound (every walk but the last; the last is solved to the end, and a collapsed answer
+of it is reported as such).  When an answer has the simulation's event sequence but its outputs miss
+``verify_tol`` (the elements too coarse for the motion), the elements per interval are doubled and the fit
+solved again from that answer's θ, up to ``refine`` times (a refinement is a model build on top of the walks).
 """
 
 from __future__ import annotations
@@ -34,13 +36,26 @@ from .fesd import (DEFAULT_OPTIONS, _layout, _restart, _system, fix_active_set, 
                    trajectory_model)
 from .fesd_solve import enums, solution_status, termination_condition
 
-__all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP", "FIT_OPTIONS"]
+__all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP", "PINNED", "FIT_OPTIONS"]
 
 #: default of ``refine``: doublings of the elements per interval when the outputs miss ``verify_tol``
 REFINE = 2
 
 #: a walk rebuilds the model at θ + WALK_STEP·(θ − θ_start): past the sample time an event was held at
 WALK_STEP = 0.25
+
+#: an element whose length is within this factor of its lower bound is *collapsed* (held there by an event
+#: pushing across a sample time)
+COLLAPSED = 1.001
+
+#: a walk's IPOPT solve is ended once an element has been collapsed at this many consecutive iterates (not on
+#: the last walk of the budget): the walk's structure cannot hold the estimate.  The next walk steps on from θ at
+#: the first of them (from there on the held element bends θ: on the 30 s oscillator record from (0.29, 0.41),
+#: ``benchmarks/fesd_speed.py``, walk 1's element reaches its bound at IPOPT's 2nd iteration and stays there, and
+#: μ_s went on from 0.386 to 0.385 in 7 more iterations, away from the estimate 0.401).  One iterate is not enough:
+#: on the 6 s record from 5 % above the true values (``benchmarks/fesd_fits.py``) two elements touch their bound at
+#: the 1st iterate and leave it at the 2nd, on the way to the verified estimate (1 walk; stopped there, 3).
+PINNED = 2
 
 #: IPOPT options of the fit's NLP over :data:`~pympc.identify.fesd_solve.DEFAULT_OPTIONS` (and under the caller's
 #: ``options``): IPOPT takes MUMPS's solution of a KKT system as it comes, without computing its residual
@@ -85,14 +100,16 @@ class FesdFit:
     objective : float
         ½ Σ r² at the estimate (over every record).
     walks : int
-        Walks: models built or restarted (1 when the first one verified).
+        Walks: models built or restarted (1 when the first one verified); a walk stopped when an element
+        reached its lower bound (:data:`PINNED`) counts.
     output_gap : float
         max |model output − simulated output| at the samples, at the estimate (over the records).
     event_gap : float
         max |model switch time − simulated event time| at the estimate (s).
     message : str
     solves : list of FesdSolve
-        Per walk: the NLP's size, IPOPT's iterations and seconds (``stages``), and with ``forward`` the
+        Per walk: the NLP's size, IPOPT's iterations and seconds (``stages``), ``stopped`` (the iteration at
+        which an element reached its lower bound and IPOPT was stopped, or None), and with ``forward`` the
         forward solves.
     seconds : float
     model : pyomo ConcreteModel
@@ -260,12 +277,19 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                 out.message = f"walk {walk}: {failed}"
                 break
         start = dict(current)
-        res, converged = _fit_nlp(models, names, opts, timing, ordered)
+        watch = _Pinned(models, names) if walk < budget and PINNED else None
+        res, converged = _fit_nlp(models, names, opts, timing, ordered, stop=watch)
         out.solves.append(res)
         out.termination_condition = res.termination_condition
         m0 = models[0]
         out.theta = {n: float(pyo.value(m0.theta[n])) for n in names}
         out.objective = float(sum(pyo.value(m.objective) for m in models))
+        if res.stopped is not None:     # an element held at its lower bound: step past it from where it got there
+            at = watch.theta()
+            current = {n: at[n] + WALK_STEP * (at[n] - start[n]) for n in names}
+            out.message = (f"walk {walk}: an element at its lower bound at {PINNED} consecutive iterates (IPOPT "
+                           f"stopped at iteration {res.stopped}); rebuilt at {current}")
+            continue
         if not converged:
             out.message = f"walk {walk}: the fit with the active set fixed did not converge ({res.message})"
             break
@@ -373,10 +397,48 @@ def _forward(models, names, options, out):
     return None
 
 
-def _fit_nlp(models, names, opts, timing, ordered=()):
+class _Pinned:
+    """The ``stop`` of :func:`~pympc.identify.fesd_solve.ipopt` that ends a walk once an element of ``models`` has
+    been collapsed (:data:`COLLAPSED`) at ``patience`` (:data:`PINNED`) consecutive IPOPT iterates; ``theta()``:
+    the fitted parameters at the first of them (before the collapsed element bent the walk's θ), or None."""
+
+    def __init__(self, models, names, patience=None):
+        self.patience = PINNED if patience is None else patience
+        self.hs = [m.h[e] for m in models for e in m.elements]
+        self.thetas = [models[0].theta[n] for n in names]
+        self.names, self.nlp, self.first = list(names), None, None
+
+    def __call__(self, nlp):
+        index = {id(v): k for k, v in enumerate(nlp.nlp.variables)}
+        cols = np.array([index[id(v)] for v in self.hs if id(v) in index], int)
+        floor = COLLAPSED * np.array([v.lb for v in self.hs if id(v) in index], float)
+        self.nlp, run = nlp, [0, None]
+
+        def test(x, iteration):
+            if np.any(nlp.full(x)[cols] <= floor):
+                run[0] += 1
+                if run[0] == 1:
+                    run[1] = x.copy()
+            else:
+                run[0] = 0
+            if run[0] >= self.patience:
+                self.first = run[1]
+            return run[0] >= self.patience
+        return test
+
+    def theta(self):
+        if self.first is None:
+            return None
+        index = {id(v): k for k, v in enumerate(self.nlp.nlp.variables)}
+        full = self.nlp.full(self.first)
+        return {n: float(full[index[id(v)]]) if id(v) in index else float(v.value)
+                for n, v in zip(self.names, self.thetas)}
+
+
+def _fit_nlp(models, names, opts, timing, ordered=(), stop=None):
     """Fix every model's active set, free θ (one θ: the records' are tied to the first's), solve by IPOPT;
     ``ordered``: (kinetic, static) pairs of fitted names held to static >= kinetic (the law's own condition,
-    as shooting holds it)."""
+    as shooting holds it); ``stop``: see :func:`~pympc.identify.fesd_solve.ipopt`."""
     import pyomo.environ as pyo
 
     from .fesd_solve import FesdSolve, ipopt
@@ -402,7 +464,7 @@ def _fit_nlp(models, names, opts, timing, ordered=()):
     res = FesdSolve(False, TC.unknown, SS.noSolution, linear_solver=opts["linear_solver"])
     clock = _time.process_time()
     try:
-        converged, stage = ipopt(top, opts, res, "fit: ", drop_redundant=False)
+        converged, stage = ipopt(top, opts, res, "fit: ", drop_redundant=False, stop=stop)
     finally:
         if ordered:
             top.del_component(top.static_at_least_kinetic)
@@ -419,7 +481,7 @@ def _fit_nlp(models, names, opts, timing, ordered=()):
     res.termination_condition = termination_condition(stage["status"])
     res.message, res.iterations, res.seconds = stage["message"], stage["iterations"] or 0, stage["seconds"]
     res.compile_seconds, res.variables, res.constraints = stage["compile_seconds"], stage["variables"], stage["constraints"]
-    res.ok = converged
+    res.ok, res.stopped = converged, stage["stopped"]
     res.solution_status = SS.optimal if converged else SS.noSolution
     return res, converged
 
@@ -429,7 +491,7 @@ def _check_record(m, at, t, outputs, elements, tol, simulate):
     import pyomo.environ as pyo
     h = np.array([pyo.value(m.h[e]) for e in m.elements])
     h0 = np.array([el.h for el in m.fesd["layout"]])
-    collapsed = bool(np.any(h <= 1.001 * m.h[0].lb / h0[0] * h0))
+    collapsed = bool(np.any(h <= COLLAPSED * m.h[0].lb / h0[0] * h0))
     tr = simulate(at, (t[0], t[-1]), t_eval=t, rtol=1e-12, atol=1e-14)
     if not tr.success:
         return {"error": f"the simulation at the estimate failed: {tr.message}"}
