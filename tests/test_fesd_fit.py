@@ -290,3 +290,23 @@ def test_a_walk_whose_element_stays_at_its_lower_bound_is_stopped(monkeypatch):
         eager = fit6()
     assert kept.ok and kept.walks == 1 and kept.solves[0].stopped is None
     assert eager.ok and eager.walks > 1 and eager.solves[0].stopped == 1
+
+
+def test_a_walk_step_stays_a_valid_system():
+    """The next walk's θ (θ + WALK_STEP·(θ − θ_start)) is clipped to the fitted parameters' bounds and holds
+    μ_s >= μ (a system with μ_s < μ is refused by validation): from an answer on μ_s = μ reached from a start
+    with μ_s > μ the plain step would give μ_s < μ; a stopped walk's iterate need not hold it either."""
+    import pyomo.environ as pyo
+
+    from pympc.identify.fesd_fit import WALK_STEP, _step
+    from pympc.mechanics import load_model
+    m = pyo.ConcreteModel()
+    m.theta = pyo.Var(["mu", "mu_s"], bounds=(0.0, 1.0))
+    at, start = {"mu": 0.30, "mu_s": 0.30}, {"mu": 0.31, "mu_s": 0.32}
+    step = _step(at, start, m, [("mu", "mu_s")])
+    assert step["mu"] == 0.30 + WALK_STEP * (0.30 - 0.31)           # the kinetic one as the plain step
+    assert at["mu_s"] + WALK_STEP * (at["mu_s"] - start["mu_s"]) < step["mu"] == step["mu_s"]
+    load_model(OSC).bind(step)                                        # valid
+    assert _step({"mu": 0.02, "mu_s": 0.99}, {"mu": 0.1, "mu_s": 0.9}, m, [("mu", "mu_s")]) == {"mu": 0.0, "mu_s": 1.0}
+    free = _step({"mu": 0.3, "mu_s": 0.2}, {"mu": 0.3, "mu_s": 0.3}, m, [])            # no pair: as stepped
+    assert free == {"mu": 0.3, "mu_s": 0.2 + WALK_STEP * (0.2 - 0.3)}

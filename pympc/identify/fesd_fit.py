@@ -17,9 +17,9 @@ differs, the models are started again from simulations a step further along the 
 *walk*: with the same elements the models are restarted in place, ``pympc.identify.fesd._restart``, the
 rows kept, the values, bounds, stick phases and mode rows of the new warm start set; the same model as one built
 afresh) and solved again, up to ``walks`` times.  A walk whose elements stay at their lower bound during the
-solve (:data:`PINNED`) is not solved to the end: IPOPT is stopped and the next walk steps on from θ where an
-element first reached its bound (every walk but the last; the last is solved to the end, and a collapsed answer
-of it is reported as such).  When an answer has the simulation's event sequence but its outputs miss
+solve (:data:`PINNED`) is not solved to the end: IPOPT is stopped and the next walk steps on from that
+iterate's θ (every walk but the last; the last is solved to the end, and a collapsed answer of it is reported as
+such).  When an answer has the simulation's event sequence but its outputs miss
 ``verify_tol`` (the elements too coarse for the motion), the elements per interval are doubled and the fit
 solved again from that answer's θ, up to ``refine`` times (a refinement is a model build on top of the walks).
 """
@@ -49,12 +49,12 @@ WALK_STEP = 0.25
 COLLAPSED = 1.001
 
 #: a walk's IPOPT solve is ended once an element has been collapsed at this many consecutive iterates (not on
-#: the last walk of the budget): the walk's structure cannot hold the estimate.  The next walk steps on from θ at
-#: the first of them (from there on the held element bends θ: on the 30 s oscillator record from (0.29, 0.41),
-#: ``benchmarks/fesd_speed.py``, walk 1's element reaches its bound at IPOPT's 2nd iteration and stays there, and
-#: μ_s went on from 0.386 to 0.385 in 7 more iterations, away from the estimate 0.401).  One iterate is not enough:
-#: on the 6 s record from 5 % above the true values (``benchmarks/fesd_fits.py``) two elements touch their bound at
-#: the 1st iterate and leave it at the 2nd, on the way to the verified estimate (1 walk; stopped there, 3).
+#: the last walk of the budget): the walk's structure cannot hold the estimate, and the next walk steps on from the
+#: iterate's θ as from a collapsed answer's.  On the 30 s oscillator record from (0.29, 0.41)
+#: (``benchmarks/fesd_speed.py``) walk 1's element reaches its bound at IPOPT's 2nd iteration and stays there;
+#: solved to the end, it took 9 iterations to a θ the next walk only steps past.  One iterate is not enough: on the
+#: 6 s record from 5 % above the true values (``benchmarks/fesd_fits.py``) two elements touch their bound at the 1st
+#: iterate and leave it at the 2nd, on the way to the verified estimate (1 walk; stopped there, 3).
 PINNED = 2
 
 #: IPOPT options of the fit's NLP over :data:`~pympc.identify.fesd_solve.DEFAULT_OPTIONS` (and under the caller's
@@ -277,16 +277,15 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                 out.message = f"walk {walk}: {failed}"
                 break
         start = dict(current)
-        watch = _Pinned(models, names) if walk < budget and PINNED else None
-        res, converged = _fit_nlp(models, names, opts, timing, ordered, stop=watch)
+        res, converged = _fit_nlp(models, names, opts, timing, ordered,
+                                  stop=_pinned(models) if walk < budget and PINNED else None)
         out.solves.append(res)
         out.termination_condition = res.termination_condition
         m0 = models[0]
         out.theta = {n: float(pyo.value(m0.theta[n])) for n in names}
         out.objective = float(sum(pyo.value(m.objective) for m in models))
-        if res.stopped is not None:     # an element held at its lower bound: step past it from where it got there
-            at = watch.theta()
-            current = {n: at[n] + WALK_STEP * (at[n] - start[n]) for n in names}
+        if res.stopped is not None:     # an element held at its lower bound: step past it from the iterate's θ
+            current = _step(out.theta, start, models[0], ordered)
             out.message = (f"walk {walk}: an element at its lower bound at {PINNED} consecutive iterates (IPOPT "
                            f"stopped at iteration {res.stopped}); rebuilt at {current}")
             continue
@@ -320,7 +319,7 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                     "event_gap": max(c["event_gap"] for c in checks), "constrained": collapsed,
                     "termination_condition": res.termination_condition}
         if not same or collapsed:
-            step = {n: out.theta[n] + WALK_STEP * (out.theta[n] - start[n]) for n in names}  # past the held event
+            step = _step(out.theta, start, models[0], ordered)      # past the held event
             out.message = (f"walk {walk}: {'an element collapsed' if collapsed else 'the event sequence changed'}"
                            f" at the estimate; rebuilt at {step}")
             current = step
@@ -355,6 +354,20 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
     out.timing = timing
     out.seconds = _time.perf_counter() - t0
     return out
+
+
+def _step(at, start, m, ordered):
+    """The next walk's θ: ``at + WALK_STEP·(at − start)``, clipped to the bounds of ``m.theta`` and with each
+    (kinetic, static) pair of ``ordered`` held to static >= kinetic (the static one raised): the NLP holds both
+    at its answer, but not the step past it, nor a stopped walk's iterate (a system with μ_s < μ is invalid)."""
+    step = {}
+    for n, x in at.items():
+        lo, hi = m.theta[n].bounds
+        x = x + WALK_STEP * (x - start[n])
+        step[n] = min(max(x, -np.inf if lo is None else lo), np.inf if hi is None else hi)
+    for k, st in ordered:
+        step[st] = max(step[st], step[k])
+    return step
 
 
 def _bounded(models, bounds):
@@ -397,42 +410,22 @@ def _forward(models, names, options, out):
     return None
 
 
-class _Pinned:
+def _pinned(models):
     """The ``stop`` of :func:`~pympc.identify.fesd_solve.ipopt` that ends a walk once an element of ``models`` has
-    been collapsed (:data:`COLLAPSED`) at ``patience`` (:data:`PINNED`) consecutive IPOPT iterates; ``theta()``:
-    the fitted parameters at the first of them (before the collapsed element bent the walk's θ), or None."""
+    been collapsed (:data:`COLLAPSED`) at :data:`PINNED` consecutive IPOPT iterates."""
+    hs = [m.h[e] for m in models for e in m.elements]
 
-    def __init__(self, models, names, patience=None):
-        self.patience = PINNED if patience is None else patience
-        self.hs = [m.h[e] for m in models for e in m.elements]
-        self.thetas = [models[0].theta[n] for n in names]
-        self.names, self.nlp, self.first = list(names), None, None
-
-    def __call__(self, nlp):
+    def test_of(nlp):
         index = {id(v): k for k, v in enumerate(nlp.nlp.variables)}
-        cols = np.array([index[id(v)] for v in self.hs if id(v) in index], int)
-        floor = COLLAPSED * np.array([v.lb for v in self.hs if id(v) in index], float)
-        self.nlp, run = nlp, [0, None]
+        cols = np.array([index[id(v)] for v in hs if id(v) in index], int)
+        floor = COLLAPSED * np.array([v.lb for v in hs if id(v) in index], float)
+        run = [0]
 
         def test(x, iteration):
-            if np.any(nlp.full(x)[cols] <= floor):
-                run[0] += 1
-                if run[0] == 1:
-                    run[1] = x.copy()
-            else:
-                run[0] = 0
-            if run[0] >= self.patience:
-                self.first = run[1]
-            return run[0] >= self.patience
+            run[0] = run[0] + 1 if np.any(nlp.full(x)[cols] <= floor) else 0
+            return run[0] >= PINNED
         return test
-
-    def theta(self):
-        if self.first is None:
-            return None
-        index = {id(v): k for k, v in enumerate(self.nlp.nlp.variables)}
-        full = self.nlp.full(self.first)
-        return {n: float(full[index[id(v)]]) if id(v) in index else float(v.value)
-                for n, v in zip(self.names, self.thetas)}
+    return test_of
 
 
 def _fit_nlp(models, names, opts, timing, ordered=(), stop=None):
