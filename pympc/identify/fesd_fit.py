@@ -415,14 +415,15 @@ def _pinned(models):
     been collapsed (:data:`COLLAPSED`) at :data:`PINNED` consecutive IPOPT iterates."""
     hs = [m.h[e] for m in models for e in m.elements]
 
-    def test_of(nlp):
-        index = {id(v): k for k, v in enumerate(nlp.nlp.variables)}
+    def test_of(nlp):                   # a Presolved NLP (its x mapped to every column by full) or a CompiledNLP
+        full = getattr(nlp, "full", None)
+        index = {id(v): k for k, v in enumerate((nlp if full is None else nlp.nlp).variables)}
         cols = np.array([index[id(v)] for v in hs if id(v) in index], int)
         floor = COLLAPSED * np.array([v.lb for v in hs if id(v) in index], float)
         run = [0]
 
         def test(x, iteration):
-            run[0] = run[0] + 1 if np.any(nlp.full(x)[cols] <= floor) else 0
+            run[0] = run[0] + 1 if np.any((x if full is None else full(x))[cols] <= floor) else 0
             return run[0] >= PINNED
         return test
     return test_of
