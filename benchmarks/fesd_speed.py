@@ -19,7 +19,8 @@ small products, which then spins on the other core for a while after each; durin
 took 0.06–0.3 s CPU (more when the other core is free to run it), the source of the shooting fit's 0.11–0.47 s
 spread in ``process`` time.  ``--blas-threads 1`` sets OpenBLAS to one thread for the whole run (the FESD fit's
 IPOPT solves already run at one, :func:`pympc.mpec.ipopt._one_blas_thread`): process = main, a stable ratio.
-Per round of the FESD fit: walks, IPOPT iterations per walk, NLP size, the time split (``timing``: build the
+Per round of the FESD fit: walks, IPOPT iterations per walk (and where a walk was stopped, an element held at its
+lower bound: ``pympc.identify.fesd_fit.PINNED``), NLP size, the time split (``timing``: build the
 models, compile the NLP, IPOPT, verify by simulation), and the estimates' distance to the shooting fit's in its
 standard errors.  Before each timed fit the garbage of the one before is collected (``gc.collect()``, not timed):
 otherwise the cyclic collector frees a FESD fit's Pyomo models during the next fit, and a shooting fit run after
@@ -113,7 +114,8 @@ def main(argv=None):
                   f"(main thread {row['main']:.3f} = {row['main'] / s['main']:.1f}x); ok={r.ok} walks={r.walks} "
                   f"theta={ {k: round(v, 6) for k, v in r.theta.items()} } objective={r.objective:.4f} "
                   f"gap/stderr={np.round(d, 4).tolist()} {r.termination_condition.name}/{r.solution_status.name}")
-            print(f"      per walk: iterations={[x.iterations for x in r.solves]} linear solver={last.linear_solver} "
+            print(f"      per walk: iterations={[x.iterations for x in r.solves]} stopped={[x.stopped for x in r.solves]} "
+                  f"linear solver={last.linear_solver} "
                   f"NLP {last.variables} variables, {last.constraints} rows; CPU s "
                   f"{ {k: round(v, 3) for k, v in r.timing.items()} }")
             print(f"      {r.message}")
@@ -132,7 +134,8 @@ def main(argv=None):
         split = {k: _span([x["res"].timing[k] for x in rs]) for k in ("build", "compile", "ipopt", "verify")}
         r = rs[-1]["res"]
         print(f"  {'':14s} split (CPU s): " + ", ".join(f"{k} {v}" for k, v in split.items()))
-        print(f"  {'':14s} walks {r.walks}, IPOPT iterations {[x.iterations for x in r.solves]}, NLP "
+        print(f"  {'':14s} walks {r.walks}, IPOPT iterations {[x.iterations for x in r.solves]} (stopped at "
+              f"{[x.stopped for x in r.solves]}), NLP "
               f"{r.solves[-1].variables} × {r.solves[-1].constraints}; theta "
               f"{ {k: repr(v) for k, v in r.theta.items()} }, objective {r.objective!r}")
 

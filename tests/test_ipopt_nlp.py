@@ -376,3 +376,29 @@ def _solve_and_see(libs, monkeypatch):
     assert info["status"] == 0 and abs(u[0] - 1.0) < 1e-8
     assert seen and all(s == [1] * len(libs) for s in seen)
     assert [get() for get, _ in libs] == [2] * len(libs)
+
+
+def test_a_stop_test_of_the_iterates_ends_the_solve_at_that_iterate():
+    """solve_nlp's ``stop(x, iteration)`` sees IPOPT's iterates; True ends the solve there (status 5, the iterate
+    returned, ``info["stopped"]``).  Oracle: the iterates of the same solve run to the end (a stop that never
+    answers True, the answer of the solve without one); an exception in the test is named like a callback's."""
+    nlp = CompiledNLP(PROBLEMS["hs071"][0]())
+    u0 = nlp.start()
+    seen = {}
+
+    def watch(x, k):
+        seen[k] = x.copy()
+        return False
+    full, info = bridge.solve_nlp(nlp, u0, {}, stop=watch)
+    plain, pinfo = bridge.solve_nlp(nlp, u0, {})
+    assert info["status"] == pinfo["status"] == 0 and info["stopped"] is pinfo["stopped"] is None
+    assert np.array_equal(full, plain) and len(seen) > 3 and min(seen) == 0
+    u, info = bridge.solve_nlp(nlp, u0, {}, stop=lambda x, k: k == 2)
+    assert info["status"] == 5 and info["stopped"] == 2
+    assert np.array_equal(u, seen[2]) and not np.allclose(u, full, atol=1e-6)
+
+    def broken(x, k):
+        raise ValueError("no test today")
+    u, info = bridge.solve_nlp(nlp, u0, {}, stop=broken)
+    assert info["status"] == bridge.CALLBACK_ERROR
+    assert b"in the stop callback" in info["status_msg"] and b"no test today" in info["status_msg"]

@@ -16,10 +16,12 @@ When an element collapses to its lower bound (an event pushing across a sample t
 differs, the models are started again from simulations a step further along the same direction in θ (a
 *walk*: with the same elements the models are restarted in place, ``pympc.identify.fesd._restart``, the
 rows kept, the values, bounds, stick phases and mode rows of the new warm start set; the same model as one built
-afresh) and solved again, up to ``walks`` times.  When an answer has the simulation's event sequence but its
-outputs miss ``verify_tol`` (the elements too coarse for the motion), the elements per interval are doubled
-and the fit solved again from that answer's θ, up to ``refine`` times (a refinement is a model build on top
-of the walks).
+afresh) and solved again, up to ``walks`` times.  A walk whose elements stay at their lower bound during the
+solve (:data:`PINNED`) is not solved to the end: IPOPT is stopped and the next walk steps on from that
+iterate's θ (every walk but the last; the last is solved to the end, and a collapsed answer of it is reported as
+such).  When an answer has the simulation's event sequence but its outputs miss
+``verify_tol`` (the elements too coarse for the motion), the elements per interval are doubled and the fit
+solved again from that answer's θ, up to ``refine`` times (a refinement is a model build on top of the walks).
 """
 
 from __future__ import annotations
@@ -34,13 +36,26 @@ from .fesd import DEFAULT_OPTIONS, _restart, _system, fix_active_set, solve, swi
 from .fesd_start import _layout
 from .fesd_solve import enums, solution_status, termination_condition
 
-__all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP", "FIT_OPTIONS"]
+__all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP", "PINNED", "FIT_OPTIONS"]
 
 #: default of ``refine``: doublings of the elements per interval when the outputs miss ``verify_tol``
 REFINE = 2
 
 #: a walk rebuilds the model at θ + WALK_STEP·(θ − θ_start): past the sample time an event was held at
 WALK_STEP = 0.25
+
+#: an element whose length is within this factor of its lower bound is *collapsed* (held there by an event
+#: pushing across a sample time)
+COLLAPSED = 1.001
+
+#: a walk's IPOPT solve is ended once an element has been collapsed at this many consecutive iterates (not on
+#: the last walk of the budget): the walk's structure cannot hold the estimate, and the next walk steps on from the
+#: iterate's θ as from a collapsed answer's.  On the 30 s oscillator record from (0.29, 0.41)
+#: (``benchmarks/fesd_speed.py``) walk 1's element reaches its bound at IPOPT's 2nd iteration and stays there;
+#: solved to the end, it took 9 iterations to a θ the next walk only steps past.  One iterate is not enough: on the
+#: 6 s record from 5 % above the true values (``benchmarks/fesd_fits.py``) two elements touch their bound at the 1st
+#: iterate and leave it at the 2nd, on the way to the verified estimate (1 walk; stopped there, 3).
+PINNED = 2
 
 #: IPOPT options of the fit's NLP over :data:`~pympc.identify.fesd_solve.DEFAULT_OPTIONS` (and under the caller's
 #: ``options``): IPOPT takes MUMPS's solution of a KKT system as it comes, without computing its residual
@@ -85,14 +100,16 @@ class FesdFit:
     objective : float
         ½ Σ r² at the estimate (over every record).
     walks : int
-        Walks: models built or restarted (1 when the first one verified).
+        Walks: models built or restarted (1 when the first one verified); a walk stopped when an element
+        reached its lower bound (:data:`PINNED`) counts.
     output_gap : float
         max |model output − simulated output| at the samples, at the estimate (over the records).
     event_gap : float
         max |model switch time − simulated event time| at the estimate (s).
     message : str
     solves : list of FesdSolve
-        Per walk: the NLP's size, IPOPT's iterations and seconds (``stages``), and with ``forward`` the
+        Per walk: the NLP's size, IPOPT's iterations and seconds (``stages``), ``stopped`` (the iteration at
+        which an element reached its lower bound and IPOPT was stopped, or None), and with ``forward`` the
         forward solves.
     seconds : float
     model : pyomo ConcreteModel
@@ -260,12 +277,18 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                 out.message = f"walk {walk}: {failed}"
                 break
         start = dict(current)
-        res, converged = _fit_nlp(models, names, opts, timing, ordered)
+        res, converged = _fit_nlp(models, names, opts, timing, ordered,
+                                  stop=_pinned(models) if walk < budget and PINNED else None)
         out.solves.append(res)
         out.termination_condition = res.termination_condition
         m0 = models[0]
         out.theta = {n: float(pyo.value(m0.theta[n])) for n in names}
         out.objective = float(sum(pyo.value(m.objective) for m in models))
+        if res.stopped is not None:     # an element held at its lower bound: step past it from the iterate's θ
+            current = _step(out.theta, start, models[0], ordered)
+            out.message = (f"walk {walk}: an element at its lower bound at {PINNED} consecutive iterates (IPOPT "
+                           f"stopped at iteration {res.stopped}); rebuilt at {current}")
+            continue
         if not converged:
             out.message = f"walk {walk}: the fit with the active set fixed did not converge ({res.message})"
             break
@@ -296,7 +319,7 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
                     "event_gap": max(c["event_gap"] for c in checks), "constrained": collapsed,
                     "termination_condition": res.termination_condition}
         if not same or collapsed:
-            step = {n: out.theta[n] + WALK_STEP * (out.theta[n] - start[n]) for n in names}  # past the held event
+            step = _step(out.theta, start, models[0], ordered)      # past the held event
             out.message = (f"walk {walk}: {'an element collapsed' if collapsed else 'the event sequence changed'}"
                            f" at the estimate; rebuilt at {step}")
             current = step
@@ -331,6 +354,20 @@ def _fit_records(records, parameters, elements, stages, walks, verify_tol, optio
     out.timing = timing
     out.seconds = _time.perf_counter() - t0
     return out
+
+
+def _step(at, start, m, ordered):
+    """The next walk's θ: ``at + WALK_STEP·(at − start)``, clipped to the bounds of ``m.theta`` and with each
+    (kinetic, static) pair of ``ordered`` held to static >= kinetic (the static one raised): the NLP holds both
+    at its answer, but not the step past it, nor a stopped walk's iterate (a system with μ_s < μ is invalid)."""
+    step = {}
+    for n, x in at.items():
+        lo, hi = m.theta[n].bounds
+        x = x + WALK_STEP * (x - start[n])
+        step[n] = min(max(x, -np.inf if lo is None else lo), np.inf if hi is None else hi)
+    for k, st in ordered:
+        step[st] = max(step[st], step[k])
+    return step
 
 
 def _bounded(models, bounds):
@@ -373,10 +410,29 @@ def _forward(models, names, options, out):
     return None
 
 
-def _fit_nlp(models, names, opts, timing, ordered=()):
+def _pinned(models):
+    """The ``stop`` of :func:`~pympc.identify.fesd_solve.ipopt` that ends a walk once an element of ``models`` has
+    been collapsed (:data:`COLLAPSED`) at :data:`PINNED` consecutive IPOPT iterates."""
+    hs = [m.h[e] for m in models for e in m.elements]
+
+    def test_of(nlp):                   # a Presolved NLP (its x mapped to every column by full) or a CompiledNLP
+        full = getattr(nlp, "full", None)
+        index = {id(v): k for k, v in enumerate((nlp if full is None else nlp.nlp).variables)}
+        cols = np.array([index[id(v)] for v in hs if id(v) in index], int)
+        floor = COLLAPSED * np.array([v.lb for v in hs if id(v) in index], float)
+        run = [0]
+
+        def test(x, iteration):
+            run[0] = run[0] + 1 if np.any((x if full is None else full(x))[cols] <= floor) else 0
+            return run[0] >= PINNED
+        return test
+    return test_of
+
+
+def _fit_nlp(models, names, opts, timing, ordered=(), stop=None):
     """Fix every model's active set, free θ (one θ: the records' are tied to the first's), solve by IPOPT;
     ``ordered``: (kinetic, static) pairs of fitted names held to static >= kinetic (the law's own condition,
-    as shooting holds it)."""
+    as shooting holds it); ``stop``: see :func:`~pympc.identify.fesd_solve.ipopt`."""
     import pyomo.environ as pyo
 
     from .fesd_solve import FesdSolve, ipopt
@@ -402,7 +458,7 @@ def _fit_nlp(models, names, opts, timing, ordered=()):
     res = FesdSolve(False, TC.unknown, SS.noSolution, linear_solver=opts["linear_solver"])
     clock = _time.process_time()
     try:
-        converged, stage = ipopt(top, opts, res, "fit: ", drop_redundant=False)
+        converged, stage = ipopt(top, opts, res, "fit: ", drop_redundant=False, stop=stop)
     finally:
         if ordered:
             top.del_component(top.static_at_least_kinetic)
@@ -419,7 +475,7 @@ def _fit_nlp(models, names, opts, timing, ordered=()):
     res.termination_condition = termination_condition(stage["status"])
     res.message, res.iterations, res.seconds = stage["message"], stage["iterations"] or 0, stage["seconds"]
     res.compile_seconds, res.variables, res.constraints = stage["compile_seconds"], stage["variables"], stage["constraints"]
-    res.ok = converged
+    res.ok, res.stopped = converged, stage["stopped"]
     res.solution_status = SS.optimal if converged else SS.noSolution
     return res, converged
 
@@ -429,7 +485,7 @@ def _check_record(m, at, t, outputs, elements, tol, simulate):
     import pyomo.environ as pyo
     h = np.array([pyo.value(m.h[e]) for e in m.elements])
     h0 = np.array([el.h for el in m.fesd["layout"]])
-    collapsed = bool(np.any(h <= 1.001 * m.h[0].lb / h0[0] * h0))
+    collapsed = bool(np.any(h <= COLLAPSED * m.h[0].lb / h0[0] * h0))
     tr = simulate(at, (t[0], t[-1]), t_eval=t, rtol=1e-12, atol=1e-14)
     if not tr.success:
         return {"error": f"the simulation at the estimate failed: {tr.message}"}

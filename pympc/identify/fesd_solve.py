@@ -51,6 +51,9 @@ class FesdSolve:
     iterations : int
         IPOPT iterations over all stages.
     linear_solver : str
+    stopped : int or None
+        The IPOPT iteration at which the caller's test of the iterates ended the solve (a fit's walk whose
+        elements cannot hold the estimate, :data:`~pympc.identify.fesd_fit.PINNED`), else None.
     """
 
     ok: bool
@@ -65,6 +68,7 @@ class FesdSolve:
     compile_seconds: float = 0.0
     iterations: int = 0
     linear_solver: str = ""
+    stopped: object = None
 
     @property
     def status(self):
@@ -81,10 +85,10 @@ def enums():
 
 def termination_condition(status):
     """Pyomo's ``TerminationCondition`` of an IPOPT return code (0, 1: converged; 2: locally infeasible;
-    -1: iteration limit; -4: time limit; anything else: error)."""
+    -1: iteration limit; -4: time limit; 5: stopped by the caller, interrupted; anything else: error)."""
     TC, _ = enums()
     return {0: TC.convergenceCriteriaSatisfied, 1: TC.convergenceCriteriaSatisfied, 2: TC.locallyInfeasible,
-            -1: TC.iterationLimit, -4: TC.maxTimeLimit}.get(int(status), TC.error)
+            -1: TC.iterationLimit, -4: TC.maxTimeLimit, 5: TC.interrupted}.get(int(status), TC.error)
 
 
 def solution_status(ok, feasible, ran=True):
@@ -255,14 +259,18 @@ def _pair_sums(m):
     return out
 
 
-def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
+def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True, stop=None):
     """Solve the model as it stands (compiled afresh, the variables its linear rows pin alone fixed:
     :class:`~pympc.mpec.presolve.Presolved`) by IPOPT; load the answer when IPOPT converged.
 
     Returns ``(converged, stage)`` with ``stage`` the record appended to ``out.stages`` (when given):
     ``sigma`` (0), ``status`` (IPOPT's code), ``message``, ``iterations``, ``seconds`` (IPOPT),
     ``compile_seconds``, ``variables``, ``constraints`` (as IPOPT sees them, after the presolve), ``mult_g``
-    (the rows' multipliers, by name: not kept in ``out``).  ``drop_redundant``: see :class:`~pympc.mpec.nlp.CompiledNLP`.
+    (the rows' multipliers, by name: not kept in ``out``), ``stopped``.  ``drop_redundant``: see
+    :class:`~pympc.mpec.nlp.CompiledNLP`.  ``stop`` (optional): ``stop(nlp)`` given the NLP IPOPT solves (a
+    :class:`~pympc.mpec.presolve.Presolved`) returns the test ``(x, iteration) -> bool`` of its iterates
+    (:func:`~pympc.mpec.ipopt.solve_nlp`); when it ends the solve, ``stopped`` is the iteration (else None) and
+    that iterate is loaded.
     """
     import os
     import tempfile
@@ -277,12 +285,13 @@ def ipopt(m, opts, out=None, label="", tee=False, drop_redundant=True):
         rows = m.fesd.setdefault("nlp_rows", {}) if isinstance(getattr(m, "fesd", None), dict) else None
         nlp = presolve.Presolved(CompiledNLP(m, drop_redundant=drop_redundant, rows=rows))
         t2 = _time.perf_counter()
-        u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee)
+        u, info = solve_nlp(nlp, nlp.start(), {**opts, "output_file": log, "file_print_level": 3}, tee,
+                            stop=None if stop is None else stop(nlp))
         status = int(info["status"])
         stage = {"sigma": 0.0, "status": status, "message": label + info["status_msg"].decode(errors="replace"),
                  "iterations": _iterations(log), "seconds": _time.perf_counter() - t2, "compile_seconds": t2 - t1,
-                 "variables": nlp.n, "constraints": nlp.m}
-        if status in (0, 1):
+                 "variables": nlp.n, "constraints": nlp.m, "stopped": info.get("stopped")}
+        if status in (0, 1) or stage["stopped"] is not None:
             nlp.load(u)
     finally:
         os.unlink(log)

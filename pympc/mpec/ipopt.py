@@ -131,11 +131,13 @@ class _Guarded:
     on unfilled Hessians).  Here the first exception is kept, the failing
     callback and every later one answer NaN, and the next ``intermediate``
     call stops IPOPT; :func:`solve_nlp` then reports it as
-    :data:`CALLBACK_ERROR`, naming the callback and the exception.
+    :data:`CALLBACK_ERROR`, naming the callback and the exception.  ``stop``
+    (optional): ``stop(x, iteration)`` of each accepted iterate outside the
+    restoration phase; True ends the solve (``stopped``: that iteration).
     """
 
-    def __init__(self, nlp):
-        self.nlp, self.error = nlp, None
+    def __init__(self, nlp, stop=None):
+        self.nlp, self.error, self.stop, self.stopped, self.problem = nlp, None, stop, None, None
 
     def _call(self, name, size, *args):
         if self.error is None:
@@ -166,12 +168,24 @@ class _Guarded:
     def hessianstructure(self):
         return self.nlp.hessianstructure()
 
-    def intermediate(self, *args):
+    def intermediate(self, alg_mod, iter_count, *args):
+        if self.stop is not None and self.error is None and alg_mod == 0:
+            try:
+                it = self.problem.get_current_iterate()
+                if it is not None and self.stop(np.asarray(it["x"], float), iter_count):
+                    self.stopped = iter_count
+                    return False
+            except Exception as exc:  # noqa: BLE001 - as a failing callback
+                self.error = ("stop", exc)
         return self.error is None
 
 
-def solve_nlp(nlp, u0, options, tee=False, scaling=None):
+def solve_nlp(nlp, u0, options, tee=False, scaling=None, stop=None):
     """Solve a :class:`CompiledNLP` with IPOPT from ``u0``; returns ``(u, info)`` of cyipopt.
+
+    ``stop``: optional ``stop(x, iteration) -> bool``, asked after every iteration (outside the restoration
+    phase) with IPOPT's current iterate ``x``; True ends the solve there: IPOPT's status 5 (user requested
+    stop), ``u`` that iterate and ``info["stopped"]`` the iteration (None when the solve was not stopped).
 
     ``scaling``: optional ``(x_scaling, g_scaling)``, IPOPT's user scaling of
     the variables and rows (unless ``options`` choose ``nlp_scaling_method``).
@@ -186,8 +200,9 @@ def solve_nlp(nlp, u0, options, tee=False, scaling=None):
                     "mult_g": np.zeros(nlp.m)}
     if nlp.n == 0:   # every variable fixed (cyipopt refuses n = 0): the rows were checked above
         return np.zeros(0), {"status": 0, "status_msg": b"no free variables", "mult_g": np.zeros(nlp.m)}
-    guard = _Guarded(nlp)
+    guard = _Guarded(nlp, stop)
     prob = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=guard, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
+    guard.problem = prob if stop is not None else None     # (unset after the solve: no reference cycle left)
     prob.add_option("print_level", 5 if tee else 0)
     if not tee:
         prob.add_option("sb", "yes")
@@ -201,6 +216,8 @@ def solve_nlp(nlp, u0, options, tee=False, scaling=None):
             raise OptionError(f"IPOPT option {key}={val!r}: {exc}") from None
     with np.errstate(all="ignore"), _one_blas_thread():   # overflow -> inf, log(-1) -> nan: IPOPT backtracks
         u, info = prob.solve(u0)
+    guard.problem = None
+    info["stopped"] = guard.stopped
     if guard.error is not None:
         name, exc = guard.error
         info = {**info, "status": CALLBACK_ERROR,
