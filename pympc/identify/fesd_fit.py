@@ -33,8 +33,8 @@ import numpy as np
 
 from ..errors import OptionError
 from .fesd import DEFAULT_OPTIONS, _restart, _system, fix_active_set, solve, switch_times, trajectory_model
-from .fesd_start import _layout
 from .fesd_solve import enums, solution_status, termination_condition
+from .fesd_start import _layout
 
 __all__ = ["fit", "fit_records", "fit_experiments", "FesdFit", "Record", "WALK_STEP", "PINNED", "FIT_OPTIONS"]
 
