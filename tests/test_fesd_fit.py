@@ -248,7 +248,7 @@ def test_the_default_walks_reach_the_estimate_from_a_start_whose_walks_zigzag(mo
     assert four.ok and four.constrained and four.walks == 4 and gap(four).max() > 0.1
     assert all(s.stopped is None for s in four.solves)
     assert default.ok and not default.constrained and default.walks <= 4, default.message
-    assert all(s.stopped is not None for s in default.solves[:-1]) and default.solves[-1].stopped is None
+    assert any(s.stopped is not None for s in default.solves[:-1]) and default.solves[-1].stopped is None
     assert gap(default).max() < 0.01 and default.objective < four.objective
 
 
@@ -270,7 +270,7 @@ def test_a_walk_whose_element_stays_at_its_lower_bound_is_stopped(monkeypatch):
     with monkeypatch.context() as mp:
         mp.setattr(fesd_fit, "PINNED", 0)
         whole = fit()
-    assert fesd_fit.PINNED == 2
+    assert fesd_fit.PINNED == 3
     assert stopped.ok and whole.ok and not stopped.constrained and stopped.walks == whole.walks == 2
     first = stopped.solves[0]
     assert first.stopped is not None and first.termination_condition is TerminationCondition.interrupted
