@@ -6,6 +6,11 @@ positions, sensitivities) compared byte for byte.  Prints the cases that differ 
 when any does.
 
     python benchmarks/compare_trees.py --base /path/to/checkout/of/main
+
+With ``--close``, a case that differs is also described for a change meant to differ by round-off only: whether
+its events are the same sequence (kinds, slots, modes before and after, classifications, solvers, verified) and
+the largest differences of the event times and of every sample array (the array's differing entries against its
+largest magnitude), and a count of the cases whose event sequences differ.
 """
 
 import argparse
@@ -96,6 +101,25 @@ def same(a, b):
     return a == b
 
 
+def closeness(a, b):
+    """For ``--close``: ``(same events, largest |Δt| of an event, {array: largest |Δ| / (1 + max|base|)})`` of two
+    records whose event sequences are compared without the times and the solutions."""
+    ea, eb = a["events"], b["events"]
+    seq = len(ea) == len(eb) and all(x[1:8] == y[1:8] for x, y in zip(ea, eb))
+    dt = max((abs(x[0] - y[0]) for x, y in zip(ea, eb)), default=0.0)
+    arrays = {}
+    for name in ARRAYS:
+        x, y = a.get(name), b.get(name)
+        if x is None or y is None or same(x, y):
+            continue
+        if x.shape != y.shape:
+            arrays[name] = np.inf
+            continue
+        diff = np.abs(x.astype(float) - y.astype(float))
+        arrays[name] = float(np.nanmax(diff) / (1.0 + np.nanmax(np.abs(y.astype(float)))))
+    return seq, dt, arrays
+
+
 def run_tree(tree, path):
     env = dict(os.environ, PYTHONPATH=str(tree))
     res = subprocess.run([sys.executable, __file__, "--worker", str(path)], env=env, capture_output=True, text=True)
@@ -108,6 +132,7 @@ def run_tree(tree, path):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", type=Path, help="a checkout of the code to compare with")
+    ap.add_argument("--close", action="store_true", help="describe the differing cases (see the module)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -118,7 +143,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         here = run_tree(Path(__file__).parents[1], Path(tmp) / "this.pkl")
         base = run_tree(args.base, Path(tmp) / "base.pkl")
-    differ = 0
+    differ = sequences = 0
     for key in sorted(set(here) | set(base), key=str):
         a, b = here.get(key), base.get(key)
         if a is None or b is None or isinstance(a, tuple) or isinstance(b, tuple):
@@ -131,6 +156,13 @@ if __name__ == "__main__":
         if fields:
             differ += 1
             print(f"{key}: differs in {', '.join(fields)}")
+            if args.close:
+                seq, dt, arrays = closeness(a, b)
+                sequences += not seq
+                worst = ", ".join(f"{k} {v:.1e}" for k, v in arrays.items())
+                print(f"    {'the same' if seq else 'OTHER'} events, event times within {dt:.1e}; {worst}")
     events = sum(len(v["events"]) for v in here.values() if isinstance(v, dict))
     print(f"{len(here)} cases, {events} events; {differ} differ from the base {args.base}")
+    if args.close:
+        print(f"{sequences} of them with other event sequences")
     sys.exit(1 if differ else 0)

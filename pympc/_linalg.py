@@ -5,9 +5,10 @@ Gaussian elimination with partial pivoting into the right-hand side, back substi
 compiled loop costs less than the call into LAPACK.
 """
 
+import numpy as np
 from numba import njit
 
-__all__ = ["lu_solve", "back_substitute", "rcond_1", "pivot_row", "subtract_row"]
+__all__ = ["lu_solve", "back_substitute", "rcond_1", "pivot_row", "subtract_row", "lq_min_norm", "LQ_RCOND"]
 
 
 @njit(cache=True, nogil=True)
@@ -81,6 +82,80 @@ def rcond_1(C, Ci):
         nc = max(nc, sc)
         ni = max(ni, si)
     return 1.0 / (nc * ni)
+
+
+LQ_RCOND = 1e-8
+""":func:`lq_min_norm` answers only where the triangular factor's exact reciprocal 1-norm condition is above this:
+J's 2-norm condition then below ``1e8 k`` (k rows), far from the ``1 / (ε max(k, n))`` at which LAPACK's ``gelsd``
+(``rcond = ε max(k, n)``) drops a singular value, so both compute the one least-norm solution, to round-off."""
+
+
+@njit(cache=True, nogil=True)
+def lq_min_norm(J, r, d):
+    """The least-norm ``d`` with ``J d = r`` (``k ≤ n`` rows of full rank) into ``d`` by Householder's LQ
+    factorization ``J = [L 0] Q``: ``d = Qᵀ [L⁻¹ r; 0]``.  False, ``d`` untouched, where ``k > n`` or the exact
+    reciprocal 1-norm condition of L is not above :data:`LQ_RCOND` (rank deficient or nearly: the caller's SVD).
+    A backward stable method: it differs from LAPACK's SVD answer by round-off only (ε times J's condition)."""
+    k, n = J.shape
+    if k == 0 or k > n:
+        return False
+    H = J.copy()               # rows i..: the rows reflected so far; row i from column i + 1 on: reflector i
+    vv = np.empty(k)           # vᵀv of reflector i (its first entry kept in v0)
+    v0 = np.empty(k)
+    for i in range(k):
+        alpha = H[i, i]
+        sigma = 0.0
+        for j in range(i + 1, n):
+            sigma += H[i, j] * H[i, j]
+        norm = np.sqrt(alpha * alpha + sigma)
+        beta = -norm if alpha >= 0.0 else norm
+        v0[i] = alpha - beta
+        vv[i] = v0[i] * v0[i] + sigma
+        H[i, i] = beta
+        if vv[i] == 0.0:       # a zero row: singular (L's diagonal 0), caught below
+            continue
+        for m in range(i + 1, k):
+            p = H[m, i] * v0[i]
+            for j in range(i + 1, n):
+                p += H[m, j] * H[i, j]
+            f = 2.0 * p / vv[i]
+            H[m, i] -= f * v0[i]
+            for j in range(i + 1, n):
+                H[m, j] -= f * H[i, j]
+    L = np.zeros((k, k))
+    for i in range(k):
+        for j in range(i + 1):
+            L[i, j] = H[i, j]
+        if L[i, i] == 0.0 or not np.isfinite(L[i, i]):
+            return False
+    Li = np.zeros((k, k))      # L⁻¹ by forward substitution, for the exact condition number
+    for c in range(k):
+        for i in range(c, k):
+            v = 1.0 if i == c else 0.0
+            for j in range(c, i):
+                v -= L[i, j] * Li[j, c]
+            Li[i, c] = v / L[i, i]
+    if not rcond_1(L, Li) > LQ_RCOND:
+        return False
+    z = np.zeros(n)
+    for i in range(k):         # L z = r
+        v = r[i]
+        for j in range(i):
+            v -= L[i, j] * z[j]
+        z[i] = v / L[i, i]
+    for i in range(k - 1, -1, -1):     # d = H_0 … H_{k−1} z (each reflector symmetric)
+        if vv[i] == 0.0:
+            continue
+        p = z[i] * v0[i]
+        for j in range(i + 1, n):
+            p += z[j] * H[i, j]
+        f = 2.0 * p / vv[i]
+        z[i] -= f * v0[i]
+        for j in range(i + 1, n):
+            z[j] -= f * H[i, j]
+    for j in range(n):
+        d[j] = z[j]
+    return True
 
 
 from ._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)

@@ -757,7 +757,8 @@ def _simulated_event_hlcps():
 def test_the_compiled_solution_sets_forgive_noise_and_leave_nearly_singular_supports_as_the_enumeration_does():
     """A support point whose relative residual fails and that support_solution's second try or the noise rule
     of HLCP.is_solution accepts (batched_leaves' status 2, and visited leaves alike), and nearly singular
-    supports (status −1, left to nearly_singular_empty: LAPACK's estimate and the least-squares residual): the
+    supports (status −1, left to nearly_singular_empty: LAPACK's estimate and the least-squares residual, or
+    decided −2 by batched_leaves where a stick candidate's opposite columns make them singular): the
     compiled solution sets decide them as the enumeration does — the same kind and the same points, exactly —
     on the event HLCPs of the slider chains' runs, where both occur (a row whose terms are all zero but
     round-off; the stick candidate's two rows)."""
@@ -772,12 +773,16 @@ def test_the_compiled_solution_sets_forgive_noise_and_leave_nearly_singular_supp
         _assert_same_set(EventProblem(h, [], np.zeros(0), None, None).solution_set(16), ref)
         solved = small_solution_set if h.n < WALK_POINTS_FROM else walked_solution_set
         ok, P, near = solved(h.A, h.B, h.c, h._a_diagonal, _SUPPORTS[h.n], 1e-9)
-        st = batched_leaves(*equilibrate_hlcp(h.A, h.B, h.c, h._a_diagonal, 20)[:3], _SUPPORTS[h.n], 1e-9, 1e-6)[2]
+        scaled = equilibrate_hlcp(h.A, h.B, h.c, h._a_diagonal, 20)[:3]
+        st = batched_leaves(*scaled, _SUPPORTS[h.n], 1e-9, 1e-6)[2]
         assert np.array_equal(near, np.flatnonzero(st == -1)) or not ok
+        # the rows backwards (not the walk's order): the nearly singular supports with opposite columns that the
+        # walk's order decides −2 by _outside_range are −1 there
+        backwards = batched_leaves(*scaled, np.ascontiguousarray(_SUPPORTS[h.n][::-1]), 1e-9, 1e-6)[2][::-1]
         if events_module._taken(h, ok, near, P):
             decided += 1
             noisy += bool((st == 2).any())
-            singular += bool(near.size)
+            singular += bool(near.size or (backwards == -1).any())
             assert P.shape[0] == len(ref.points)
             for i, (x, y) in enumerate(ref.points):
                 assert np.array_equal(P[i, :h.n], x) and np.array_equal(P[i, h.n:], y)

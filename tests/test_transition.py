@@ -167,11 +167,14 @@ def test_compiled_velocity_projection_and_position_error(rng):
         Jv = np.vstack([a.J, a.WN, a.WT[stick]])
         rv = np.concatenate([a.gdot, a.vN, a.vT[stick]])
         seen.add((code, Jv.shape[0] > 4))
-        # every dense row count is projected: min_norm's answer, bit for bit (its small path or lstsq's gelsd)
+        # every dense row count is projected: min_norm's answer, bit for bit (its small path, the LQ, lstsq's gelsd)
         assert code == VELOCITY_PROJECTED
         np.testing.assert_array_equal(qdp, qd - min_norm(Jv, rv))
-        if Jv.shape[0] > 4 or Jv.shape[0] > n:
+        if Jv.shape[0] > n:
             np.testing.assert_array_equal(qdp, qd - np.linalg.lstsq(Jv, rv, rcond=None)[0])
+        elif Jv.shape[0] > 4:            # the LQ: lstsq's answer to round-off
+            ref = qd - np.linalg.lstsq(Jv, rv, rcond=None)[0]
+            np.testing.assert_allclose(qdp, ref, rtol=0, atol=1e-13 * np.linalg.cond(Jv) * (1 + np.abs(ref).max()))
         # rows in min_norm's sparse range (here from 2 rows) are the caller's
         code, same = project_velocity(a.J, a.WN, a.WT, stick, a.gdot, a.vN, a.vT, qd, 2)
         if 2 <= Jv.shape[0] <= n:
@@ -191,11 +194,14 @@ def test_compiled_velocity_projection_and_position_error(rng):
 
 
 def test_compiled_least_norm_is_lstsq_bit_for_bit(rng):
-    """dense_min_norm (numba's binding of LAPACK's gelsd) returns np.linalg.lstsq's bits: full rank, more rows
-    than columns, dependent rows, zero columns, scales far from 1; min_norm of one right-hand side is it."""
+    """dense_min_norm (numba's binding of LAPACK's gelsd) returns np.linalg.lstsq's bits where its LQ declines
+    (more rows than columns, dependent rows) and lstsq's answer to round-off where the LQ takes it (full rank, well
+    conditioned): full rank, dependent rows, zero columns, scales far from 1; min_norm of one right-hand side is
+    it."""
+    from pympc._linalg import lq_min_norm
     from pympc.dynamics._transition import dense_min_norm
     from pympc.dynamics.modes import SPARSE_FROM, min_norm
-    cases = 0
+    cases = lq = 0
     for _ in range(600):
         k, n = int(rng.integers(1, 12)), int(rng.integers(1, 14))
         J, r = rng.standard_normal((k, n)), rng.standard_normal(k)
@@ -209,17 +215,52 @@ def test_compiled_least_norm_is_lstsq_bit_for_bit(rng):
         d = np.full(n, np.nan)
         assert dense_min_norm(J, r, d, SPARSE_FROM)
         ref = np.linalg.lstsq(J, r, rcond=None)[0]
-        if k > 4 or k > n or not np.allclose(d, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max()):
+        small = np.allclose(d, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+        if k > 4 and lq_min_norm(J, r, np.empty(n)):           # the LQ: lstsq's answer to round-off
+            assert np.abs(d - ref).max() <= 1e-14 * np.linalg.cond(J) * np.abs(ref).max()
+            lq += 1
+        elif k > 4 or k > n or not small:
             np.testing.assert_array_equal(d, ref)                # gelsd's answer: the same bits
             cases += 1
         np.testing.assert_array_equal(min_norm(J, r), d)
-    assert cases > 300
+    assert cases > 150 and lq > 60
     J, r = rng.standard_normal((3, 5)), rng.standard_normal(3)
     d = np.zeros(5)
     assert not dense_min_norm(J, r, d, 3) and not d.any()       # the sparse range: the caller's
     assert not dense_min_norm(np.zeros((0, 5)), np.zeros(0), d, SPARSE_FROM)
     J[1, 2] = np.inf
     assert not dense_min_norm(J, r, d, SPARSE_FROM) and not d.any()
+
+
+def test_lq_least_norm_is_the_least_norm_solution_and_declines_rank_deficient_rows(rng):
+    """lq_min_norm against two oracles: J d = r with d in J's row space (the least-norm solution's definition)
+    and LAPACK's SVD answer (np.linalg.lstsq) within a few ε times J's condition; it declines J of more rows than
+    columns, of dependent rows and of condition beyond LQ_RCOND."""
+    from pympc._linalg import lq_min_norm
+    taken = 0
+    for _ in range(400):
+        n = int(rng.integers(1, 14))
+        k = int(rng.integers(1, n + 1))
+        J = rng.standard_normal((k, n)) * 10.0 ** rng.integers(-4, 4, (k, 1))
+        if rng.random() < 0.3:
+            J[rng.random((k, n)) < 0.4] = 0.0
+        r = rng.standard_normal(k)
+        d = np.full(n, np.nan)
+        if not lq_min_norm(J, r, d):
+            assert np.isnan(d).all() and np.linalg.cond(J) > 1e6
+            continue
+        taken += 1
+        kappa = np.linalg.cond(J)
+        ref = np.linalg.lstsq(J, r, rcond=None)[0]
+        assert np.abs(d - ref).max() <= 50 * 2.2e-16 * kappa * np.abs(ref).max()
+        assert np.abs(J @ d - r).max() <= 1e-12 * kappa * (1 + np.abs(r).max())
+        y = np.linalg.lstsq(J.T, d, rcond=None)[0]                 # d = Jᵀ y: in the row space
+        assert np.abs(J.T @ y - d).max() <= 1e-12 * kappa * np.abs(d).max()
+    assert taken > 300
+    J = rng.standard_normal((4, 6))
+    for bad in (rng.standard_normal((5, 4)), np.vstack([J, J[1] * 3.0]), np.vstack([J[:3], J[3] * 1e-12]),
+                np.vstack([J[:3], J[0] + 1e-10 * J[3]])):
+        assert not lq_min_norm(bad, np.ones(bad.shape[0]), np.empty(bad.shape[1]))
 
 
 def test_compiled_position_step_is_the_numpy_step(rng):
@@ -235,8 +276,10 @@ def test_compiled_position_step_is_the_numpy_step(rng):
         g = np.concatenate([a.g[a.holonomic], a.gN])
         Jh = np.vstack([a.J[a.holonomic], a.WN])
         np.testing.assert_array_equal(qn, q - min_norm(Jh, g))
-        np.testing.assert_array_equal(qn, q - (np.linalg.lstsq(Jh, g, rcond=None)[0] if Jh.shape[0] > 4 else
-                                               min_norm(Jh, g)))
+        if Jh.shape[0] > 4:           # gelsd's bits (more rows than columns), or its answer to round-off (the LQ)
+            ref = q - np.linalg.lstsq(Jh, g, rcond=None)[0]
+            tol = 0.0 if Jh.shape[0] > n else 1e-13 * np.linalg.cond(Jh) * (1 + np.abs(ref).max())
+            np.testing.assert_allclose(qn, ref, rtol=0, atol=tol)
         done, same = position_step(a.g, a.holonomic, a.gN, a.J, a.WN, q, 1)     # the sparse range: declined
         assert (not done and same is q) or Jh.shape[0] > n
 
@@ -518,7 +561,88 @@ def test_batched_leaves_shared_along_the_walk_are_the_one_by_one_factorizations_
         order = rng.permutation(xs.shape[0])
         shared = batched_leaves(A, B, c, xs, 1e-9, 1e-6)
         one_by_one = batched_leaves(A, B, c, np.ascontiguousarray(xs[order]), 1e-9, 1e-6)
-        for got, want in zip(shared, one_by_one):
+        for got, want in zip(shared[:2], one_by_one[:2]):
             assert got[order].tobytes() == want.tobytes()
+        _same_statuses_or_opposite_columns_empty(A, B, c, xs, shared[2], one_by_one[2][np.argsort(order)])
         seen.update(shared[2].tolist())
     assert seen >= {-3, -2, -1, 0, 1}
+
+
+def test_singular_supports_of_opposite_columns_decided_as_by_the_range_test(rng):
+    """Supports that take a stick candidate's a⁺ (A's column p) and a⁻ (B's column q = −A's p) are singular; in the
+    walk's order batched_leaves decides their status −2 from the support taking A's q instead (_outside_range)
+    where that proves c beyond the threshold, else by range_residual: the statuses and every other output equal
+    those of the rows in another order (range_residual on every such support; those not exactly singular, −1
+    there, found empty by the enumeration's test where −2 here), on event-like problems of 3–8 pairs
+    with 1–3 candidates, c at random, in the range of singular supports and near it; _outside_range is never True
+    where range_residual or lstsq (an independent least-squares residual) finds c within the threshold, and decides
+    most of the supports it may."""
+    from pympc.complementarity._kernel import _negated_columns, _outside_range, batched_leaves, range_residual
+    from pympc.complementarity.enumeration import _SUPPORTS
+
+    decided = possible = near = 0
+    statuses = set()
+    for trial in range(300):
+        n = int(rng.integers(3, 9))
+        nc = int(rng.integers(1, max(2, n // 3 + 1)))
+        s = n - 2 * nc
+        A = rng.standard_normal((n, n)) * 10.0 ** rng.uniform(-3, 3, (n, 1))
+        B = rng.standard_normal((n, n))
+        B[rng.random((n, n)) < 0.3] = 0.0
+        B[:, s + nc:] = -A[:, s:s + nc]
+        xs = _SUPPORTS[n]
+        k0 = int(rng.integers(len(xs)))
+        C = np.where(xs[k0], A, B)
+        c = rng.standard_normal(n) * 10.0 ** rng.uniform(-4, 4)
+        if trial % 3 == 1:                      # in the range of a support (singular or not)
+            c = C @ rng.standard_normal(n)
+        elif trial % 3 == 2:                    # near it
+            c = C @ rng.standard_normal(n) + rng.standard_normal(n) * 10.0 ** rng.uniform(-9, -4)
+        order = rng.permutation(len(xs))
+        walked = batched_leaves(A, B, c, xs, 1e-9, 1e-6)
+        other = batched_leaves(A, B, c, np.ascontiguousarray(xs[order]), 1e-9, 1e-6)
+        for got, want in zip(walked[:2], other[:2]):
+            assert got[order].tobytes() == want.tobytes()
+        near += _same_statuses_or_opposite_columns_empty(A, B, c, xs, walked[2], other[2][np.argsort(order)])
+        rc, _, st = walked
+        statuses.update(st.tolist())
+        # _outside_range on its own: every True an exact −2
+        neg = _negated_columns(A, B)
+        assert (neg[s + nc:] == np.arange(s, s + nc)).all()
+        Cis = np.zeros((len(xs), n, n))
+        Vs = np.zeros((len(xs), n))
+        inverted = np.zeros(len(xs), bool)
+        for k in range(len(xs)):
+            Ck = np.where(xs[k], A, B)
+            if abs(np.linalg.det(Ck)) > 1e-300 and np.linalg.cond(Ck) < 1e14:
+                Cis[k] = np.linalg.inv(Ck)
+                Vs[k] = Cis[k] @ c
+                inverted[k] = True
+        cmax = np.abs(c).max()
+        bound = 1e-6 * (1 + cmax)
+        for k in np.flatnonzero(st <= -2):
+            Ck = np.where(xs[k], A, B)
+            if not any(not xs[k, q] and xs[k, neg[q]] for q in range(s + nc, n)):
+                continue
+            possible += 1
+            if _outside_range(xs, k, neg, Cis, Vs, inverted, rc, 2 * bound, cmax):
+                decided += 1
+                assert st[k] == -2 and range_residual(Ck, c) > bound
+                u = np.linalg.lstsq(Ck, c, rcond=None)[0]
+                assert np.abs(Ck @ u - c).max() > bound
+    assert statuses >= {-3, -2, 0, 1}
+    assert decided > 0.8 * possible and possible > 1000 and near > 50
+
+
+def _same_statuses_or_opposite_columns_empty(A, B, c, xs, walked, other):
+    """batched_leaves' statuses of the walk's order ``walked`` are those of the rows in another order ``other``
+    (put back in the walk's order) but where a support with opposite columns that the other order leaves −1 (not
+    exactly singular) is −2 in the walk's: each of those the enumeration's own test finds empty
+    (nearly_singular_empty, its LAPACK estimate and least squares).  Returns how many there were."""
+    from pympc import HLCP
+    from pympc.complementarity.enumeration import nearly_singular_empty
+    moved = np.flatnonzero(walked != other)
+    assert ((walked[moved] == -2) & (other[moved] == -1)).all()
+    for k in moved:
+        assert nearly_singular_empty(HLCP(A, B, c), xs[k:k + 1], 1e-9)
+    return moved.size

@@ -942,6 +942,15 @@ def range_residual(C, c):
     return np.abs(res).max()
 
 
+OPPOSITE_RCOND = 1e-15
+""":func:`batched_leaves` decides a support with opposite columns (see there) that is not exactly singular (no zero
+pivot) only when its exact reciprocal condition is at most this (else −1, the caller's).  The enumeration's
+test of such a support (:func:`~pympc.complementarity.enumeration.nearly_singular_empty`) finds it empty when
+LAPACK's estimate of its reciprocal condition is at most 1e-11 (at most 1e-14: no LU point to look at) and ``c``
+is outside its range; on 11,988 such supports of event-like random and real event HLCPs the exact values were
+at most 4.6e-17 and LAPACK's estimates at most 7.3e-17."""
+
+
 SHARED_FROM = 6
 """From this many pairs :func:`batched_leaves` shares the eliminations along the walk's tree; below it, the
 bookkeeping costs more than it saves (the same bits either way)."""
@@ -955,7 +964,7 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     status)``: ``rc[k]`` the exact reciprocal 1-norm condition number of ``C_k`` (0 if singular),
     ``U[k] = (x, y)`` its point (clipped at 0, or the second try of ``support_solution``: entries below
     ``tol max|u|`` zeroed) and ``status[k]``: −1 nearly singular (``rc ≤ 1e-10`` or a non-finite point:
-    the caller decides), 0 no point (the wrong sign, or no try verified), 1 a verified point, 2 a point
+    the caller decides; but see below), 0 no point (the wrong sign, or no try verified), 1 a verified point, 2 a point
     whose two tries failed ``relative_residual`` and that the caller checks with the noise rule of
     ``HLCP.is_solution``.  ``C_k`` exactly singular (a zero pivot): −3 when ``c`` is within ``lp_tol (1 +
     max|c|)`` of its range (:func:`range_residual`), else −2.
@@ -965,6 +974,13 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     the usual argument) of at least :data:`SHARED_FROM` pairs, with the eliminations shared along the walk's
     tree (:func:`_walk_step`; the back substitution then reads each support's pivot rows where they were made).
     The same operations on the same numbers either way: the same bits.
+
+    A support that takes a column of B that is exactly the negative of a column of A it takes too (an event
+    HLCP's stick candidate: its a⁻ and a⁺) is singular by construction; in the walk's order its status −2 is
+    decided without :func:`range_residual` where :func:`_outside_range` proves ``c`` beyond the threshold from the
+    support that takes A's column instead (visited earlier), else by :func:`range_residual` as any other.  Such a
+    support that round-off leaves without an exact zero pivot (``rc`` at most :data:`OPPOSITE_RCOND`) is −2 too
+    where :func:`_outside_range` proves it (what the enumeration's test of a nearly singular support finds), else −1.
     """
     N, n = xs.shape
     rc = np.zeros(N)
@@ -976,7 +992,14 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
     I = np.eye(n)
     v = np.empty(n)
     cmax = np.abs(c).max() if n else 0.0
-    shared = n >= SHARED_FROM and _walk_order(xs)
+    walk = _walk_order(xs)
+    shared = n >= SHARED_FROM and walk
+    neg = _negated_columns(A, B) if walk else np.full(0, -1, np.int64)   # B's column q = −A's column neg[q]
+    kept = walk and (neg >= 0).any()      # the inverses and points of every support, for _outside_range
+    Cis = np.empty((N if kept else 0, n, n))
+    Vs = np.empty((N if kept else 0, n))
+    inverted = np.zeros(N, np.bool_)
+    bound = 2.0 * lp_tol * (1.0 + cmax)      # _outside_range's: twice the range test's threshold
     # the walk's tree: S[d] the state after d elimination steps of the supports on the current branch (see
     # _walk_step), ok[d] no zero pivot in them
     S = np.empty((n + 1, n, 3 * n) if shared else (0, 0, 0))
@@ -1009,6 +1032,9 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
             Ci[:, :] = I
             ok[n] = lu_solve(W, Ci)
         if not ok[n]:      # an exact zero pivot: LAPACK's estimate is 0 as well
+            if kept and _outside_range(xs, k, neg, Cis, Vs, inverted, rc, bound, cmax):
+                status[k] = -2
+                continue
             r = range_residual(C, c)
             status[k] = -3 if r <= lp_tol * (1.0 + cmax) else -2
             continue
@@ -1020,8 +1046,14 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
                 s += Ci[i, j] * c[j]
             v[i] = s
             finite = finite and np.isfinite(s)
+        if kept:
+            Cis[k] = Ci
+            Vs[k] = v
+            inverted[k] = finite
         if not (rc[k] > 1e-10) or not finite:
-            status[k] = -1
+            # singular to working precision by its opposite columns, c provably outside its range: empty (−2)
+            opposite = finite and kept and rc[k] <= OPPOSITE_RCOND
+            status[k] = -2 if opposite and _outside_range(xs, k, neg, Cis, Vs, inverted, rc, bound, cmax) else -1
             continue
         big = 0.0
         low = np.inf
@@ -1037,6 +1069,62 @@ def batched_leaves(A, B, c, xs, tol, lp_tol):
                 U[k, n + j] = max(v[j], 0.0)
         status[k] = 1 if max(relative_residual(A, B, c, U[k, :n], U[k, n:])) <= tol else 2
     return rc, U, status
+
+
+@njit(cache=True, nogil=True)
+def _negated_columns(A, B):
+    """``neg[q]``: the first ``p ≠ q`` with B's column ``q`` exactly the negative of A's column ``p``, else −1."""
+    n = A.shape[0]
+    neg = np.full(n, -1, np.int64)
+    for q in range(n):
+        for p in range(n):
+            if p == q:
+                continue
+            same = True
+            for i in range(n):
+                if B[i, q] != -A[i, p]:
+                    same = False
+                    break
+            if same:
+                neg[q] = p
+                break
+    return neg
+
+
+@njit(cache=True, nogil=True)
+def _outside_range(xs, k, neg, Cis, Vs, inverted, rc, bound, cmax):
+    """Is ``c`` provably farther than ``bound`` (max norm) from the range of support ``k`` (rows of ``xs`` in the
+    walk's order), singular because it takes B's column ``q`` and A's column ``neg[q]`` for the ``q`` of a set Q?
+
+    Its range is that of its columns outside Q, which the support ``k'`` taking A's column at every ``q`` of Q
+    (an earlier row: those bits cleared) shares; where ``k'`` was inverted (``Cis[k']``, its point ``Vs[k'] =
+    C⁻¹ c``, ``rc[k'] > 1e-10``), row ``q`` of its inverse, ``w``, is orthogonal to those columns, so every
+    residual ``r = c − C u`` of support ``k`` has ``‖r‖_∞ ≥ |wᵀc| / ‖w‖₁``.  ``wᵀc`` is taken less a bound
+    of its round-off (``16 n² ε κ₁ ‖C⁻¹‖₁ max|c|``, κ₁ = 1 / rc[k']).  False: not proved (the caller's
+    :func:`range_residual` decides)."""
+    N, n = xs.shape
+    kp = k
+    for q in range(n):
+        if not xs[k, q] and neg[q] >= 0 and xs[k, neg[q]]:
+            kp -= 1 << (n - 1 - q)
+    if kp == k or not inverted[kp] or not rc[kp] > 1e-10:
+        return False
+    Ci = Cis[kp]
+    ninv = 0.0
+    for j in range(n):
+        s = 0.0
+        for i in range(n):
+            s += abs(Ci[i, j])
+        ninv = max(ninv, s)
+    err = 16.0 * n * n * 2.220446049250313e-16 * ninv * cmax / rc[kp]
+    for q in range(n):
+        if not xs[k, q] and neg[q] >= 0 and xs[k, neg[q]]:
+            w1 = 0.0
+            for j in range(n):
+                w1 += abs(Ci[q, j])
+            if abs(Vs[kp, q]) - err > bound * w1 * (1.0 + 4.0 * n * 2.220446049250313e-16):
+                return True
+    return False
 
 
 @njit(cache=True, nogil=True)

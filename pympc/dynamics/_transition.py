@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._linalg import back_substitute, lu_solve, rcond_1
+from .._linalg import back_substitute, lq_min_norm, lu_solve, rcond_1
 from ..mechanics.assembly import _CompiledAssembly
 
 __all__ = ["as_floats", "as_bools", "assembly_arrays", "AssemblyArrays", "dense_event", "settle", "position_error",
@@ -350,10 +350,12 @@ _EPS = float(np.finfo(float).eps)
 @njit(cache=True, nogil=True)
 def dense_min_norm(J, r, d, sparse_from):
     """:func:`pympc.dynamics.modes.min_norm` of one right-hand side on its dense paths, into ``d``, in one call:
-    :func:`small_min_norm` where it applies, else LAPACK's ``gelsd`` as ``np.linalg.lstsq(J, r, rcond=None)``
-    calls it (numba's binding of the same routine, ``rcond = ε max(k, n)``: the same bits, checked by the
-    tests).  False (``d`` untouched) where min_norm takes another path: no rows, a J whose rows are in its
-    sparse range (``sparse_from ≤ k ≤ n``), or an entry that is not finite (NumPy's error, not numba's)."""
+    :func:`small_min_norm` where it applies, else Householder's LQ (:func:`~pympc._linalg.lq_min_norm`) where J
+    has no more rows than columns and is well conditioned (the least-norm solution LAPACK's SVD computes, to
+    round-off), else LAPACK's ``gelsd`` as ``np.linalg.lstsq(J, r, rcond=None)`` calls it (numba's binding of the
+    same routine, ``rcond = ε max(k, n)``: the same bits, checked by the tests).  False (``d`` untouched) where
+    min_norm takes another path: no rows, a J whose rows are in its sparse range (``sparse_from ≤ k ≤ n``), or an
+    entry that is not finite (NumPy's error, not numba's)."""
     k, n = J.shape
     if k == 0 or (sparse_from <= k and k <= n):
         return False
@@ -361,6 +363,8 @@ def dense_min_norm(J, r, d, sparse_from):
         return True
     if not _finite_rows(J, r):
         return False
+    if lq_min_norm(J, r, d):
+        return True
     x = np.linalg.lstsq(J, r, rcond=_EPS * max(k, n))[0]
     for i in range(n):
         d[i] = x[i]

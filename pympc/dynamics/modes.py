@@ -186,8 +186,9 @@ def min_norm(J, r):
     sparse (:func:`banded_solve`); the others, and any J whose J Jᵀ is
     singular or leaves a residual, through ``lstsq`` (LAPACK's gelsd).  One
     right-hand side takes the dense paths in one compiled call
-    (:func:`pympc.dynamics._transition.dense_min_norm`: gelsd through numba,
-    the bits of ``np.linalg.lstsq``).
+    (:func:`pympc.dynamics._transition.dense_min_norm`: a well-conditioned J
+    of no more rows than columns by Householder's LQ, the least-norm solution to
+    round-off; else gelsd through numba, the bits of ``np.linalg.lstsq``).
     """
     k, n = J.shape
     if np.ndim(r) == 1:     # one right-hand side: the dense paths in one compiled call
