@@ -385,9 +385,7 @@ class AbsoluteModel:
         n, m = self.n, self.m
         pose = _Pose(self, q, qd) if m or self._forces else None
         if m:
-            g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
-            for j, r0, data in self._joints:
-                j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+            g, J, w, gd = self._joint_rows(q, qd, t, pose)
         else:              # no joint rows: empty arrays made once (writable, as the kernels are compiled for them)
             g = w = gd = self._no_rows
             J = self._no_jacobian
@@ -496,17 +494,9 @@ class AbsoluteModel:
         m = self.m
         pose = None
         if m:
-            n = self.n
-            g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
-            if self._batches:        # contiguous: one compiled specialization of each kernel, whoever calls
-                qc = q if q.flags.c_contiguous else np.ascontiguousarray(q)
-                qdc = qd if qd.flags.c_contiguous else np.ascontiguousarray(qd)
-            for kernel, args in self._batches:
-                kernel(qc, qdc, self._bx, self._bphi, *args, g, J, w, gd)
             if self._other_joints:
                 pose = _Pose(self, q, qd)
-                for j, r0, data in self._other_joints:
-                    j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+            g, J, w, gd = self._joint_rows(q, qd, t, pose)
             al, be = stab.alpha, stab.beta
             bI = w + 2 * al * gd + be * be * np.where(self.holonomic, g, 0.0)
         else:
@@ -522,6 +512,20 @@ class AbsoluteModel:
             for f, data in self._forces:
                 Px += self._force(f, data, pose, t, Qx)
         return (g, J, w, gd), bI, F, Qx, Px
+
+    def _joint_rows(self, q, qd, t, pose):
+        """``(g, J, w, gd)`` of every joint at (q, q̇, t): the joint types with a compiled kernel of their own by it
+        (:meth:`~pympc.mechanics.joints.Joint.batch`), the others in Python on ``pose``."""
+        m, n = self.m, self.n
+        g, J, w, gd = np.zeros(m), np.zeros((m, n)), np.zeros(m), np.zeros(m)
+        if self._batches:        # contiguous: one compiled specialization of each kernel, whoever calls
+            qc = q if q.flags.c_contiguous else np.ascontiguousarray(q)
+            qdc = qd if qd.flags.c_contiguous else np.ascontiguousarray(qd)
+        for kernel, args in self._batches:
+            kernel(qc, qdc, self._bx, self._bphi, *args, g, J, w, gd)
+        for j, r0, data in self._other_joints:
+            j.evaluate(data, pose, t, g[r0:], J[r0:], w[r0:], gd[r0:])
+        return g, J, w, gd
 
     def _force(self, f, data, pose, t, Q):
         """Point forces and torques (expressions of time and state); returns their power."""
