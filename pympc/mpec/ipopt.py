@@ -202,7 +202,6 @@ def solve_nlp(nlp, u0, options, tee=False, scaling=None, stop=None):
         return np.zeros(0), {"status": 0, "status_msg": b"no free variables", "mult_g": np.zeros(nlp.m)}
     guard = _Guarded(nlp, stop)
     prob = cyipopt.Problem(n=nlp.n, m=nlp.m, problem_obj=guard, lb=nlp.lb, ub=nlp.ub, cl=nlp.cl, cu=nlp.cu)
-    guard.problem = prob if stop is not None else None     # (unset after the solve: no reference cycle left)
     prob.add_option("print_level", 5 if tee else 0)
     if not tee:
         prob.add_option("sb", "yes")
@@ -214,9 +213,12 @@ def solve_nlp(nlp, u0, options, tee=False, scaling=None, stop=None):
             prob.add_option(key, val)
         except TypeError as exc:
             raise OptionError(f"IPOPT option {key}={val!r}: {exc}") from None
-    with np.errstate(all="ignore"), _one_blas_thread():   # overflow -> inf, log(-1) -> nan: IPOPT backtracks
-        u, info = prob.solve(u0)
-    guard.problem = None
+    guard.problem = prob if stop is not None else None     # (unset after the solve, whatever happens in it)
+    try:
+        with np.errstate(all="ignore"), _one_blas_thread():   # overflow -> inf, log(-1) -> nan: IPOPT backtracks
+            u, info = prob.solve(u0)
+    finally:
+        guard.problem = None
     info["stopped"] = guard.stopped
     if guard.error is not None:
         name, exc = guard.error
