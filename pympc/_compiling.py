@@ -111,9 +111,10 @@ def on_first_compile(callback):
 # user-wide cache); a kernel missing there is read from the package's __pycache__ when it holds it (a read-only
 # install, NUMBA_CACHE_DIR set).  An unreadable or damaged entry is compiled again, never an error.
 
-KERNEL_FILES = ("_linalg.py", "complementarity/_kernel.py", "mechanics/_kernels.py", "dynamics/_dop853.py",
+KERNEL_FILES = ("_linalg.py", "complementarity/_kernel.py", "mechanics/_kernels.py",
+                "mechanics/_tree_kernels.py", "dynamics/_dop853.py",
                 "dynamics/_event_kernels.py", "dynamics/_event_sets.py", "dynamics/_event_solve.py", "dynamics/_flat.py",
-                "dynamics/_transition.py", "dynamics/_variational.py")
+                "dynamics/_mode_solve.py", "dynamics/_transition.py", "dynamics/_variational.py")
 """The modules (relative to the package) whose numba kernels are cached by :func:`cache_by_content`."""
 
 _stamp = {}

@@ -7,8 +7,8 @@ numba, a read-only site-packages with the cache going to the user-wide directory
 
 The jobs go through the same entry points as the command line (``pympc simulate``) and the library
 (:func:`pympc.solve`, sensitivities), on small generated mechanisms: one slot with stick-slip, a chain of
-two slots, a crank pinned to the ground (a revolute joint) driving a slider, so that every kernel is
-compiled with the argument types a run gives it.  A job that fails is reported and the others go on: the
+two slots (also in tree coordinates: a dense mass matrix), a crank pinned to the ground (a revolute joint)
+driving a slider, so that every kernel is compiled with the argument types a run gives it.  A job that fails is reported and the others go on: the
 cache holds what compiled, and anything missing is compiled on first use as without it.
 """
 
@@ -83,6 +83,7 @@ def _jobs(tmp):
         ("one slot, stick-slip", cli(slider_chain(1, mu_s=0.4, force=8.0, omega=1.0, t_end=8.0))),
         ("two slots", cli(slider_chain(2, t_end=1.0))),
         ("a crank on a revolute joint", cli(build_model(_CRANK, source="<warm-up crank>"))),
+        ("two slots in tree coordinates", cli(slider_chain(2, t_end=1.0), "--formulation", "tree")),
         ("LCPs and HLCPs", lcps),
         ("sensitivities", sensitivities),
     ]

@@ -30,7 +30,8 @@ from ..mechanics import _kernels
 from ..mechanics.assembly import EMPTY, SparseAssembly
 from . import _event_kernels
 from ._flat import flat_rows
-from ._transition import SMALL_ROWS, as_floats, dense_min_norm
+from ._mode_solve import MODE_OK, dense_mode
+from ._transition import SMALL_ROWS, as_floats, assembly_arrays, dense_min_norm
 
 __all__ = ["Motion", "Mode", "ModeSolution", "solve_mode", "Baumgarte", "CompiledModes", "banded_solve", "min_norm",
            "csr"]
@@ -76,6 +77,11 @@ class Mode:
     def _friction_sign(self):
         """s_k σ_k of the slipping slots (0 for sticking ones), as an array."""
         return np.asarray(self.motions, float) * np.asarray(self.walls, float)
+
+    @cached_property
+    def _stick(self):
+        """:attr:`sticking` as an int64 array (what the compiled mode solve takes)."""
+        return np.array(self.sticking, dtype=np.int64)
 
 
 _KNOWN_MODES = {}
@@ -240,8 +246,18 @@ def solve_linear(M, G, C, h, b, mass_diagonal=None):
     return x0 + X @ nu, nu
 
 
+DENSE_COMPILED_UP_TO = 64
+"""Assemblies with a dense mass matrix of at most this many coordinates are solved in one compiled call
+(:func:`pympc.dynamics._mode_solve.dense_mode`); larger ones by LAPACK (:func:`solve_linear`)."""
+
+
 def solve_mode(a, mode, mu, mu_s, stab, mass_diagonal=None):
     """Accelerations and forces of assembly ``a`` in ``mode`` (a :class:`ModeSolution`).
+
+    A dense mass matrix (``mass_diagonal`` None) of at most :data:`DENSE_COMPILED_UP_TO` coordinates: one
+    compiled call (:func:`pympc.dynamics._mode_solve.dense_mode`, the steps of :func:`solve_linear` without
+    scipy's wrappers; the same results to round-off).  Where it declines (a mass matrix that is not positive
+    definite, a singular reduced system, a non-finite entry) and otherwise: :func:`numpy_solve_mode`.
 
     Raises
     ------
@@ -249,6 +265,25 @@ def solve_mode(a, mode, mu, mu_s, stab, mass_diagonal=None):
         If the mode's equations are singular (redundant constraints or a
         mass matrix that is singular on the free motions).
     """
+    if mass_diagonal is None and a.M.shape[0] <= DENSE_COMPILED_UP_TO:
+        stick = getattr(mode, "_stick", None)
+        fs = getattr(mode, "_friction_sign", None)
+        if stick is None or fs is None:   # any object with walls and motions (e.g. regularized friction factors)
+            stick = np.array(mode.sticking, dtype=np.int64)
+            fs = np.asarray(mode.motions, float) * np.asarray(mode.walls, float)
+        k = assembly_arrays(a)
+        code, qdd, nu, F, aT = dense_mode(k.M, k.J, k.WN, k.WT, k.h, k.w, k.gdot, k.g, k.holonomic, k.bN, k.vN,
+                                          k.gN, k.bT, k.vT, float(stab.alpha), float(stab.beta), as_floats(mu),
+                                          as_floats(fs), stick)
+        if code == MODE_OK:
+            m = k.J.shape[0]
+            return ModeSolution(qdd, nu[:m], nu[m:m + len(mu)], F, aT)
+    return numpy_solve_mode(a, mode, mu, mu_s, stab, mass_diagonal)
+
+
+def numpy_solve_mode(a, mode, mu, mu_s, stab, mass_diagonal=None):
+    """:func:`solve_mode` by NumPy, scipy and LAPACK (:func:`solve_linear`): every assembly, the reference of the
+    compiled path and where it declines."""
     s = len(mu)
     stick = mode.sticking
     fs = getattr(mode, "_friction_sign", None)

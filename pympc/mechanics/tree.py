@@ -19,12 +19,15 @@ orthogonal complement ``C`` (``B C = 0``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg
 
 from ..errors import ModelError
-from .assembly import AbsoluteModel, Assembly, _rot
-from .joints import _E, GROUND
+from ._tree_kernels import tree_equations
+from .assembly import AbsoluteModel, Assembly, _CompiledAssembly
+from .joints import GROUND
 
 __all__ = ["TreeMethod"]
 
@@ -86,21 +89,22 @@ class TreeMethod:
         pos = {b: k for k, b in enumerate(order)}
         for b in order:
             bi = self._abs.body_index[b]
-            rigid = self._abs.rigid[bi]
+            rigid = bool(self._abs.rigid[bi])
             j = joint[b]
             if j is None:
                 k = 3 if rigid else 2
                 names += [f"{b}.x", f"{b}.y"] + ([f"{b}.phi"] if rigid else [])
-                self._plan.append((self._abs.offset[bi], rigid, -1, "free", i, None, None))
+                self._plan.append((int(self._abs.offset[bi]), rigid, -1, "free", i, None, None))
             else:
                 (body_a, point_a), (_, point_b) = j.tree_link()
                 child_is_a = body_a == b
-                sK = np.asarray(point_a if child_is_a else point_b, float)
-                sP = np.asarray(point_b if child_is_a else point_a, float)
+                sK = tuple(float(v) for v in np.asarray(point_a if child_is_a else point_b, float))
+                sP = tuple(float(v) for v in np.asarray(point_b if child_is_a else point_a, float))
                 k = 1 if rigid else 0
                 names += [f"{j.name}.angle"] if rigid else []
                 p = parent[b]
-                self._plan.append((self._abs.offset[bi], rigid, -1 if p == GROUND else pos[p], "revolute", i, sP, sK))
+                self._plan.append((int(self._abs.offset[bi]), rigid, -1 if p == GROUND else pos[p], "revolute", i, sP,
+                                   sK))
             i += k
         self.n = i
         self.coordinate_names = names
@@ -152,41 +156,54 @@ class TreeMethod:
 
     # ------------------------------------------------------------------ kinematics
     def kinematics(self, y, yd):
-        """Absolute q, q̇, the partial-velocity matrix T (q̇ = T ẏ) and Ṫ ẏ."""
-        nb = len(self._plan)
+        """Absolute q, q̇, the partial-velocity matrix T (q̇ = T ẏ) and Ṫ ẏ.
+
+        From the root outwards, each body's rows written in place: its position, angle and angular velocity in
+        ``q`` and ``om``, its partial velocities ``v_K,l`` (and ``ω_K,l`` for a rigid body) in ``T``, the
+        remainder of its acceleration ``Ṫ ẏ`` in ``rem``; a child of a revolute reads its parent's rows there
+        (the ground: at rest, no partial velocities)."""
         na, nd = self._abs.n, self.n
         q, T, rem = np.zeros(na), np.zeros((na, nd)), np.zeros(na)
-        r = np.zeros((nb, 2))
-        phi, om = np.zeros(nb), np.zeros(nb)
-        Tv, Tw, ar = np.zeros((nb, 2, nd)), np.zeros((nb, nd)), np.zeros((nb, 2))
+        om = [0.0] * len(self._plan)          # angular velocity of each body (0 for a particle)
         for k, (o, rigid, p, kind, i, sP, sK) in enumerate(self._plan):
             if kind == "free":
-                r[k] = y[i:i + 2]
-                Tv[k, 0, i], Tv[k, 1, i + 1] = 1.0, 1.0
+                q[o], q[o + 1] = y[i], y[i + 1]
+                T[o, i] = T[o + 1, i + 1] = 1.0
                 if rigid:
-                    phi[k], om[k], Tw[k, i + 2] = y[i + 2], yd[i + 2], 1.0
-            else:
-                if p >= 0:
-                    rP, phP, omP, TvP, TwP, arP = r[p], phi[p], om[p], Tv[p], Tw[p], ar[p]
-                else:  # the ground: at rest, no partial velocities
-                    rP, phP, omP, TvP, TwP, arP = np.zeros(2), 0.0, 0.0, np.zeros((2, nd)), np.zeros(nd), np.zeros(2)
-                RsP = _rot(phP) @ sP
-                if rigid:
-                    phi[k], om[k] = phP + y[i], omP + yd[i]
-                    Tw[k] = TwP
-                    Tw[k, i] += 1.0
-                    RsK = _rot(phi[k]) @ sK
-                else:
-                    phi[k], om[k], RsK = 0.0, 0.0, None
-                r[k] = rP + RsP - (RsK if rigid else sK)
-                Tv[k] = TvP + np.outer(_E @ RsP, TwP)
-                ar[k] = arP - omP * omP * RsP
-                if rigid:
-                    Tv[k] -= np.outer(_E @ RsK, Tw[k])
-                    ar[k] += om[k] * om[k] * RsK
-            q[o:o + 2], T[o:o + 2], rem[o:o + 2] = r[k], Tv[k], ar[k]
+                    q[o + 2], om[k], T[o + 2, i + 2] = y[i + 2], yd[i + 2], 1.0
+                continue
+            po, prigid = self._plan[p][:2] if p >= 0 else (-1, False)
+            phP, omP = (q[po + 2], om[p]) if prigid else (0.0, 0.0)
+            c, s = math.cos(phP), math.sin(phP)
+            ux, uy = c * sP[0] - s * sP[1], s * sP[0] + c * sP[1]        # R(φ_P) s_P
+            x, yy = (q[po], q[po + 1]) if po >= 0 else (0.0, 0.0)
+            ax, ay = (rem[po], rem[po + 1]) if po >= 0 else (0.0, 0.0)
+            w2 = omP * omP
+            ax, ay = ax - w2 * ux, ay - w2 * uy
+            if po >= 0:
+                T[o:o + 2] = T[po:po + 2]
+            if prigid:                         # v_K,l = v_P,l + ω_P,l E R s_P (E: the quarter turn)
+                TwP = T[po + 2]
+                T[o] -= uy * TwP
+                T[o + 1] += ux * TwP
             if rigid:
-                q[o + 2], T[o + 2] = phi[k], Tw[k]
+                ph = phP + y[i]
+                om[k] = omK = omP + yd[i]
+                q[o + 2] = ph
+                if prigid:
+                    T[o + 2] = T[po + 2]
+                T[o + 2, i] += 1.0
+                c, s = math.cos(ph), math.sin(ph)
+                vx, vy = c * sK[0] - s * sK[1], s * sK[0] + c * sK[1]    # R(φ_K) s_K
+                TwK = T[o + 2]
+                T[o] += vy * TwK
+                T[o + 1] -= vx * TwK
+                w2 = omK * omK
+                ax, ay = ax + w2 * vx, ay + w2 * vy
+            else:
+                vx, vy = sK[0], sK[1]
+            q[o], q[o + 1] = x + ux - vx, yy + uy - vy
+            rem[o], rem[o + 1] = ax, ay
         return q, T @ yd, T, rem
 
     def initial_state(self):
@@ -208,14 +225,26 @@ class TreeMethod:
         return q, qd
 
     def assemble(self, y, yd, t):
-        """Kane's equations ``A ÿ = f`` and the constraints, as an :class:`Assembly`."""
+        """Kane's equations ``A ÿ = f`` and the constraints, as an :class:`Assembly`.
+
+        The absolute rows and forces at the kinematics' (q, q̇) (:meth:`AbsoluteModel.assembly
+        <pympc.mechanics.assembly.AbsoluteModel.assembly>`, one compiled call, where it applies; else
+        :meth:`~pympc.mechanics.assembly.AbsoluteModel.evaluate`), mapped to the tree coordinates in one compiled
+        call (:func:`pympc.mechanics._tree_kernels.tree_equations`): ``A = Tᵀ Z T``, ``f = Tᵀ (Q − Z Ṫẏ)``, the rows
+        ``W T`` and their biases ``b + W Ṫẏ``.  From the compiled absolute assembly, a compiled assembly as well
+        (its energies, those of the absolute (q, q̇), computed when first read; every array float64 and
+        C-contiguous, as the transition's kernels take them)."""
         q, qd, T, rem = self.kinematics(y, yd)
-        (g, J, w, gd), (gN, WN, bN, vN, WT, bT, vT), Q, K, V, P = self._abs.evaluate(q, qd, t)
-        ZT = self._Z[:, None] * T
-        A = T.T @ ZT
-        f = T.T @ (Q - self._Z * rem)
-        return Assembly(t, A, f, g, J @ T, w + J @ rem, gd, self.holonomic,
-                        gN, WN @ T, bN + WN @ rem, vN, WT @ T, bT + WT @ rem, vT, K, V, P)
+        ab = self._abs.assembly(q, qd, t, None, self.holonomic)
+        if ab is None:
+            (g, J, w, gd), (gN, WN, bN, vN, WT, bT, vT), Q, K, V, P = self._abs.evaluate(q, qd, t)
+            A, f, JT, wT, WNT, bNT, WTT, bTT = tree_equations(T, rem, self._Z, Q, J, w, WN, bN, WT, bT)
+            return Assembly(t, A, f, g, JT, wT, gd, self.holonomic, gN, WNT, bNT, vN, WTT, bTT, vT, K, V, P)
+        A, f, JT, wT, WNT, bNT, WTT, bTT = tree_equations(T, rem, self._Z, ab.h, ab.J, ab.w, ab.WN, ab.bN, ab.WT,
+                                                          ab.bT)
+        _, aq, aqd, dV = ab._energy
+        return _CompiledAssembly(t, A, f, ab.g, JT, wT, ab.gdot, self.holonomic, ab.gN, WNT, bNT, ab.vN, WTT, bTT,
+                                 ab.vT, ab.power, self._abs, aq, aqd, dV)
 
     def accelerations_by_complement(self, y, yd, t, include_slots=False):
         """ÿ without multipliers: the orthogonal complement of the constraint Jacobian.
