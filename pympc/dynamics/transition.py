@@ -130,8 +130,8 @@ class Transition:
             mode, probe = self._probe(t, q, qd, a, evp, x, y, dirs, before, mode, degenerate, kind, slot)
         sticking = mode.sticking
         stick = np.array(sticking, dtype=np.int64) if sticking else _NO_STICK
-        q, qd = self._project(t, q, qd, stick, a)[:2]     # a: the assembly at this (q, q̇)
-        verified, why = self.verify(t, q, qd, mode, evp._cand)
+        q, qd, a = self._project(t, q, qd, stick, a)     # a: the assembly at this (q, q̇); then at the projected
+        verified, why = self.verify(t, q, qd, mode, evp._cand, a)      # (q, q̇), or None
         event = Event(t, kind, slot, before, mode, evp.kept(), evp.candidates, np.asarray(x), np.asarray(y),
                       classification, npoints, solver, probe, verified)
         if o["crosscheck"]:
@@ -217,15 +217,17 @@ class Transition:
         probe = {"delta": d, "hlcp": evpp.kept(), "x": rp.x, "y": rp.y, "parts": degenerate}
         return known_mode(tuple(walls), tuple(motions)), probe
 
-    def verify(self, t, q, qd, mode, candidates):
-        """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips accelerating)."""
+    def verify(self, t, q, qd, mode, candidates, assembly=None):
+        """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips
+        accelerating.)  ``assembly``: the assembly at (q, q̇, t) when the caller has it (the evaluation of a mode
+        without the compiled solve takes it instead of assembling again)."""
         ev = self.ev
         try:
             if ev.compiled(mode):    # the compiled solve, read in its buffers (float64 slices of one: as kernels take)
                 v = ev.solved(t, q, qd, mode)
                 lam, h, qdd, F, aT = v["lam"], v["Q"], v["qdd"], v["F"], v["aT"]
             else:
-                a, s = ev.evaluate(t, np.concatenate([q, qd]), mode)
+                a, s = ev.evaluate(t, np.concatenate([q, qd]), mode, assembly)
                 lam, h, qdd, F, aT = as_floats(s.lam), as_floats(a.h), as_floats(s.qdd), as_floats(s.F), as_floats(s.aT)
         except SimulationError as exc:
             return False, str(exc)
