@@ -536,6 +536,63 @@ def test_the_arrays_of_an_assembly_are_kept_with_it(rng):
     assert assembly_arrays(big) is not assembly_arrays(big)
 
 
+def test_the_arrays_of_a_compiled_assembly_are_its_own():
+    """AssemblyArrays takes a compiled assembly's arrays as they are: each must be what the kernels take
+    (as_floats of it is itself), or the kernels would get another type than the one they were compiled for."""
+    from pympc.dynamics._transition import AssemblyArrays, as_bools, as_floats
+    from pympc.mechanics.assembly import _CompiledAssembly
+    from pympc.mechanics import slider_chain
+    for model in ("friction_oscillator", "cross_slide", "inclined_slot_spring", 5):
+        form = GeneralMethod(slider_chain(model) if model == 5 else pympc.load_model(MODELS / f"{model}.toml"))
+        q, qd = form.initial_state()
+        a = form.assemble(q, qd, 0.3)
+        assert type(a) is _CompiledAssembly
+        k = AssemblyArrays(a)
+        for name in AssemblyArrays.__slots__:
+            v = getattr(k, name)
+            assert (as_bools(v) if name == "holonomic" else as_floats(v)) is v, (model, name)
+            if name not in ("M", "holonomic"):
+                assert v is getattr(a, name), (model, name)
+
+
+@pytest.mark.parametrize("model", ["friction_oscillator", "slider_crank"])
+def test_a_mode_evaluated_on_the_callers_assembly_is_the_one_evaluated_afresh(model, rng):
+    """ModeEvaluator.evaluate with the assembly the caller has (the transition's verification of a
+    formulation without the compiled solve) gives what assembling again gives, to the bit; the transition's
+    verification with it and without it decides the same, with the same force scale."""
+    from pympc.dynamics import Mode, Motion, SimulateOptions
+    from pympc.dynamics.evaluation import ModeEvaluator
+    from pympc.dynamics.simulate import make_formulation
+    from pympc.dynamics.transition import Transition
+    system = pympc.load_model(MODELS / f"{model}.toml")
+    form = make_formulation(system, "tree")
+    s = len(form.slots)
+    q0, qd0 = form.initial_state()
+    done = 0
+    for trial in range(6):
+        q, qd, t = q0 + 0.05 * rng.standard_normal(q0.size), qd0 + rng.standard_normal(qd0.size), 0.1 * trial
+        x = np.concatenate([q, qd])
+        mode = Mode(tuple(rng.choice([-1, 1], s).tolist()), tuple(Motion(int(m)) for m in rng.integers(-1, 2, s)))
+        given = form.assemble(q, qd, t)
+        ev, fresh = ModeEvaluator(form, Baumgarte()), ModeEvaluator(form, Baumgarte())
+        assert not ev.compiled(mode)
+        try:
+            want = fresh.evaluate(t, x, mode)[1]
+        except pympc.SimulationError:
+            continue
+        a, got = ev.evaluate(t, x, mode, given)
+        assert a is given
+        for key in ("qdd", "lam", "F", "aT", "nu"):
+            np.testing.assert_array_equal(getattr(got, key), getattr(want, key), err_msg=key)
+        o = SimulateOptions().resolve(system, (0.0, 1.0))
+        tr, ref = Transition(ModeEvaluator(form, Baumgarte()), o), Transition(ModeEvaluator(form, Baumgarte()), o)
+        cand = np.arange(s, dtype=np.int64)
+        assert tr.verify(t, q, qd, mode, cand, given) == ref.verify(t, q, qd, mode, cand)
+        assert tr.force_scale == ref.force_scale
+        done += 1
+    assert done >= 3
+
+
 def test_batched_leaves_shared_along_the_walk_are_the_one_by_one_factorizations_bit_for_bit(rng):
     """batched_leaves of every support in the walk's order (the eliminations shared along its tree, from SHARED_FROM
     pairs) = the same supports factorized one by one (the rows in another order take that path), bit for bit:

@@ -50,17 +50,17 @@ class AssemblyArrays:
     __slots__ = ("M", "J", "WN", "WT", "h", "w", "gdot", "g", "holonomic", "bN", "vN", "gN", "bT", "vT")
 
     def __init__(self, a):
-        f = as_floats if type(a) is not _CompiledAssembly else _as_made
-        self.M, self.J, self.WN, self.WT, self.h, self.w = as_floats(a.M), f(a.J), f(a.WN), f(a.WT), f(a.h), f(a.w)
-        self.gdot, self.g, self.bN, self.vN, self.gN = f(a.gdot), f(a.g), f(a.bN), f(a.vN), f(a.gN)
-        self.bT, self.vT, self.holonomic = f(a.bT), f(a.vT), as_bools(a.holonomic)
-
-
-def _as_made(v):
-    """An array of a compiled assembly as it is: every one but its mass matrix and its rows' kinds is a view of
-    the float64 buffer its kernel filled, or the model's empty rows (float64, C-contiguous: :func:`as_floats`
-    would return each itself, after three tests)."""
-    return v
+        if type(a) is _CompiledAssembly:
+            # every array but the mass matrix and the rows' kinds is a view of the float64 buffer its kernel filled,
+            # or the model's empty rows (float64, C-contiguous: as_floats would return each itself, after 3 tests)
+            self.J, self.WN, self.WT, self.h, self.w = a.J, a.WN, a.WT, a.h, a.w
+            self.gdot, self.g, self.bN, self.vN, self.gN, self.bT, self.vT = a.gdot, a.g, a.bN, a.vN, a.gN, a.bT, a.vT
+        else:
+            f = as_floats
+            self.J, self.WN, self.WT, self.h, self.w = f(a.J), f(a.WN), f(a.WT), f(a.h), f(a.w)
+            self.gdot, self.g, self.bN, self.vN, self.gN = f(a.gdot), f(a.g), f(a.bN), f(a.vN), f(a.gN)
+            self.bT, self.vT = f(a.bT), f(a.vT)
+        self.M, self.holonomic = as_floats(a.M), as_bools(a.holonomic)
 
 
 def assembly_arrays(a):

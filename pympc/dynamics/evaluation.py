@@ -80,8 +80,9 @@ class ModeEvaluator:
             return None
         return (t, xb, mode)
 
-    def evaluate(self, t, x, mode):
-        """``(assembly, ModeSolution)`` at (t, x) in ``mode``."""
+    def evaluate(self, t, x, mode, assembly=None):
+        """``(assembly, ModeSolution)`` at (t, x) in ``mode`` (``assembly``: the formulation's assembly at (t, x)
+        when the caller has it: taken instead of assembling again)."""
         key = self._stale(t, x, mode)
         if key is not None:
             n = self.n
@@ -89,7 +90,7 @@ class ModeEvaluator:
                 self._out = self._fast.compute(t, x[:n], x[n:2 * n], mode)
                 self._cache = None
             else:
-                a = self.form.assemble(x[:n], x[n:2 * n], t)
+                a = assembly if assembly is not None else self.form.assemble(x[:n], x[n:2 * n], t)
                 self._cache = (a, solve_mode(a, mode, self.mu, self.mu_s, self.stab, self.md))
             self._cache_key = key
         if self._cache is None:

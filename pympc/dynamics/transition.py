@@ -60,7 +60,8 @@ class Transition:
         already on the velocity constraints, exactly), else None."""
         form = self.form
         last = np.inf
-        stick = np.asarray(stick, dtype=np.int64).reshape(-1) if len(stick) else _NO_STICK
+        if type(stick) is not np.ndarray or stick.dtype != np.int64 or stick.ndim != 1:   # __call__'s are made so
+            stick = np.asarray(stick, dtype=np.int64).reshape(-1) if len(stick) else _NO_STICK
         qdf = as_floats(qd)
         for i in range(20):
             a = assembly if i == 0 and assembly is not None else form.assemble(q, qd, t)
@@ -127,8 +128,10 @@ class Transition:
         probe = None
         if degenerate:
             mode, probe = self._probe(t, q, qd, a, evp, x, y, dirs, before, mode, degenerate, kind, slot)
-        q, qd = self.project(t, q, qd, stick=mode.sticking, assembly=a)     # a: the assembly at this (q, q̇)
-        verified, why = self.verify(t, q, qd, mode, evp._cand)
+        sticking = mode.sticking
+        stick = np.array(sticking, dtype=np.int64) if sticking else _NO_STICK
+        q, qd, a = self._project(t, q, qd, stick, a)     # a: the assembly at this (q, q̇); then at the projected
+        verified, why = self.verify(t, q, qd, mode, evp._cand, a)      # (q, q̇), or None
         event = Event(t, kind, slot, before, mode, evp.kept(), evp.candidates, np.asarray(x), np.asarray(y),
                       classification, npoints, solver, probe, verified)
         if o["crosscheck"]:
@@ -145,10 +148,11 @@ class Transition:
         classification, npoints, solver = "not enumerated", 0, "lemke"
         x = y = None
         status = message = None
+        success = res.success
         if evp.hlcp.n <= o["enumerate_pairs"]:
             sset = evp.solution_set(o["enumerate_pairs"])
             classification, npoints = sset.kind.name, len(sset.points)
-            if sset.kind.name == "NONE":
+            if classification == "NONE":
                 status, message = SimulationStatus.PARADOX, (
                     f"{kind.name} event at t = {t:.9g}: the event HLCP ({evp.hlcp.n} pairs) has no solution "
                     "(a Painlevé-type paradox: no consistent mode)")
@@ -168,11 +172,11 @@ class Transition:
                         solver = "min_force"
                     else:
                         solver = "lemke (on_ambiguous)"
-                if x is None and status is None and not res.success:
+                if x is None and status is None and not success:
                     x, y = sset.points[0]
                     solver = "enumeration"
         if x is None:
-            if res.success:
+            if success:
                 x, y = res.x, res.y
             elif status is None:
                 why = ("too large to enumerate (enumerate_pairs={})".format(o["enumerate_pairs"])
@@ -213,21 +217,24 @@ class Transition:
         probe = {"delta": d, "hlcp": evpp.kept(), "x": rp.x, "y": rp.y, "parts": degenerate}
         return known_mode(tuple(walls), tuple(motions)), probe
 
-    def verify(self, t, q, qd, mode, candidates):
-        """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips accelerating)."""
+    def verify(self, t, q, qd, mode, candidates, assembly=None):
+        """Is ``mode`` consistent at this state? (forces on the right wall, sticking within the cone, slips
+        accelerating.)  ``assembly``: the assembly at (q, q̇, t) when the caller has it (the evaluation of a mode
+        without the compiled solve takes it instead of assembling again)."""
         ev = self.ev
         try:
-            if ev.compiled(mode):    # the compiled solve, read in its buffers
+            if ev.compiled(mode):    # the compiled solve, read in its buffers (float64 slices of one: as kernels take)
                 v = ev.solved(t, q, qd, mode)
                 lam, h, qdd, F, aT = v["lam"], v["Q"], v["qdd"], v["F"], v["aT"]
             else:
-                a, s = ev.evaluate(t, np.concatenate([q, qd]), mode)
-                lam, h, qdd, F, aT = s.lam, a.h, s.qdd, s.F, s.aT
+                a, s = ev.evaluate(t, np.concatenate([q, qd]), mode, assembly)
+                lam, h, qdd, F, aT = as_floats(s.lam), as_floats(a.h), as_floats(s.qdd), as_floats(s.F), as_floats(s.aT)
         except SimulationError as exc:
             return False, str(exc)
         walls, motions = ev.mode_arrays(mode)
-        code, k, hmax = check_mode(as_floats(lam), as_floats(h), as_floats(qdd), as_floats(F), as_floats(aT), walls,
-                                   motions, ev.mu_s, np.asarray(candidates, dtype=np.int64))
+        if type(candidates) is not np.ndarray or candidates.dtype != np.int64:     # __call__'s: the problem's
+            candidates = np.asarray(candidates, dtype=np.int64)
+        code, k, hmax = check_mode(lam, h, qdd, F, aT, walls, motions, ev.mu_s, candidates)
         self.force_scale = max(1.0, hmax)      # max(1, max|h|)
         if code == 1:
             return False, f"puts a normal force on the wrong wall (σλ = {walls.astype(int) * lam})"
