@@ -312,30 +312,52 @@ def _rigid_slot_system(k=5.0, drive="3*sin(2*t) - 1"):
     return s
 
 
-@pytest.mark.parametrize("model", ["friction_oscillator", "cross_slide", "inclined_slot_spring", "chain5", "rigid",
-                                   "slider_crank"])
+def _pinned_system(torque=1.5):
+    """The rigid slot system with an arm pinned to the slider and one to the ground, constant torques on both
+    (``torque``: the first one's value, an expression of the state for the Python evaluation)."""
+    s = _rigid_slot_system()
+    s.add(RigidBody("arm", mass=0.7, inertia=0.05, position=(0.8, 0.3), angle=0.3))
+    s.add(Particle("bob", mass=0.4, position=(1.0, -0.4)))
+    s.add(Revolute("elbow", "slider", "arm", point_a=(0.1, 0.0), point_b=(-0.2, 0.05)))
+    s.add(Revolute("hinge", "ground", "bob", point_a=(1.0, 0.0)))
+    s.add(Torque("motor", "arm", value=torque))
+    s.add(Torque("brake", "slider", value=-0.4))
+    return s
+
+
+COMPILED_ASSEMBLY = {"friction_oscillator": True, "cross_slide": True, "inclined_slot_spring": True, "chain5": True,
+                     "rigid": True, "slider_crank": True, "pinned": True, "pinned, torque of the state": False,
+                     "pinned, torque of time": False, "planetary_gear": False}
+"""The models of the test below, and whether GeneralMethod.assemble is their one compiled call."""
+
+
+@pytest.mark.parametrize("model", list(COMPILED_ASSEMBLY))
 def test_the_compiled_assembly_is_the_python_one_to_the_bit(model, rng):
-    """GeneralMethod.assemble of a model without joints and forces of the state is one compiled call
-    (AbsoluteModel.assembly); every array and energy equals the Python evaluation's to the bit, at random states
-    and times.  A model with joints (the slider-crank) keeps the Python evaluation."""
+    """GeneralMethod.assemble of a model whose joints are pins (or none) and whose forces of the state are constant
+    torques (or none) is one compiled call (AbsoluteModel.assembly: the pins' own revolute_rows in it); every
+    array and energy equals the Python evaluation's to the bit, at random states and times.  A torque of the state
+    or of time, or a joint of another type (the planetary gear's gears), keeps the Python evaluation."""
     from conftest import MODELS
 
     import pympc
     from pympc.mechanics import slider_chain
     from pympc.mechanics.assembly import Assembly
-    system = {"chain5": lambda: slider_chain(5), "rigid": _rigid_slot_system}.get(
-        model, lambda: pympc.load_model(MODELS / f"{model}.toml"))()
+    system = {"chain5": lambda: slider_chain(5), "rigid": _rigid_slot_system, "pinned": _pinned_system,
+              "pinned, torque of the state": lambda: _pinned_system("1.5 - 0.2*phidot"),
+              "pinned, torque of time": lambda: _pinned_system("1.5*cos(t)")}.get(model, lambda: pympc.load_model(MODELS / f"{model}.toml"))()
     f = GeneralMethod(system)
     q0, qd0 = f.initial_state()
     for _ in range(20):
         q, qd, t = q0 + 0.1 * rng.normal(size=q0.size), qd0 + rng.normal(size=q0.size), rng.uniform(0, 30)
         a, b = f.assemble(q, qd, t), _python_assembly(f, q, qd, t)
-        assert (type(a) is Assembly) == (model == "slider_crank")
+        assert (type(a) is not Assembly) == COMPILED_ASSEMBLY[model]
         for k in ("M", "h", "g", "J", "w", "gdot", "holonomic", "gN", "WN", "bN", "vN", "WT", "bT", "vT"):
             x, y = getattr(a, k), getattr(b, k)
             assert x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes(), k
         for k in ("kinetic", "potential", "power"):
             assert np.float64(getattr(a, k)).tobytes() == np.float64(getattr(b, k)).tobytes(), k
+        assert b.power != 0.0 and (b.J.size > 0) == (model not in ("friction_oscillator", "cross_slide",
+                                                                   "inclined_slot_spring", "chain5", "rigid"))
         q[:] = np.nan                  # (the energies read later are those of the state it was made at)
         assert np.isfinite(a.kinetic) and np.isfinite(a.potential)
 

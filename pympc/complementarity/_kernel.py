@@ -902,6 +902,13 @@ def _column_norm(V, j):
 def range_residual(C, c):
     """``max |C u − c|`` of the least-squares ``u`` (what ``lstsq`` leaves): the part of ``c`` outside the range
     of C, by Gram–Schmidt with column pivoting (twice) over the columns above ``n ε`` of the largest."""
+    return range_part(C, c)[0]
+
+
+@njit(cache=True, nogil=True)
+def range_part(C, c):
+    """``(range_residual(C, c), rank)``: the residual and the number of columns the Gram–Schmidt kept (the rank
+    it found)."""
     n, m = C.shape
     V = C.copy()
     Qb = np.empty((n, m))
@@ -939,7 +946,7 @@ def range_residual(C, c):
                 p += Qb[i, k] * res[i]
             for i in range(n):
                 res[i] -= p * Qb[i, k]
-    return np.abs(res).max()
+    return np.abs(res).max(), rank
 
 
 OPPOSITE_RCOND = 1e-15

@@ -10,11 +10,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._linalg import lu_solve
 from ..complementarity._kernel import (F_INT_nptype, HLCP_DEFAULT_KERNEL, _dgesv, batched_leaves, equilibrate_hlcp,
-                                      relative_residual)
+                                      range_part, relative_residual)
 from ..complementarity.problems import NOISE   # (a constant of the noise rule, read at compile time)
 
-__all__ = ["small_solution_set", "walked_solution_set", "WALKED_KERNEL", "EQUILIBRATION_SWEEPS", "NONE_RCOND"]
+__all__ = ["small_solution_set", "walked_solution_set", "WALKED_KERNEL", "EQUILIBRATION_SWEEPS", "NONE_RCOND",
+           "NEAR_EMPTY_RCOND"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -41,6 +43,58 @@ problems of 1–6 pairs whose supports all were refused, the least such value wa
 a solution of any of them."""
 
 
+NEAR_EMPTY_RCOND = 1e-16
+""":func:`near_supports_empty` decides a nearly singular support (:func:`batched_leaves`' status −1) only where its
+exact reciprocal 1-norm condition is at most this: singular to working precision, far below the 1e-11 of LAPACK's
+estimate in :func:`~pympc.complementarity.enumeration.nearly_singular_empty` (an estimate never below the exact
+value of its own factors, round-off's alike here) and below its 1e-14 (no LU point to look at), and with its
+2-norm condition beyond the ``1 / (n ε)`` at which ``lstsq`` drops a singular value (``κ₂ ≥ κ₁ / n``)."""
+
+
+@njit(cache=True, nogil=True)
+def near_supports_empty(As, Bs, cs, xs, rc, st, tol):
+    """Decide, in place, the nearly singular supports (``st[k] == −1``) of an equilibrated HLCP ``(As, Bs, cs)``
+    empty (−2) where :func:`~pympc.complementarity.enumeration.nearly_singular_empty` surely finds them so, with
+    ``rc`` and ``st`` :func:`batched_leaves`' answer; those left −1 are the caller's (that NumPy test).
+
+    Decided: a reciprocal condition ``rc[k]`` at most :data:`NEAR_EMPTY_RCOND` (LAPACK's estimate then at most
+    1e-14: no LU point either), its LU point (:func:`~pympc._linalg.lu_solve`) finite and of the wrong sign
+    beyond round-off (an entry below ``−tol (1 + max|v|)``: no point that ``_checked`` could take, whatever
+    factors), and ``c`` farther than twice the range test's ``1e3 tol (1 + max|c|)`` from the range of its ``n −
+    1`` columns the Gram–Schmidt keeps (:func:`~pympc.complementarity._kernel.range_part`, rank exactly ``n −
+    1``; ``lstsq``'s residual then that one, to round-off)."""
+    n = cs.shape[0]
+    cmax = 0.0
+    for i in range(n):
+        cmax = max(cmax, abs(cs[i]))
+    bound = 2e3 * tol * (1.0 + cmax)
+    C = np.empty((n, n))
+    W = np.empty((n, n))
+    v = np.empty((n, 1))
+    for k in range(st.shape[0]):
+        if st[k] != -1 or not rc[k] <= NEAR_EMPTY_RCOND:
+            continue
+        for i in range(n):
+            v[i, 0] = cs[i]
+            for j in range(n):
+                C[i, j] = As[i, j] if xs[k, j] else Bs[i, j]
+        W[:, :] = C
+        if not lu_solve(W, v):
+            continue
+        big = 0.0
+        low = 0.0
+        finite = True
+        for i in range(n):
+            finite = finite and np.isfinite(v[i, 0])
+            big = max(big, abs(v[i, 0]))
+            low = min(low, v[i, 0])
+        if not finite or low >= -tol * (1.0 + big):
+            continue
+        res, rank = range_part(C, cs)
+        if rank == n - 1 and res > bound:
+            st[k] = -2
+
+
 @njit(cache=True, nogil=True)
 def small_solution_set(A, B, c, a_diagonal, xs, tol):
     """The points of :func:`pympc.enumerate_solutions` of a small HLCP in one call, where its batched path
@@ -52,8 +106,9 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
     points in the walk's order (a point whose relative residual fails taken as ``support_solution``'s second try
     or the noise rule of :meth:`~pympc.HLCP.is_solution` takes it, status 2) less those within ``1e3 tol (1 +
     max|u|)`` of one listed, each verified in the original problem as ``is_solution`` verifies it within ``1e3
-    tol`` and scaled back.  The nearly singular supports (status −1) are left to LAPACK's estimate and a
-    least-squares residual, as there: they are ``near``, and the set is the enumeration's when
+    tol`` and scaled back.  The nearly singular supports (status −1) are decided empty here where
+    :func:`near_supports_empty` proves the enumeration's test of them would; the others are left to LAPACK's
+    estimate and a least-squares residual, as there: they are ``near``, and the set is the enumeration's when
     :func:`~pympc.complementarity.enumeration.nearly_singular_empty` finds them empty (the caller asks).  Not
     decided (False), the enumeration itself runs: a support the batched path hands to the walk (status −3), a
     point whose verification in the original problem fails (a rejection), or no point where a support is nearly
@@ -71,6 +126,8 @@ def small_solution_set(A, B, c, a_diagonal, xs, tol):
             return _declined(n)
         near += st[k] == -1
         noisy = noisy or st[k] == 2
+    if near:         # (still counted: no point listed and a support nearly singular, the enumeration decides)
+        near_supports_empty(As, Bs, cs, xs, rc, st, tol)
     scales = _noise_scales(As, Bs, cs) if noisy else _no_scales()
     pts = np.empty((N, 2 * n))
     u = np.empty(2 * n)
@@ -253,8 +310,9 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
     :data:`~pympc.complementarity.enumeration.WALK_POINTS_FROM` to
     :data:`~pympc.complementarity.enumeration.BATCHED_PAIRS` pairs in one call, where its visit of the leaves
     solves nonsingular supports only; ``(decided, P, near)`` as :func:`small_solution_set` (``near``: the
-    nearly singular supports, status −1, that the walk finds empty by LAPACK's estimate and a least-squares
-    residual where the caller's :func:`~pympc.complementarity.enumeration.nearly_singular_empty` does).
+    nearly singular supports, status −1, that :func:`near_supports_empty` does not decide and the walk finds
+    empty by LAPACK's estimate and a least-squares residual where the caller's
+    :func:`~pympc.complementarity.enumeration.nearly_singular_empty` does).
 
     The same steps and arithmetic as ``enumeration._enumerate`` there: the problem equilibrated, the supports
     to visit those :func:`batched_leaves` does not prove empty (its status neither 0 nor −2), in the walk's
@@ -280,6 +338,8 @@ def walked_solution_set(A, B, c, a_diagonal, xs, tol):
         if st[k] == -3:
             return _declined(n)
         near += st[k] == -1
+    if near:
+        near_supports_empty(As, Bs, cs, xs, rc, st, tol)
     pts = np.empty((N, 2 * n))
     m = 0
     u = np.empty(2 * n)

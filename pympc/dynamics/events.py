@@ -171,7 +171,8 @@ def _compiled_set(n):
 
 def _taken(h, decided, near, P):
     """Is a compiled solution set of ``h`` (points the rows of ``P``) the enumeration's?  Decided, and its nearly
-    singular supports ``near`` (if any) empty by the enumeration's own test, their LU points among its points
+    singular supports ``near`` (if any: those the kernel's :func:`~pympc.dynamics._event_sets.near_supports_empty`
+    left) empty by the enumeration's own test, their LU points among its points
     (:func:`~pympc.complementarity.enumeration.nearly_singular_empty`)."""
     if not decided or not near.size:
         return decided

@@ -377,15 +377,17 @@ def _model_tables(sf, si):
 
 
 @njit(**_PLAIN)
-def general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf):
-    """What ``AbsoluteModel.evaluate`` computes for a model without joints and forces of the state, in one call, in
-    the same arithmetic (the same loops: :func:`slot_into`, :func:`pair_forces`, :func:`apply_point_forces`, the
-    point forces of time alone by :func:`run_time_program`): into ``buf`` (:func:`assembly_layout`) the generalized
-    forces ``Q``, the slots' ``gN, bN, vN, bT, vT``, the dense rows ``WN``, ``WT`` and copies of ``q``, ``q̇``;
-    ``iw`` (7 per slot) is scratch, and so are the ends of ``buf`` and ``consts`` (the program's stack).  Returns
-    ``(code, dV, P)``: code −1, the springs' potential and the power of the pairs and point forces; code −2 (a
-    point force not finite) or the index of a spring of zero length: nothing is decided, the Python evaluation
-    says why."""
+def general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf, jf, ji):
+    """What ``AbsoluteModel.evaluate`` computes for a model whose joints are pins and whose forces of the state are
+    constant torques (or none), in one call, in the same arithmetic (the same loops: :func:`slot_into`,
+    :func:`pair_forces`, :func:`apply_point_forces`, the point forces of time alone by :func:`run_time_program`,
+    the pins' own :func:`revolute_rows`, the torques added after the point forces as ``AbsoluteModel._applied`` adds
+    them): into ``buf`` (:func:`assembly_layout`) the generalized forces ``Q``, the slots' ``gN, bN, vN, bT, vT``,
+    the dense rows ``WN``, ``WT``, copies of ``q``, ``q̇`` and the joint rows ``g``, ``J``, ``w``, ``ġ``; ``iw`` (7
+    per slot) is scratch, and so are the ends of ``buf`` and ``consts`` (the program's stack).  ``ji``, ``jf``: the
+    pins' and torques' tables (:func:`pack_joints`; empty: none).  Returns ``(code, dV, P)``: code −1, the springs'
+    potential and the power of the pairs, point forces and torques; code −2 (a point force not finite) or the index
+    of a spring of zero length: nothing is decided, the Python evaluation says why."""
     n, ns, npair, nt = si[0], si[1], si[2], si[3]
     (bx, bphi, slider, guide, pa_, pb_, is_spring, tbody, point, origin, direction, ppa, ppb, pk, pL0, pc, tpoint,
      gravity, _) = _model_tables(sf, si)
@@ -398,6 +400,10 @@ def general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf):
     o += 2 * ns * n
     qc, qdc = _span(buf, o, n), _span(buf, o + n, n)
     o += 2 * n
+    m, nj, ntq = (ji[0], ji[1], ji[2]) if ji.size else (0, 0, 0)
+    g, gd, w = _span(buf, o, m), _span(buf, o + m, m), _span(buf, o + 2 * m, m)
+    J = _rows(_span(buf, o + 3 * m, m * n), n)
+    o += 3 * m + m * n
     nv = _rows(_span(buf, o, 6 * ns), 6)
     tv = _rows(_span(buf, o + 6 * ns, 6 * ns), 6)
     tF = _rows(_span(buf, o + 12 * ns, 2 * nt), 2)
@@ -428,13 +434,41 @@ def general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf):
     Pa = 0.0
     if nt:
         Pa += apply_point_forces(q, qd, bx, bphi, tbody, tpoint, tF, Q)
+    for k in range(ntq):          # the constant torques: on the angle column tcol[k], power τ ω
+        c = ji[3 + 3 * nj + k]
+        tau = jf[4 * nj + k]
+        Q[c] += tau
+        Pa += tau * qd[c]
     P += Pa
+    if m:
+        for r in range(m):
+            g[r] = 0.0
+            w[r] = 0.0
+            gd[r] = 0.0
+            for c in range(n):
+                J[r, c] = 0.0
+        revolute_rows(q, qd, bx, bphi, _span(ji, 3, nj), _span(ji, 3 + nj, nj), _rows(_span(jf, 0, 2 * nj), 2),
+                      _span(ji, 3 + 2 * nj, nj), _rows(_span(jf, 2 * nj, 2 * nj), 2), g, J, w, gd)
     return -1, dV, P
 
 
-def assembly_layout(n, ns, nt):
-    """The length of :func:`general_assembly`'s ``buf`` (the arrays it hands back, then its scratch) and of ``iw``."""
-    return n + 5 * ns + 2 * ns * n + 2 * n + 12 * ns + 2 * nt, 7 * ns
+def assembly_layout(n, ns, nt, m=0):
+    """The length of :func:`general_assembly`'s ``buf`` (the arrays it hands back, then its scratch) and of ``iw``
+    (``m`` joint rows)."""
+    return n + 5 * ns + 2 * ns * n + 2 * n + 3 * m + m * n + 12 * ns + 2 * nt, 7 * ns
+
+
+def pack_joints(m, pins, torques):
+    """:func:`general_assembly`'s tables ``(jf, ji)`` of ``m`` joint rows: ``pins`` the arguments of
+    :func:`revolute_rows` (``Revolute.batch``'s: first rows, bodies and points a, b; None: no pin) and ``torques``
+    pairs ``(angle column, constant value)``.  Empty arrays where there are neither (a model of slots alone)."""
+    if not m and not torques:
+        return np.zeros(0), np.zeros(0, np.int64)
+    rows, ba, pa, bb, pb = pins if pins is not None else (np.zeros(0, np.int64),) * 2 + (np.zeros((0, 2)),) + \
+        (np.zeros(0, np.int64), np.zeros((0, 2)))
+    ji = np.concatenate([[m, rows.size, len(torques)], rows, ba, bb, [c for c, _ in torques]]).astype(np.int64)
+    jf = np.concatenate([pa.ravel(), pb.ravel(), [v for _, v in torques]]).astype(float)
+    return jf, ji
 
 
 @njit(**_PLAIN)

@@ -405,36 +405,53 @@ class AbsoluteModel:
 
     def assembly(self, q, qd, t, M, holonomic):
         """:meth:`evaluate` as an :class:`Assembly` of the general method (mass matrix ``M``, rows ``holonomic``) in
-        one compiled call (:func:`_kernels.general_assembly`: the same numbers), for a model without joints and
-        forces of the state; None where that call does not apply or does not decide (the caller evaluates)."""
+        one compiled call (:func:`_kernels.general_assembly`: the same numbers), for a model whose joints are all
+        of types with a kernel :func:`_kernels.general_assembly` runs (pins: ``Revolute.batch``'s) and whose forces
+        of the state are constant torques, or none; None where that call does not apply or does not decide (the
+        caller evaluates)."""
         packed = self._packed
         if packed is None:
             packed = self._packed = self._pack_assembly()
         if not packed or type(q) is not np.ndarray or type(qd) is not np.ndarray:
             return None
-        sf, si, prog, consts, tF0, iw, size, n, ns = packed
+        sf, si, prog, consts, tF0, iw, size, n, ns, jf, ji, m = packed
         buf = np.empty(size)
-        code, dV, P = _kernels.general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf)
+        code, dV, P = _kernels.general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf, jf, ji)
         if code != -1:
             return None
         o = n + 5 * ns
         WN, WT = buf[o:o + ns * n].reshape(ns, n), buf[o + ns * n:o + 2 * ns * n].reshape(ns, n)
         o += 2 * ns * n
-        g = self._no_rows
-        return _CompiledAssembly(t, M, buf[:n], g, self._no_jacobian, g, g, holonomic, buf[n:n + ns], WN,
+        if m:
+            j = o + 2 * n
+            g, gd, w, J = buf[j:j + m], buf[j + m:j + 2 * m], buf[j + 2 * m:j + 3 * m], \
+                buf[j + 3 * m:j + 3 * m + m * n].reshape(m, n)
+        else:
+            g = gd = w = self._no_rows
+            J = self._no_jacobian
+        return _CompiledAssembly(t, M, buf[:n], g, J, w, gd, holonomic, buf[n:n + ns], WN,
                                  buf[n + ns:n + 2 * ns], buf[n + 2 * ns:n + 3 * ns], WT, buf[n + 3 * ns:n + 4 * ns],
                                  buf[n + 4 * ns:o - 2 * ns * n], P, self, buf[o:o + n], buf[o + n:o + 2 * n], dV)
 
     def _pack_assembly(self):
-        """What :meth:`assembly` hands to its kernel (made once), or () where it does not apply."""
+        """What :meth:`assembly` hands to its kernel (made once), or () where it does not apply: joints other than
+        pins (:func:`_kernels.revolute_rows`, by ``Revolute.batch``), forces of the state other than constant torques
+        on rigid bodies, or point forces of time that are no time program."""
         tp = self.time_tables()
-        if self.m or self._forces or tp is None:
+        pins = [args for kernel, args in self._batches if kernel is _kernels.revolute_rows]
+        if self._other_joints or len(pins) != len(self._batches) or tp is None:
             return ()
+        torques = []
+        for f, data in self._forces:
+            if not isinstance(f, Torque) or not data[1].is_constant or data[0] < 0 or self._bphi[data[0]] < 0:
+                return ()
+            torques.append((int(self._bphi[data[0]]), data[1].value))
         sf, si = self.model_tables()
         ns, nt = len(self.slots), self._tbody.size
-        size, isize = _kernels.assembly_layout(self.n, ns, nt)
+        size, isize = _kernels.assembly_layout(self.n, ns, nt, self.m)
+        jf, ji = _kernels.pack_joints(self.m, pins[0] if pins else None, torques)
         return (sf, si, tp[0], tp[1], np.ascontiguousarray(self._tF, dtype=float).reshape(nt, 2),
-                np.zeros(isize, np.int64), size, self.n, ns)
+                np.zeros(isize, np.int64), size, self.n, ns, jf, ji, self.m)
 
     def model_tables(self):
         """``(sf, si)``: the static tables of :func:`_kernels.pack_model` with the mass diagonal last (what
