@@ -134,8 +134,9 @@ class ModeEvaluator:
     def solved(self, t, q, qd, mode):
         """The compiled mode solve at (q, q̇, t): the views of its buffers (valid until the next evaluation)."""
         self._cache_key = None           # the compiled buffers will hold this point
-        self._fast.compute(t, q, qd, mode)
-        return self._fast.plan(mode).view
+        fast = self._fast
+        fast.compute(t, q, qd, mode)
+        return fast._recent[1].view      # the plan compute took (a mode is hashed in O(slots))
 
     def mode_arrays(self, mode):
         """``(walls, motions)`` of ``mode`` as float arrays (made once per mode and run)."""

@@ -63,6 +63,16 @@ class Mode:
     walls: tuple
     motions: tuple
 
+    def __hash__(self):
+        # the dataclass's hash, computed once (it hashes every slot's wall and motion: a mode is a key of the
+        # per-mode tables, its plans, templates and arrays, looked up several times per transition)
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((self.walls, self.motions))
+            object.__setattr__(self, "_hash", h)
+            return h
+
     def __str__(self):
         names = {Motion.BACKWARD: "bwd", Motion.STICK: "stick", Motion.FORWARD: "fwd"}
         return "[" + ", ".join(f"{'+' if w > 0 else '-'} {names[Motion(m)]}"
@@ -330,8 +340,7 @@ def _kernel_array(a):
 class _Plan:
     """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
 
-    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il",
-                 "at_fric")
+    __slots__ = ("fric", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il", "at_fric")
 
 
 class _Template:
@@ -341,7 +350,7 @@ class _Template:
     the templates of one structure serve every value of μ."""
 
     __slots__ = ("stick", "perm", "kl", "ku", "layout", "size", "fl", "il", "offsets", "at_fric", "offs", "prefix",
-                 "read", "spans")
+                 "read", "spans", "cuts", "read_fl")
 
 
 READ_VIEWS = ("qdd", "lam", "F", "aT", "Q", "vT")
@@ -382,6 +391,7 @@ class CompiledModes:
 
     def __init__(self, form, mu, mu_s, stab):
         self.form, self.mu, self.mu_s, self.stab = form, mu, mu_s, stab
+        self._neg_mu = -mu       # the friction per unit λ of a slot slipping forward on the + wall (plan's friction columns)
         ab = self._abs = form._abs
         self.mass = ab.mass
         self.minv = 1.0 / ab.mass
@@ -452,35 +462,33 @@ class CompiledModes:
                     kept.pop(next(iter(kept), None), None)
                 kept[mode] = t
         p = _Plan()
-        p.fric = -self.mu * mode._friction_sign       # this run's friction coefficients (not in the template)
-        p.stick, p.perm, p.kl, p.ku, p.at_fric = t.stick, t.perm, t.kl, t.ku, t.at_fric
-        p.prefix, p.offs = t.prefix, t.offs
-        size, ns = t.size, self.ns
-        nib = 7 * ns + 7 * t.perm.size
+        p.at_fric, p.prefix, p.offs = t.at_fric, t.prefix, t.offs
         if t.fl is None:
+            p.fric = self._neg_mu * mode._friction_sign     # this run's friction coefficients (not in the template)
             p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, t.stick, t.perm, t.kl, t.ku, self.m)
-            p.fb, p.ib = np.zeros(size), np.zeros(nib, np.int64)
+            p.fb, p.ib = np.zeros(t.size), np.zeros(7 * self.ns + 7 * t.perm.size, np.int64)
             p.fl = p.il = None
+            fb = p.fb
+            p.view = {k: fb[o] for k, o in t.read}
         else:
-            p.fl, p.il = t.fl.copy(), t.il.copy()
-            p.fl[p.at_fric:p.at_fric + ns] = p.fric      # the packed friction columns (pack_mode: pf starts with them)
-            (of, nf), (oi, ni) = t.spans     # pack_mode's pf and pi as packed in fl and il (no joint rows)
-            p.pf, p.pi = p.fl[of:of + nf], p.il[oi:oi + ni]
+            fl, il = p.fl, p.il = t.fl.copy(), t.il.copy()
+            fric, pf, pi, fb, ib = t.cuts     # slices of fl and il (_template)
+            # this run's friction coefficients (not in the template) into the packed friction columns (pack_mode:
+            # pf starts with them), p.fric a view of them
+            p.fric = np.multiply(self._neg_mu, mode._friction_sign, out=fl[fric])
+            p.pf, p.pi, p.fb, p.ib = fl[pf], il[pi], fl[fb], il[ib]    # pack_mode's pf, pi and the buffers
             p.jidx = p.jv = p.jnnz = None    # no joint rows to fill (compute fills them only with Python parts)
-            ofb, oib = t.offsets
-            p.fb, p.ib = p.fl[ofb:ofb + size], p.il[oib:oib + nib]
-        fb = p.fb
-        p.view = {k: fb[o] for k, o in t.read}
+            p.view = {k: fl[o] for k, o in t.read_fl}
         self._plans[mode] = p
         return p
 
     def set_mu(self, mu):
         """Evaluate with the kinetic coefficients ``mu`` from now on: every plan made gets its friction columns
         again (the rows, their order and the buffers stay)."""
-        self.mu = mu
+        self.mu, self._neg_mu = mu, -mu
         ns = self.ns
         for mode, p in self._plans.items():
-            p.fric = -mu * mode._friction_sign
+            p.fric = self._neg_mu * mode._friction_sign
             p.pf[:ns] = p.fric
             if p.fl is not None:
                 p.fl[p.at_fric:p.at_fric + ns] = p.fric
@@ -512,7 +520,7 @@ class CompiledModes:
         t.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
         t.offs = tuple(slice(o, o + sz) for o, sz in layout.values())[:13]
         t.read = tuple((k, slice(layout[k][0], layout[k][0] + layout[k][1])) for k in READ_VIEWS)
-        t.fl = t.il = t.at_fric = t.spans = None
+        t.fl = t.il = t.at_fric = t.spans = t.cuts = t.read_fl = None
         if not self._glue:         # everything in two arrays: the evaluation is a call of five arguments
             # (the friction columns as zeros: every plan writes its own, at the offset of pf in fl)
             pf, pi, _ = _kernels.pack_mode(np.zeros(self.ns), t.stick, t.perm, t.kl, t.ku, self.m)
@@ -522,6 +530,11 @@ class CompiledModes:
             t.at_fric = 2 + self._sf.size        # pack_flat: (alpha, beta), sf, then pf
             il = t.il
             t.spans = (int(il[4]), int(il[5])), (int(il[16]), int(il[17]))     # pf in fl, pi in il (pack_flat)
+            (of, nf), (oi, ni), (ofb, oib) = t.spans[0], t.spans[1], t.offsets
+            # what a plan cuts out of its copies: the friction columns, pf, pi, the buffers (fb, ib), its views
+            t.cuts = (slice(t.at_fric, t.at_fric + self.ns), slice(of, of + nf), slice(oi, oi + ni),
+                      slice(ofb, ofb + t.size), slice(oib, oib + 7 * self.ns + 7 * R))
+            t.read_fl = tuple((k, slice(ofb + o.start, ofb + o.stop)) for k, o in t.read)
         return t
 
     def compute(self, t, q, qd, mode, out=None):
