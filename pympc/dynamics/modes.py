@@ -73,6 +73,12 @@ class Mode:
             object.__setattr__(self, "_hash", h)
             return h
 
+    def __getstate__(self):
+        # pickled without its hash: another process (or Python) may hash the same tuples otherwise
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
     def __str__(self):
         names = {Motion.BACKWARD: "bwd", Motion.STICK: "stick", Motion.FORWARD: "fwd"}
         return "[" + ", ".join(f"{'+' if w > 0 else '-'} {names[Motion(m)]}"
@@ -87,6 +93,12 @@ class Mode:
     def _friction_sign(self):
         """s_k σ_k of the slipping slots (0 for sticking ones), as an array."""
         return np.asarray(self.motions, float) * np.asarray(self.walls, float)
+
+    @cached_property
+    def _arrays(self):
+        """``(walls, motions)`` as float arrays, rows of one (what the verification of a mode reads, never writes)."""
+        wm = np.array((self.walls, self.motions), dtype=float)
+        return wm[0], wm[1]
 
     @cached_property
     def _stick(self):
