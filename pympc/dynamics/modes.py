@@ -359,7 +359,8 @@ class _Template:
     """What a mode's :class:`_Plan` is made of that does not change within or across runs of one model: its rows'
     band order, the buffers' layout and the packed arrays as first made (never evaluated in: every plan gets
     copies, see :meth:`CompiledModes.plan`), with the friction columns left out (zeros in ``fl`` from ``at_fric``):
-    the templates of one structure serve every value of μ."""
+    the templates of one structure serve every value of μ, and a template serves every mode with its sticking slots
+    (what else tells modes apart, the walls and slip directions, is in the friction columns as well)."""
 
     __slots__ = ("stick", "perm", "kl", "ku", "layout", "size", "fl", "il", "offsets", "at_fric", "offs", "prefix",
                  "read", "spans", "cuts", "read_fl")
@@ -372,7 +373,8 @@ these only (the others are read by offset, :attr:`_Plan.offs`)."""
 
 
 PLANS_KEPT = 512
-"""The mode templates kept per model (:meth:`CompiledModes.plan`); beyond it the oldest are dropped."""
+"""The mode templates (one per set of sticking slots) kept per model (:meth:`CompiledModes.plan`); beyond it the
+oldest are dropped."""
 
 MODELS_KEPT = 8
 """The models whose mode templates are kept (the most recent; a sweep of one structure with varied parameters is
@@ -382,7 +384,7 @@ CACHED_UP_TO = 64
 """Models of at most this many slots keep their mode templates across runs (larger ones spend far longer in
 everything else, and their buffers are large)."""
 
-_templates = {}          # model key → {mode: _Template} (insertion order: the oldest model first)
+_templates = {}          # model key → {sticking slots: _Template} (insertion order: the oldest model first)
 
 class CompiledModes:
     """Assembly and mode solve in one compiled call (general method, positive diagonal mass).
@@ -460,19 +462,21 @@ class CompiledModes:
         return getattr(form, "name", None) == "general" and form.mass_diagonal is not None
 
     def plan(self, mode):
-        """The row plan of ``mode`` (made on first use): a copy of the mode's :class:`_Template`, kept across runs
-        of the same model (:data:`CACHED_UP_TO`), so that a plan of a mode seen before costs its copies only."""
+        """The row plan of ``mode`` (made on first use): a copy of the :class:`_Template` of its sticking slots, kept
+        across runs of the same model (:data:`CACHED_UP_TO`) and shared by the modes that stick in the same slots, so
+        that a plan of a mode whose sticking slots were seen before costs its copies only."""
         p = self._plans.get(mode)
         if p is not None:
             return p
         kept = self._templates
-        t = kept.get(mode) if kept is not None else None
+        key = tuple(mode.sticking)      # a template is that of the mode's sticking slots (walls, slip directions and
+        t = kept.get(key) if kept is not None else None      # μ are in the friction columns every plan writes)
         if t is None:
             t = self._template(mode)
             if kept is not None:
                 if len(kept) >= PLANS_KEPT:
                     kept.pop(next(iter(kept), None), None)
-                kept[mode] = t
+                kept[key] = t
         p = _Plan()
         p.at_fric, p.prefix, p.offs = t.at_fric, t.prefix, t.offs
         if t.fl is None:
@@ -506,8 +510,9 @@ class CompiledModes:
                 p.fl[p.at_fric:p.at_fric + ns] = p.fric
 
     def _template(self, mode):
-        """The :class:`_Template` of ``mode``: its rows and their band order, the layout of its buffers and, for a
-        model without Python parts, the two packed arrays of :func:`pympc.mechanics._kernels.pack_flat`."""
+        """The :class:`_Template` of ``mode`` (of its sticking slots alone): its rows and their band order, the layout
+        of its buffers and, for a model without Python parts, the two packed arrays of
+        :func:`pympc.mechanics._kernels.pack_flat`."""
         t = _Template()
         stick = mode.sticking
         t.stick = np.array(stick, dtype=np.int64)
