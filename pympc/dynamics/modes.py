@@ -405,7 +405,7 @@ class CompiledModes:
 
     def __init__(self, form, mu, mu_s, stab):
         self.form, self.mu, self.mu_s, self.stab = form, mu, mu_s, stab
-        self._neg_mu = -mu       # the friction per unit λ of a slot slipping forward on the + wall (plan's friction columns)
+        self._neg_mu = -mu       # friction per unit λ of a slot slipping forward on the + wall (the plans write it)
         ab = self._abs = form._abs
         self.mass = ab.mass
         self.minv = 1.0 / ab.mass
