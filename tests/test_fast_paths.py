@@ -564,7 +564,7 @@ def test_a_plan_holds_the_tables_pack_model_and_pack_mode_make(model, rng):
     for _ in range(5):
         mode = _random_mode(rng, mu.size)
         p = fast.plan(mode)
-        t = fast._templates[mode]
+        t = fast._templates[tuple(mode.sticking)]
         pf, pi, _ = _kernels.pack_mode(-mu * mode._friction_sign, t.stick, t.perm, t.kl, t.ku, fast.m)
         assert np.array_equal(p.pf, pf) and np.array_equal(p.pi, pi)
         assert (p.fl is None) == (model == "slider_crank")
@@ -576,6 +576,55 @@ def test_a_plan_holds_the_tables_pack_model_and_pack_mode_make(model, rng):
         assert np.array_equal(p.pf[:mu.size], -(mu + 0.25) * mode._friction_sign)
         if p.fl is not None:
             assert np.array_equal(p.fl[p.at_fric:p.at_fric + mu.size], p.pf[:mu.size])
+
+
+@pytest.mark.parametrize("model", ["chain5", "cross_slide", "slider_crank"])
+def test_modes_that_stick_in_the_same_slots_share_a_template(model, rng, monkeypatch):
+    """One template per set of sticking slots (walls and slip directions differ in the friction columns alone): the
+    plans of modes that share one evaluate, bit for bit, as plans of templates made for each mode, and as the dense
+    solve to round-off; the plans' arrays are their own (a mode's evaluation leaves another's buffers as they were)."""
+    from pympc.dynamics import modes
+    system = slider_chain(5) if model == "chain5" else pympc.load_model(MODELS / f"{model}.toml")
+    form = GeneralMethod(system)
+    mu = np.array([float(s.mu) for s in form.slots])
+    monkeypatch.setattr(modes, "_templates", {})
+    shared = CompiledModes(form, mu, mu + 0.1, Baumgarte())
+    own = CompiledModes(form, mu, mu + 0.1, Baumgarte())
+    own._templates = None                      # no templates kept: every plan is made from a template of its own
+    built = []
+    make = CompiledModes._template
+    monkeypatch.setattr(CompiledModes, "_template", lambda self, mode: built.append(self) or make(self, mode))
+    ns = mu.size
+    stick = tuple(int(k) for k in rng.choice(ns, min(ns - 1, 2), replace=False))
+    seen = set()
+    while len(seen) < min(6, 2 ** ns):         # modes that stick in the same slots, the others in every direction
+        seen.add(Mode(tuple(int(w) for w in rng.choice([-1, 1], ns)),
+                      tuple(Motion.STICK if k in stick else Motion(int(rng.choice([-1, 1]))) for k in range(ns))))
+    q, qd = form.initial_state()
+    x = [(float(rng.uniform(0, 2)), q + 0.05 * rng.standard_normal(q.size), qd + rng.standard_normal(q.size))
+         for _ in range(3)]
+    results = {}
+    for mode in seen:
+        for t, qq, qqd in x:
+            got = shared.compute(t, qq, qqd, mode).copy()
+            np.testing.assert_array_equal(got, own.compute(t, qq, qqd, mode))
+            a, sol = shared.result()
+            ref = solve_mode(form.assemble(qq, qqd, t), mode, mu, mu + 0.1, Baumgarte())
+            np.testing.assert_allclose(sol.qdd, ref.qdd, rtol=1e-9, atol=1e-9 * (1 + np.abs(ref.qdd).max()))
+            results[mode, t] = got
+    assert sum(b is shared for b in built) == 1 and sum(b is own for b in built) == len(seen)
+    plans = [shared.plan(m) for m in seen]
+    for i, p in enumerate(plans):
+        for o in plans[i + 1:]:
+            assert not np.shares_memory(p.fb, o.fb) and not np.shares_memory(p.ib, o.ib)
+            assert p.fl is None or not (np.shares_memory(p.fl, o.fl) or np.shares_memory(p.il, o.il))
+    t, qq, qqd = x[0]
+    first = next(iter(seen))
+    before = shared.plan(first).fb.copy()
+    for mode in seen:
+        if mode != first:
+            shared.compute(t, qq, qqd, mode)
+    np.testing.assert_array_equal(shared.plan(first).fb, before)
 
 
 def test_least_norm_of_a_few_rows_matches_lstsq(rng):

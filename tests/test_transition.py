@@ -501,6 +501,30 @@ def test_mode_templates_are_kept_across_runs():
         np.testing.assert_array_equal(tr.q, runs[0].q)
 
 
+def test_a_modes_hash_and_arrays_are_made_once_and_are_its_tuples():
+    # the hash kept with a mode is the tuples' (equal modes hash equal, however made), not pickled; its walls and
+    # motions as float arrays are those of the tuples, the same objects each time, and what verify checks against
+    import copy
+    import pickle
+    from pympc.dynamics import Mode, Motion, modes
+    from pympc.dynamics.evaluation import ModeEvaluator
+    from pympc.mechanics import GeneralMethod
+    m = modes.known_mode((1, -1, 1), (Motion.STICK, Motion.FORWARD, Motion.BACKWARD))
+    other = Mode((1, -1, 1), (0, 1, -1))
+    assert hash(m) == hash(((1, -1, 1), (0, 1, -1))) == hash(other) and {m: 1}[other] == 1
+    assert hash(Mode((1, 1, 1), (0, 1, -1))) != hash(m)
+    back = pickle.loads(pickle.dumps(m))
+    assert "_hash" not in back.__dict__ and back == m and hash(back) == hash(m) and back.sticking == [0]
+    assert hash(copy.deepcopy(m)) == hash(m)
+    w, mo = m._arrays
+    assert w.dtype == mo.dtype == np.float64 and w.flags.carray and mo.flags.carray
+    np.testing.assert_array_equal(w, [1.0, -1.0, 1.0])
+    np.testing.assert_array_equal(mo, [0.0, 1.0, -1.0])
+    np.testing.assert_array_equal(w * mo, m._friction_sign)
+    ev = ModeEvaluator(GeneralMethod(pympc.load_model(MODELS / "cross_slide.toml")), modes.Baumgarte())
+    assert ev.mode_arrays(m) is m._arrays and ev.mode_arrays(m)[0] is w
+
+
 def test_known_modes_are_one_object_per_mode(monkeypatch):
     # the modes a run reads are the same objects for the same walls and motions, in this run and the next
     from pympc.dynamics import Mode, Motion, modes

@@ -134,11 +134,15 @@ class ModeEvaluator:
     def solved(self, t, q, qd, mode):
         """The compiled mode solve at (q, q̇, t): the views of its buffers (valid until the next evaluation)."""
         self._cache_key = None           # the compiled buffers will hold this point
-        self._fast.compute(t, q, qd, mode)
-        return self._fast.plan(mode).view
+        fast = self._fast
+        fast.compute(t, q, qd, mode)
+        return fast._recent[1].view      # the plan compute took (a mode is hashed in O(slots))
 
     def mode_arrays(self, mode):
-        """``(walls, motions)`` of ``mode`` as float arrays (made once per mode and run)."""
+        """``(walls, motions)`` of ``mode`` as float arrays (a :class:`Mode`'s made once and kept with it, as its
+        other arrays; any other object's once per mode and run)."""
+        if type(mode) is Mode:
+            return mode._arrays
         arrays = self._modes.get(mode)
         if arrays is None:
             arrays = self._modes[mode] = (np.array(mode.walls, dtype=float), np.array(mode.motions, dtype=float))

@@ -63,6 +63,22 @@ class Mode:
     walls: tuple
     motions: tuple
 
+    def __hash__(self):
+        # the dataclass's hash, computed once (it hashes every slot's wall and motion: a mode is a key of the
+        # per-mode tables, its plans, templates and arrays, looked up several times per transition)
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((self.walls, self.motions))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    def __getstate__(self):
+        # pickled without its hash: another process (or Python) may hash the same tuples otherwise
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
     def __str__(self):
         names = {Motion.BACKWARD: "bwd", Motion.STICK: "stick", Motion.FORWARD: "fwd"}
         return "[" + ", ".join(f"{'+' if w > 0 else '-'} {names[Motion(m)]}"
@@ -77,6 +93,12 @@ class Mode:
     def _friction_sign(self):
         """s_k σ_k of the slipping slots (0 for sticking ones), as an array."""
         return np.asarray(self.motions, float) * np.asarray(self.walls, float)
+
+    @cached_property
+    def _arrays(self):
+        """``(walls, motions)`` as float arrays, rows of one (what the verification of a mode reads, never writes)."""
+        wm = np.array((self.walls, self.motions), dtype=float)
+        return wm[0], wm[1]
 
     @cached_property
     def _stick(self):
@@ -330,18 +352,18 @@ def _kernel_array(a):
 class _Plan:
     """The rows of one mode, their band order, and the buffers of its compiled solve with views into them."""
 
-    __slots__ = ("fric", "stick", "perm", "kl", "ku", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il",
-                 "at_fric")
+    __slots__ = ("fric", "jidx", "jv", "jnnz", "fb", "ib", "view", "pf", "pi", "prefix", "offs", "fl", "il", "at_fric")
 
 
 class _Template:
     """What a mode's :class:`_Plan` is made of that does not change within or across runs of one model: its rows'
     band order, the buffers' layout and the packed arrays as first made (never evaluated in: every plan gets
     copies, see :meth:`CompiledModes.plan`), with the friction columns left out (zeros in ``fl`` from ``at_fric``):
-    the templates of one structure serve every value of μ."""
+    the templates of one structure serve every value of μ, and a template serves every mode with its sticking slots
+    (what else tells modes apart, the walls and slip directions, is in the friction columns as well)."""
 
     __slots__ = ("stick", "perm", "kl", "ku", "layout", "size", "fl", "il", "offsets", "at_fric", "offs", "prefix",
-                 "read", "spans")
+                 "read", "spans", "cuts", "read_fl")
 
 
 READ_VIEWS = ("qdd", "lam", "F", "aT", "Q", "vT")
@@ -351,7 +373,8 @@ these only (the others are read by offset, :attr:`_Plan.offs`)."""
 
 
 PLANS_KEPT = 512
-"""The mode templates kept per model (:meth:`CompiledModes.plan`); beyond it the oldest are dropped."""
+"""The mode templates (one per set of sticking slots) kept per model (:meth:`CompiledModes.plan`); beyond it the
+oldest are dropped."""
 
 MODELS_KEPT = 8
 """The models whose mode templates are kept (the most recent; a sweep of one structure with varied parameters is
@@ -361,7 +384,7 @@ CACHED_UP_TO = 64
 """Models of at most this many slots keep their mode templates across runs (larger ones spend far longer in
 everything else, and their buffers are large)."""
 
-_templates = {}          # model key → {mode: _Template} (insertion order: the oldest model first)
+_templates = {}          # model key → {sticking slots: _Template} (insertion order: the oldest model first)
 
 class CompiledModes:
     """Assembly and mode solve in one compiled call (general method, positive diagonal mass).
@@ -382,6 +405,7 @@ class CompiledModes:
 
     def __init__(self, form, mu, mu_s, stab):
         self.form, self.mu, self.mu_s, self.stab = form, mu, mu_s, stab
+        self._neg_mu = -mu       # friction per unit λ of a slot slipping forward on the + wall (the plans write it)
         ab = self._abs = form._abs
         self.mass = ab.mass
         self.minv = 1.0 / ab.mass
@@ -438,56 +462,57 @@ class CompiledModes:
         return getattr(form, "name", None) == "general" and form.mass_diagonal is not None
 
     def plan(self, mode):
-        """The row plan of ``mode`` (made on first use): a copy of the mode's :class:`_Template`, kept across runs
-        of the same model (:data:`CACHED_UP_TO`), so that a plan of a mode seen before costs its copies only."""
+        """The row plan of ``mode`` (made on first use): a copy of the :class:`_Template` of its sticking slots, kept
+        across runs of the same model (:data:`CACHED_UP_TO`) and shared by the modes that stick in the same slots, so
+        that a plan of a mode whose sticking slots were seen before costs its copies only."""
         p = self._plans.get(mode)
         if p is not None:
             return p
         kept = self._templates
-        t = kept.get(mode) if kept is not None else None
+        key = tuple(mode.sticking)      # a template is that of the mode's sticking slots (walls, slip directions and
+        t = kept.get(key) if kept is not None else None      # μ are in the friction columns every plan writes)
         if t is None:
             t = self._template(mode)
             if kept is not None:
                 if len(kept) >= PLANS_KEPT:
                     kept.pop(next(iter(kept), None), None)
-                kept[mode] = t
+                kept[key] = t
         p = _Plan()
-        p.fric = -self.mu * mode._friction_sign       # this run's friction coefficients (not in the template)
-        p.stick, p.perm, p.kl, p.ku, p.at_fric = t.stick, t.perm, t.kl, t.ku, t.at_fric
-        p.prefix, p.offs = t.prefix, t.offs
-        size, ns = t.size, self.ns
-        nib = 7 * ns + 7 * t.perm.size
+        p.at_fric, p.prefix, p.offs = t.at_fric, t.prefix, t.offs
         if t.fl is None:
+            p.fric = self._neg_mu * mode._friction_sign     # this run's friction coefficients (not in the template)
             p.pf, p.pi, (p.jidx, p.jv, p.jnnz) = _kernels.pack_mode(p.fric, t.stick, t.perm, t.kl, t.ku, self.m)
-            p.fb, p.ib = np.zeros(size), np.zeros(nib, np.int64)
+            p.fb, p.ib = np.zeros(t.size), np.zeros(7 * self.ns + 7 * t.perm.size, np.int64)
             p.fl = p.il = None
+            fb = p.fb
+            p.view = {k: fb[o] for k, o in t.read}
         else:
-            p.fl, p.il = t.fl.copy(), t.il.copy()
-            p.fl[p.at_fric:p.at_fric + ns] = p.fric      # the packed friction columns (pack_mode: pf starts with them)
-            (of, nf), (oi, ni) = t.spans     # pack_mode's pf and pi as packed in fl and il (no joint rows)
-            p.pf, p.pi = p.fl[of:of + nf], p.il[oi:oi + ni]
+            fl, il = p.fl, p.il = t.fl.copy(), t.il.copy()
+            fric, pf, pi, fb, ib = t.cuts     # slices of fl and il (_template)
+            # this run's friction coefficients (not in the template) into the packed friction columns (pack_mode:
+            # pf starts with them), p.fric a view of them
+            p.fric = np.multiply(self._neg_mu, mode._friction_sign, out=fl[fric])
+            p.pf, p.pi, p.fb, p.ib = fl[pf], il[pi], fl[fb], il[ib]    # pack_mode's pf, pi and the buffers
             p.jidx = p.jv = p.jnnz = None    # no joint rows to fill (compute fills them only with Python parts)
-            ofb, oib = t.offsets
-            p.fb, p.ib = p.fl[ofb:ofb + size], p.il[oib:oib + nib]
-        fb = p.fb
-        p.view = {k: fb[o] for k, o in t.read}
+            p.view = {k: fl[o] for k, o in t.read_fl}
         self._plans[mode] = p
         return p
 
     def set_mu(self, mu):
         """Evaluate with the kinetic coefficients ``mu`` from now on: every plan made gets its friction columns
         again (the rows, their order and the buffers stay)."""
-        self.mu = mu
+        self.mu, self._neg_mu = mu, -mu
         ns = self.ns
         for mode, p in self._plans.items():
-            p.fric = -mu * mode._friction_sign
+            p.fric = self._neg_mu * mode._friction_sign
             p.pf[:ns] = p.fric
             if p.fl is not None:
                 p.fl[p.at_fric:p.at_fric + ns] = p.fric
 
     def _template(self, mode):
-        """The :class:`_Template` of ``mode``: its rows and their band order, the layout of its buffers and, for a
-        model without Python parts, the two packed arrays of :func:`pympc.mechanics._kernels.pack_flat`."""
+        """The :class:`_Template` of ``mode`` (of its sticking slots alone): its rows and their band order, the layout
+        of its buffers and, for a model without Python parts, the two packed arrays of
+        :func:`pympc.mechanics._kernels.pack_flat`."""
         t = _Template()
         stick = mode.sticking
         t.stick = np.array(stick, dtype=np.int64)
@@ -512,7 +537,7 @@ class CompiledModes:
         t.prefix = layout["stv"][0] + layout["stv"][1]       # the results come first in the buffer
         t.offs = tuple(slice(o, o + sz) for o, sz in layout.values())[:13]
         t.read = tuple((k, slice(layout[k][0], layout[k][0] + layout[k][1])) for k in READ_VIEWS)
-        t.fl = t.il = t.at_fric = t.spans = None
+        t.fl = t.il = t.at_fric = t.spans = t.cuts = t.read_fl = None
         if not self._glue:         # everything in two arrays: the evaluation is a call of five arguments
             # (the friction columns as zeros: every plan writes its own, at the offset of pf in fl)
             pf, pi, _ = _kernels.pack_mode(np.zeros(self.ns), t.stick, t.perm, t.kl, t.ku, self.m)
@@ -522,6 +547,11 @@ class CompiledModes:
             t.at_fric = 2 + self._sf.size        # pack_flat: (alpha, beta), sf, then pf
             il = t.il
             t.spans = (int(il[4]), int(il[5])), (int(il[16]), int(il[17]))     # pf in fl, pi in il (pack_flat)
+            (of, nf), (oi, ni), (ofb, oib) = t.spans[0], t.spans[1], t.offsets
+            # what a plan cuts out of its copies: the friction columns, pf, pi, the buffers (fb, ib), its views
+            t.cuts = (slice(t.at_fric, t.at_fric + self.ns), slice(of, of + nf), slice(oi, oi + ni),
+                      slice(ofb, ofb + t.size), slice(oib, oib + 7 * self.ns + 7 * R))
+            t.read_fl = tuple((k, slice(ofb + o.start, ofb + o.stop)) for k, o in t.read)
         return t
 
     def compute(self, t, q, qd, mode, out=None):
