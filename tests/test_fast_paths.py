@@ -806,8 +806,8 @@ def test_the_event_hlcp_solved_in_one_call_is_the_one_built_solved_and_read_step
     slide and chains of 2 to 6 slots (stick candidates or not, several walls before)."""
     from pympc.dynamics.events import solved_event_problem
     cases = [(pympc.load_model(MODELS / "friction_oscillator.toml"), 1), (pympc.load_model(MODELS / "cross_slide.toml"), 2)]
-    cases += [(slider_chain(k), k) for k in (2, 3, 5, 6)]
-    checked = with_set = 0
+    cases += [(slider_chain(k), k) for k in (2, 3, 5, 6)] + [(pympc.load_model(MODELS / "slider_crank.toml"), 1)]
+    checked = with_set = diagonal = 0
     for system, slots in cases:
         form = GeneralMethod(system)
         mu = np.array([float(s.mu) for s in form.slots])
@@ -824,14 +824,17 @@ def test_the_event_hlcp_solved_in_one_call_is_the_one_built_solved_and_read_step
                 assert np.array_equal(getattr(ev.hlcp, name), getattr(ref.hlcp, name))
             assert np.array_equal(ev.Q, ref.Q) and np.array_equal(ev.qdd0, ref.qdd0) and ev.tol == ref.tol
             assert res.status == rres.status and res.pivots == rres.pivots
+            assert (res.message, res.method) == (rres.message, rres.method)
             assert np.array_equal(res.x, rres.x) and np.array_equal(res.y, rres.y)
             if res.success:
                 assert events_module.read_mode(ev, res.x, res.y, walls) == events_module.read_mode(ref, rres.x, rres.y, walls)
+            # a diagonal A (one slot slipping): Lemke's LCP form solved and its point read in the same call
+            diagonal += ev.hlcp._a_diagonal and "_read" in ev.__dict__
             if ref.hlcp.n <= 8:
                 with_set += "_set" in ev.__dict__ and ev._set is not False
                 _assert_same_set(ev.solution_set(8), ref.solution_set(8))
             checked += 1
-    assert checked == 72 and with_set > 30
+    assert checked == 84 and with_set > 30 and diagonal >= 5
 
 
 def test_the_compiled_walk_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..complementarity._kernel import solve_hlcp_default
+from ..complementarity._kernel import solve_hlcp_default, solve_lcp_form_default
 from ._event_sets import _declined, small_solution_set, walked_solution_set
 from ._transition import EVENT_OK, dense_event, mode_of_point
 
@@ -34,11 +34,13 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
     when ``supports`` has rows (``enumeration._SUPPORTS`` of the problem's pairs), its solution set.
 
     Returns ``(code, (A, B, c, qdd0, Q, diagonal, tol), (decided, code, pivots, el, ll, point, residual,
-    negative), read, (set_decided, P, near))``: ``code`` :data:`EVENT_OK` or why the build declined (nothing
-    else meaningful then); Lemke's tuple is ``solve_hlcp_default``'s (``decided`` False, too, where A is
-    diagonal: not tried) with its ``x, y, dx, dy`` the rows of ``point`` (a 4×n array: one array to return
-    instead of four, each one costs its boxing); ``read`` is ``mode_of_point``'s ``(walls, motions,
-    degenerate)`` of Lemke's point, concatenated (empty where Lemke did not decide); the set is the solution-set kernel's (``set_decided`` False where not asked; ``near``: the nearly
+    negative), read, (set_decided, P, near), (clean, pivots, out))``: ``code`` :data:`EVENT_OK` or why the build
+    declined (nothing else meaningful then); Lemke's tuple is ``solve_hlcp_default``'s (``decided`` False, too,
+    where A is diagonal: not tried) with its ``x, y, dx, dy`` the rows of ``point`` (a 4×n array: one array to
+    return instead of four, each one costs its boxing); where A is diagonal, the last tuple is
+    ``solve_lcp_form_default``'s answer instead (what ``lemke_default`` takes, ``clean`` False where not
+    tried); ``read`` is ``mode_of_point``'s ``(walls, motions, degenerate)`` of the point of whichever decided
+    (a clean point of the LCP form: ``x = out[n:2n]``, ``y = out[:n]``), concatenated (empty where neither did); the set is the solution-set kernel's (``set_decided`` False where not asked; ``near``: the nearly
     singular supports the caller must find empty).
     """
     code, A, B, c, qdd0, Q, diagonal = dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
@@ -49,12 +51,17 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
         big = max(big, abs(c[i]))
     tol = 1e-9 * (1.0 + max(big, 1.0))
     e = np.zeros(0, np.int64)
+    form = (False, 0, np.zeros(0))
     if code != EVENT_OK or diagonal:
         lemke = (False, 0, 0, e, e, np.zeros(n), np.zeros(n), (0.0, 0.0, 0.0), False, np.ones(n), np.ones(n))
+        if code == EVENT_OK:         # A diagonal: Lemke's default call on the LCP form, as lemke_default makes it
+            _, fpiv, clean, out = solve_lcp_form_default(A, B, c)
+            form = (clean, fpiv, out)
     else:
         lemke = solve_hlcp_default(A, B, c)
-    if lemke[0]:
-        walls, motions, deg = mode_of_point(lemke[5], lemke[6], cand, dirs, previous_walls, tol)
+    if lemke[0] or form[0]:
+        x, y = (lemke[5], lemke[6]) if lemke[0] else (form[2][n:2 * n], form[2][:n])
+        walls, motions, deg = mode_of_point(x, y, cand, dirs, previous_walls, tol)
         read = np.concatenate((walls, motions, deg))
     else:
         read = e
@@ -70,7 +77,7 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
         else:
             sset = walked_solution_set(A, B, c, diagonal, supports, 1e-9)
     return (code, (A, B, c, qdd0, Q, diagonal, tol),
-            (lemke[0], lemke[1], lemke[2], lemke[3], lemke[4], point, lemke[7], lemke[8]), read, sset)
+            (lemke[0], lemke[1], lemke[2], lemke[3], lemke[4], point, lemke[7], lemke[8]), read, sset, form)
 
 
 from .._compiling import cache_by_content  # noqa: E402  (the cache keyed by all kernel sources)
