@@ -305,7 +305,7 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
         enumerated = n <= enumerate_pairs and _compiled_set(n)
         md = _NO_DIAGONAL if mass_diagonal is None else as_floats(mass_diagonal)
         k = assembly_arrays(a)
-        code, built, lemke, read, (decided, P, near), (clean, fpiv, fout) = solved_event(
+        code, built, lemke, read, (decided, P, near) = solved_event(
             k.M, md, k.J, k.WN, k.WT, k.h, k.w, k.gdot, k.g, k.holonomic, k.bN, k.vN, k.gN, k.bT, k.vT,
             float(stab.alpha), float(stab.beta), directions, as_floats(mu), as_floats(mu_s), cand,
             np.asarray(previous_walls, dtype=np.int64), _SUPPORTS[n] if enumerated else _NO_SUPPORTS)
@@ -317,10 +317,10 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
                 ev._set = _solution_set(P, n) if _taken(ev.hlcp, decided, near, P) else False
             ok, lcode, pivots, el, ll, point, residual, negative = lemke
             if ok:
-                res = verified_hlcp_result(ev.hlcp, lcode, pivots, el, ll, (point[0], point[1], residual, negative),
-                                           point[2], point[3])
-            else:       # A diagonal: solve()'s result where the LCP form's call was clean (lemke_default's)
-                res = lcp_form_result(ev.hlcp, fout, fpiv) if clean else None
+                res = verified_hlcp_result(ev.hlcp, lcode, pivots, el, ll, (point[:n], point[n:2 * n], residual,
+                                                                             negative), point[2 * n:3 * n], point[3 * n:])
+            else:       # A diagonal: solve()'s result where the LCP form's call was clean (lemke_default's; point its out)
+                res = lcp_form_result(ev.hlcp, point, pivots) if read.size else None
             if res is None:           # a singular basis, a point that does not verify: the general path
                 return ev, ev.solve()
             ev._read = (res.x, res.y, previous_walls, read)

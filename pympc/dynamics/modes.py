@@ -370,7 +370,9 @@ class CompiledModes:
     order of the Schur complement ``C M⁻¹ Gᵀ``, the buffers — is decided once
     per mode and kept; every evaluation is then one compiled call
     (:func:`pympc.mechanics._kernels.general_mode`) plus the joints' rows and
-    the forces that depend on the state, which stay in Python.  Results are
+    the forces that depend on the state, which stay in Python, except pins and
+    constant torques (``AbsoluteModel.joint_tables``): those are evaluated in the
+    same call (:func:`pympc.mechanics._kernels.joint_mode`).  Results are
     those of :func:`solve_mode` on :meth:`GeneralMethod.assemble`, to round-off.
 
     Parameters

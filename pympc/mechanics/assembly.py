@@ -519,7 +519,9 @@ class AbsoluteModel:
         return rows
 
     def python_parts(self, q, qd, t, stab, time_forces=True):
-        """What the compiled mode solve (:func:`_kernels.general_mode`) takes from Python.
+        """What the compiled mode solve (:func:`_kernels.general_mode`) takes from Python (for a model whose
+        :meth:`joint_tables` are None: pins and constant torques alone are evaluated with the solve,
+        :func:`_kernels.joint_mode`).
 
         Returns ``((g, J, w, gd), bI, F, Qx, Px)``: the joint rows and their
         acceleration bias with the Baumgarte terms of ``stab``, the values of the
