@@ -40,6 +40,30 @@ _CRANK = {
     "simulation": {"t_end": 1.0},
 }
 
+_CRANK_SLOT = {
+    "model": {"name": "warmup_slider_crank", "formulation": "general"},
+    "parameters": {"m1": 1.0, "l1": 0.2, "m2": 2.0, "l2": 0.6, "m3": 1.5, "mu": 0.2, "mu_s": 0.25, "M0": 4.0,
+                   "g": 9.81, "xs": "sqrt(l2**2 - l1**2)", "beta": "atan(l1/xs)"},
+    "bodies": [
+        _CRANK["bodies"][0],
+        {"name": "rod", "type": "rigid", "mass": "m2", "inertia": "m2*l2**2/12", "position": ["xs/2", "l1/2"],
+         "angle": "-beta"},
+        {"name": "slider", "type": "particle", "mass": "m3", "position": ["xs", 0]},
+    ],
+    "joints": [
+        _CRANK["joints"][0],
+        {"name": "A", "type": "revolute", "body_a": "crank", "point_a": ["l1/2", 0], "body_b": "rod",
+         "point_b": ["-l2/2", 0]},
+        {"name": "B", "type": "revolute", "body_a": "rod", "point_a": ["l2/2", 0], "body_b": "slider"},
+        {"name": "slot", "type": "slot", "slider": "slider", "guide": "ground", "direction": [1, 0], "mu": "mu",
+         "mu_s": "mu_s"},
+    ],
+    "forces": [_CRANK["forces"][0], {"name": "motor", "type": "torque", "body": "crank", "value": "M0"}],
+    "simulation": {"t_end": 0.3},
+}
+"""The crank driving the slider along a slot by a constant torque: pins and constant torques are evaluated with
+the mode solve and the assembly (``AbsoluteModel.joint_tables``), not in Python."""
+
 
 def _jobs(tmp):
     """(name, callable) of the warm-up jobs, writing into the directory ``tmp``."""
@@ -83,6 +107,7 @@ def _jobs(tmp):
         ("one slot, stick-slip", cli(slider_chain(1, mu_s=0.4, force=8.0, omega=1.0, t_end=8.0))),
         ("two slots", cli(slider_chain(2, t_end=1.0))),
         ("a crank on a revolute joint", cli(build_model(_CRANK, source="<warm-up crank>"))),
+        ("a crank driving a slot by a constant torque", cli(build_model(_CRANK_SLOT, source="<warm-up crank>"))),
         ("two slots in tree coordinates", cli(slider_chain(2, t_end=1.0), "--formulation", "tree")),
         ("LCPs and HLCPs", lcps),
         ("sensitivities", sensitivities),

@@ -855,8 +855,8 @@ def test_the_event_hlcp_solved_in_one_call_is_the_one_built_solved_and_read_step
     slide and chains of 2 to 6 slots (stick candidates or not, several walls before)."""
     from pympc.dynamics.events import solved_event_problem
     cases = [(pympc.load_model(MODELS / "friction_oscillator.toml"), 1), (pympc.load_model(MODELS / "cross_slide.toml"), 2)]
-    cases += [(slider_chain(k), k) for k in (2, 3, 5, 6)]
-    checked = with_set = 0
+    cases += [(slider_chain(k), k) for k in (2, 3, 5, 6)] + [(pympc.load_model(MODELS / "slider_crank.toml"), 1)]
+    checked = with_set = diagonal = 0
     for system, slots in cases:
         form = GeneralMethod(system)
         mu = np.array([float(s.mu) for s in form.slots])
@@ -873,14 +873,17 @@ def test_the_event_hlcp_solved_in_one_call_is_the_one_built_solved_and_read_step
                 assert np.array_equal(getattr(ev.hlcp, name), getattr(ref.hlcp, name))
             assert np.array_equal(ev.Q, ref.Q) and np.array_equal(ev.qdd0, ref.qdd0) and ev.tol == ref.tol
             assert res.status == rres.status and res.pivots == rres.pivots
+            assert (res.message, res.method) == (rres.message, rres.method)
             assert np.array_equal(res.x, rres.x) and np.array_equal(res.y, rres.y)
             if res.success:
                 assert events_module.read_mode(ev, res.x, res.y, walls) == events_module.read_mode(ref, rres.x, rres.y, walls)
+            # a diagonal A (one slot slipping): Lemke's LCP form solved and its point read in the same call
+            diagonal += ev.hlcp._a_diagonal and "_read" in ev.__dict__
             if ref.hlcp.n <= 8:
                 with_set += "_set" in ev.__dict__ and ev._set is not False
                 _assert_same_set(ev.solution_set(8), ref.solution_set(8))
             checked += 1
-    assert checked == 72 and with_set > 30
+    assert checked == 84 and with_set > 30 and diagonal >= 5
 
 
 def test_the_compiled_walk_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng):
@@ -909,3 +912,56 @@ def test_the_compiled_walk_of_an_event_hlcp_is_the_enumerations_bit_for_bit(rng)
             assert P.shape[0] == 0
     assert 0.5 * len(problems) < decided < len(problems)
     assert {"NONE", "UNIQUE", "FINITE"} <= kinds and "CONTINUUM" not in kinds and several > 10
+
+
+def _crank(torques):
+    """The slider-crank model with the constant torques ``torques`` (expressions) on its crank instead of its motor."""
+    import tomllib
+
+    from pympc.mechanics.modelfile import build_model
+    data = tomllib.loads((MODELS / "slider_crank.toml").read_text())
+    data["forces"] = [f for f in data["forces"] if f["type"] != "torque"] + [
+        {"name": f"motor{i}", "type": "torque", "body": "crank", "value": v} for i, v in enumerate(torques)]
+    return build_model(data, source="<crank>")
+
+
+@pytest.mark.parametrize("torques", [("M0",), ("M0", "-1.5"), ()])
+def test_pins_and_constant_torques_in_the_compiled_solve_equal_the_python_parts(torques, rng):
+    """The slider-crank's pins and constant torques evaluated with the mode solve (``joint_mode``) = the same solve
+    with them from ``AbsoluteModel.python_parts``, bit for bit: the state derivative, the assembly's rows and forces
+    and the mode solution, in every mode; two torques on one body sum as Python sums them."""
+    system = _crank(torques)
+    form = GeneralMethod(system)
+    mu = np.array([float(s.mu) for s in form.slots])
+    mus = np.array([float(s.static_mu) for s in form.slots])
+    fast, plain = CompiledModes(form, mu, mus, Baumgarte()), CompiledModes(form, mu, mus, Baumgarte())
+    assert fast._joints is not None and fast._glue
+    plain._joints = None                              # the Python parts and the general compiled call
+    q0, qd0 = form.initial_state()
+    for _ in range(6):
+        q, qd = q0 + 0.05 * rng.standard_normal(q0.size), qd0 + rng.standard_normal(q0.size)
+        t = float(rng.uniform(0, 2))
+        mode = _random_mode(rng, len(mu))
+        a = fast.compute(t, q, qd, mode)
+        b = plain.compute(t, q, qd, mode)
+        np.testing.assert_array_equal(a, b)
+        (fa, sa), (fb, sb) = fast.result(), plain.result()
+        for k in ("h", "g", "J", "w", "gdot", "gN", "bN", "vN", "bT", "vT", "M", "WN", "WT"):
+            np.testing.assert_array_equal(getattr(fa, k), getattr(fb, k), err_msg=k)
+        assert (fa.kinetic, fa.potential, fa.power) == (fb.kinetic, fb.potential, fb.power)
+        for x, y in zip((sa.qdd, sa.nu, sa.lam, sa.F, sa.aT), (sb.qdd, sb.nu, sb.lam, sb.F, sb.aT)):
+            np.testing.assert_array_equal(x, y)
+        fast.compute(t, q + 1.0, qd, mode)             # the result read before stays valid (a copy)
+        np.testing.assert_array_equal(fa.J, fb.J)
+    # and the torques act: the crank's generalized force is gravity's plus their sum
+    c = form._abs.coordinate_names.index("crank.phi")
+    assert fa.h[c] == sum((float(v) if v != "M0" else 4.0) for v in torques)
+
+
+def test_a_torque_of_the_state_stays_in_python():
+    """A torque that is not constant is evaluated in Python (no compiled tables), and so is the whole model."""
+    system = _crank(("M0*sin(phi)",))
+    form = GeneralMethod(system)
+    mu = np.array([float(s.mu) for s in form.slots])
+    assert form._abs.joint_tables() is None
+    assert CompiledModes(form, mu, mu, Baumgarte())._joints is None

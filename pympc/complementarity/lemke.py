@@ -263,12 +263,19 @@ def lemke_default(problem):
         if problem._a_diagonal:
             code, pivots, clean, out = solve_lcp_form_default(problem.A, problem.B, problem.c)
             if clean:
-                return Result._packed(problem, out, pivots, _VERIFIED, _lcp_form_info)
+                return lcp_form_result(problem, out, pivots)
         else:
             r = lemke_hlcp_default(problem)
             if r is not None:
                 return r
     return _lemke_general(problem, {})
+
+
+def lcp_form_result(problem, out, pivots):
+    """The result of :func:`lemke` with the defaults on an HLCP with a diagonal A from a clean answer ``out``,
+    ``pivots`` of :func:`~pympc.complementarity._kernel.solve_lcp_form_default` on it (what :func:`lemke_default`
+    returns; a caller that made that call already, in a compiled call of its own, takes it)."""
+    return Result._packed(problem, out, pivots, _VERIFIED, _lcp_form_info)
 
 
 def lemke_hlcp_default(problem):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..complementarity._kernel import solve_hlcp_default
+from ..complementarity._kernel import solve_hlcp_default, solve_lcp_form_default
 from ._event_sets import _declined, small_solution_set, walked_solution_set
 from ._transition import EVENT_OK, dense_event, mode_of_point
 
@@ -36,10 +36,13 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
     Returns ``(code, (A, B, c, qdd0, Q, diagonal, tol), (decided, code, pivots, el, ll, point, residual,
     negative), read, (set_decided, P, near))``: ``code`` :data:`EVENT_OK` or why the build declined (nothing
     else meaningful then); Lemke's tuple is ``solve_hlcp_default``'s (``decided`` False, too, where A is
-    diagonal: not tried) with its ``x, y, dx, dy`` the rows of ``point`` (a 4×n array: one array to return
-    instead of four, each one costs its boxing); ``read`` is ``mode_of_point``'s ``(walls, motions,
-    degenerate)`` of Lemke's point, concatenated (empty where Lemke did not decide); the set is the solution-set kernel's (``set_decided`` False where not asked; ``near``: the nearly
-    singular supports the caller must find empty).
+    diagonal: not tried) with its ``x, y, dx, dy`` the quarters of ``point`` (one array to return instead of
+    four, each one costs its boxing); ``read`` is ``mode_of_point``'s ``(walls, motions, degenerate)`` of
+    Lemke's point, concatenated (empty where Lemke did not decide); the set is the solution-set kernel's
+    (``set_decided`` False where not asked; ``near``: the nearly singular supports the caller must find empty).
+    Where A is diagonal, Lemke's default call on its LCP form instead (``solve_lcp_form_default``, what
+    ``lemke_default`` takes): where its point is clean, ``read`` is that point's, ``point`` its answer ``out``
+    and ``pivots`` its pivots (``decided`` stays False: a nonempty ``read`` says so).
     """
     code, A, B, c, qdd0, Q, diagonal = dense_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
                                                    alpha, beta, dirs, mu, mu_s, cand)
@@ -49,20 +52,28 @@ def solved_event(M, md, J, WN, WT, h, w, gdot, g, holonomic, bN, vN, gN, bT, vT,
         big = max(big, abs(c[i]))
     tol = 1e-9 * (1.0 + max(big, 1.0))
     e = np.zeros(0, np.int64)
+    read = e
+    point = np.empty(4 * n)                  # x, y, dx, dy: one array returned instead of four
+    form = False                             # point: the LCP form's answer
     if code != EVENT_OK or diagonal:
         lemke = (False, 0, 0, e, e, np.zeros(n), np.zeros(n), (0.0, 0.0, 0.0), False, np.ones(n), np.ones(n))
+        if code == EVENT_OK:         # A diagonal: Lemke's default call on the LCP form, as lemke_default makes it
+            fcode, fpiv, clean, out = solve_lcp_form_default(A, B, c)
+            if clean:
+                walls, motions, deg = mode_of_point(out[n:2 * n], out[:n], cand, dirs, previous_walls, tol)
+                read = np.concatenate((walls, motions, deg))
+                lemke = (False, fcode, fpiv, e, e, lemke[5], lemke[6], lemke[7], False, lemke[9], lemke[10])
+                point, form = out, True
     else:
         lemke = solve_hlcp_default(A, B, c)
-    if lemke[0]:
-        walls, motions, deg = mode_of_point(lemke[5], lemke[6], cand, dirs, previous_walls, tol)
-        read = np.concatenate((walls, motions, deg))
-    else:
-        read = e
-    point = np.empty((4, n))                 # x, y, dx, dy: one array returned instead of four
-    point[0] = lemke[5]
-    point[1] = lemke[6]
-    point[2] = lemke[9]
-    point[3] = lemke[10]
+        if lemke[0]:
+            walls, motions, deg = mode_of_point(lemke[5], lemke[6], cand, dirs, previous_walls, tol)
+            read = np.concatenate((walls, motions, deg))
+    if not form:
+        point[:n] = lemke[5]
+        point[n:2 * n] = lemke[6]
+        point[2 * n:3 * n] = lemke[9]
+        point[3 * n:] = lemke[10]
     sset = _declined(n)
     if code == EVENT_OK and supports.shape[0] and supports.shape[1] == n:
         if n < WALK_FROM:

@@ -22,7 +22,7 @@ import scipy.sparse
 from ..complementarity import HLCP, LCP, SetKind, SolutionSet, enumerate_solutions, solve
 from ..complementarity._kernel import HLCP_DEFAULT_KERNEL
 from ..complementarity.enumeration import _SUPPORTS, BATCHED_PAIRS, WALK_POINTS_FROM, nearly_singular_empty
-from ..complementarity.lemke import lemke_hlcp_default, verified_hlcp_result
+from ..complementarity.lemke import lcp_form_result, lemke_hlcp_default, verified_hlcp_result
 from ..complementarity.problems import within
 from ..complementarity.results import Result, Status
 from ..complementarity.solve import lemke_by_default
@@ -316,9 +316,12 @@ def solved_event_problem(a, directions, mu, mu_s, stab, mass_diagonal, previous_
             if enumerated:
                 ev._set = _solution_set(P, n) if _taken(ev.hlcp, decided, near, P) else False
             ok, lcode, pivots, el, ll, point, residual, negative = lemke
-            res = verified_hlcp_result(ev.hlcp, lcode, pivots, el, ll, (point[0], point[1], residual, negative),
-                                       point[2], point[3]) if ok else None
-            if res is None:           # A diagonal, a singular basis, a point that does not verify: the general path
+            if ok:
+                res = verified_hlcp_result(ev.hlcp, lcode, pivots, el, ll, (point[:n], point[n:2 * n], residual,
+                                                                             negative), point[2 * n:3 * n], point[3 * n:])
+            else:       # A diagonal: solve()'s result where the LCP form's call was clean (lemke_default's; point its out)
+                res = lcp_form_result(ev.hlcp, point, pivots) if read.size else None
+            if res is None:           # a singular basis, a point that does not verify: the general path
                 return ev, ev.solve()
             ev._read = (res.x, res.y, previous_walls, read)
             return ev, res

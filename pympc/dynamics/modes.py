@@ -393,7 +393,9 @@ class CompiledModes:
     order of the Schur complement ``C M⁻¹ Gᵀ``, the buffers — is decided once
     per mode and kept; every evaluation is then one compiled call
     (:func:`pympc.mechanics._kernels.general_mode`) plus the joints' rows and
-    the forces that depend on the state, which stay in Python.  Results are
+    the forces that depend on the state, which stay in Python, except pins and
+    constant torques (``AbsoluteModel.joint_tables``): those are evaluated in the
+    same call (:func:`pympc.mechanics._kernels.joint_mode`).  Results are
     those of :func:`solve_mode` on :meth:`GeneralMethod.assemble`, to round-off.
 
     Parameters
@@ -426,6 +428,10 @@ class CompiledModes:
         self._tprog, self._tconst = tp if tp is not None else (np.zeros(2, np.int64), np.zeros(1))
         self._tF = ab._tF.copy()
         self._glue = bool(self.m or ab._forces or tp is None)
+        # pins and constant torques (AbsoluteModel.joint_tables): evaluated with the solve (compute: joint_mode)
+        self._joints = ab.joint_tables() if self._glue and tp is not None else None
+        if self._joints is not None:
+            self._jw = np.zeros(_kernels.joint_layout(self.n, self.m))
         self._plans = {}
         self._templates = self._kept_templates()
         self._recent = (None, None)   # (mode, plan) of the last compute
@@ -561,6 +567,16 @@ class CompiledModes:
         p = self._recent[1] if mode is self._recent[0] else self.plan(mode)    # hashing a Mode is O(slots)
         self._recent = (mode, p)
         tF = self._tF
+        if self._joints is not None:     # pins and constant torques: with the solve, in one compiled call
+            if out is None:
+                out = np.empty(2 * self.n + 2)
+            q, qd = _kernel_array(q), _kernel_array(qd)
+            ok, bad, T, V, P = _kernels.joint_mode(t, q, qd, tF, self._jw, self.stab.alpha, self.stab.beta, self._sf,
+                                                   self._si, p.pf, p.pi, p.fb, p.ib, self._work, out, self._tprog,
+                                                   self._tconst, *self._joints)
+            self._check(t, mode, ok, bad)
+            self._last = (t, p, None, T, V, P)
+            return out
         if self._glue:
             joints, bI, F, Qx, Px = ab.python_parts(q, qd, t, self.stab, time_forces=self._tprog[0] == 0)
             tF = tF if F is None else F
@@ -579,19 +595,23 @@ class CompiledModes:
         ok, bad, T, V, P = _kernels.general_mode_timed(t, q, qd, tF, Qx, bI, self.stab.alpha, self.stab.beta,
                                                        self._sf, self._si, p.pf, p.pi, p.fb, p.ib, self._work, out,
                                                        self._tprog, self._tconst)
-        if bad == -2:      # a time function is not finite: the expression layer says which and why
-            for i, j, c in ab._tvary:
-                c(t=t)
-            raise ModelError(f"a force of time is not finite at t = {t:g}")
-        if bad >= 0:
-            raise ModelError(f"{ab._pair_names[bad]}: spring of positive rest length has zero length; "
-                             "its direction is undefined")
-        if not ok:
-            raise _singular(mode, t)
+        self._check(t, mode, ok, bad)
         if Px:
             out[2 * self.n + 1] += Px
         self._last = (t, p, joints, T, V, P + Px)
         return out
+
+    def _check(self, t, mode, ok, bad):
+        """Raise what a failed compiled evaluation at ``t`` means (``ok``, ``bad`` as the mode kernels return)."""
+        if bad == -2:      # a time function is not finite: the expression layer says which and why
+            for i, j, c in self._abs._tvary:
+                c(t=t)
+            raise ModelError(f"a force of time is not finite at t = {t:g}")
+        if bad >= 0:
+            raise ModelError(f"{self._abs._pair_names[bad]}: spring of positive rest length has zero length; "
+                             "its direction is undefined")
+        if not ok:
+            raise _singular(mode, t)
 
     def compute_state(self, t, x, mode, out):
         """:meth:`compute` at the state ``x = (q, q̇, …)``, into ``out``: for a model without Python parts one
@@ -686,6 +706,10 @@ class CompiledModes:
         """``(assembly, ModeSolution)`` of the last :meth:`compute` (views of one copy: they stay valid)."""
         t, p, joints, T, V, P = self._last
         m, ns = self.m, self.ns
+        if joints is None:               # joint_mode's rows (in its scratch): a copy
+            n = self.n
+            jw = self._jw[:3 * m + m * n].copy()
+            joints = (jw[:m], jw[3 * m:].reshape(m, n), jw[2 * m:3 * m], jw[m:2 * m])
         fb = p.fb[:p.prefix].copy()
         ib = p.ib[:7 * ns].copy()
         qdd, nu, lam, F, aT, Q, gN, bN, vN, bT, vT, snv, stv = [fb[o] for o in p.offs]

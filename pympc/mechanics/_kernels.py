@@ -737,6 +737,70 @@ def general_mode_timed(t, q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib
     return general_mode(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out)
 
 
+def joint_layout(n, m):
+    """The length of :func:`joint_mode`'s float scratch ``jw``: the joint rows ``g``, ``ġ``, ``ŵ`` (``m`` each),
+    ``J`` (``m × n``), their stabilized biases (``m``) and the torques' generalized forces (``n``)."""
+    return 4 * m + m * n + n
+
+
+@njit(**_PLAIN)
+def joint_mode(t, q, qd, tF, jw, alpha, beta, sf, si, pf, pi, fb, ib, work, out, prog, consts, jf, ji):
+    """:func:`general_mode_timed` for a model whose joints are pins and whose forces of the state are constant
+    torques (the tables of :func:`pack_joints`; ``ji`` empty: neither), with what
+    ``AbsoluteModel.python_parts`` computes for it done here, in its arithmetic: the pins' rows by
+    :func:`revolute_rows` into ``jw`` (:func:`joint_layout`: ``g``, ``ġ``, ``ŵ``, ``J``), their biases
+    ``ŵ + 2α ġ + β² g`` (every pin row is position-level), their nonzeros into the mode's joint rows (as
+    :func:`dense_rows`), the torques' generalized forces (summed from zero, as ``Qx``) and their power, added to
+    ``out``'s last entry and to the returned power as the caller adds ``Px``.  Returns ``(ok, bad, T, V, P)``
+    as :func:`general_mode_timed`."""
+    n, ns = si[0], si[1]
+    m, nj, ntq = (ji[0], ji[1], ji[2]) if ji.size else (0, 0, 0)
+    g, gd, w = _span(jw, 0, m), _span(jw, m, m), _span(jw, 2 * m, m)
+    J = _rows(_span(jw, 3 * m, m * n), n)
+    o = 3 * m + m * n
+    bI = _span(jw, o, m)
+    Qx = _span(jw, o + m, n)
+    if prog[0] and not run_time_program(t, prog, consts, tF):
+        return False, -2, 0.0, 0.0, 0.0
+    for r in range(m):
+        g[r] = 0.0
+        w[r] = 0.0
+        gd[r] = 0.0
+        for c in range(n):
+            J[r, c] = 0.0
+    if nj:
+        nb = si[4]
+        revolute_rows(q, qd, _span(si, 5, nb), _span(si, 5 + nb, nb), _span(ji, 3, nj), _span(ji, 3 + nj, nj),
+                      _rows(_span(jf, 0, 2 * nj), 2), _span(ji, 3 + 2 * nj, nj), _rows(_span(jf, 2 * nj, 2 * nj), 2),
+                      g, J, w, gd)
+    for r in range(m):
+        bI[r] = w[r] + 2.0 * alpha * gd[r] + beta * beta * g[r]
+    R, nst = pi[0], pi[3]
+    oj = 5 + R + nst
+    jidx = _rows(_span(pi, oj, 6 * m), 6)
+    jnnz = _span(pi, oj + 6 * m, m)
+    jv = _rows(_span(pf, ns, 6 * m), 6)
+    for r in range(m):
+        e = 0
+        for c in range(n):
+            if J[r, c] != 0.0:
+                jidx[r, e], jv[r, e] = c, J[r, c]
+                e += 1
+        jnnz[r] = e
+    Px = 0.0
+    for i in range(n):
+        Qx[i] = 0.0
+    for k in range(ntq):          # the constant torques: on the angle column, power τ ω
+        c = ji[3 + 3 * nj + k]
+        tau = jf[4 * nj + k]
+        Qx[c] += tau
+        Px += tau * qd[c]
+    ok, bad, T, V, P = general_mode(q, qd, tF, Qx, bI, alpha, beta, sf, si, pf, pi, fb, ib, work, out)
+    if ok and bad == -1 and Px != 0.0:
+        out[2 * n + 1] += Px
+    return ok, bad, T, V, P + Px
+
+
 @njit(cache=True)
 def dense_to_csr(A):
     """``(data, indices, indptr)`` of the nonzero entries of the dense matrix ``A``, row by row (what

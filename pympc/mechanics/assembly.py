@@ -325,6 +325,7 @@ class AbsoluteModel:
         self._tvary = [(i, j, c) for i, (_, d) in enumerate(timed) for j, c in enumerate(d[2]) if not c.is_constant]
         self._packed = None                    # what assembly() hands to its kernel (made at its first call)
         self._tables = None                    # pack_model's tables with the mass diagonal (model_tables)
+        self._joint_packed = None              # (pack_joints' tables or None,) once made (joint_tables)
         self._time = None                      # (time_program of _tvary,) once made (time_tables)
         self._gravity = np.zeros(self.n)       # uniform gravity: a constant generalized force, V = −Q_g·q
         for f in system.forces.values():
@@ -438,20 +439,38 @@ class AbsoluteModel:
         pins (:func:`_kernels.revolute_rows`, by ``Revolute.batch``), forces of the state other than constant torques
         on rigid bodies, or point forces of time that are no time program."""
         tp = self.time_tables()
-        pins = [args for kernel, args in self._batches if kernel is _kernels.revolute_rows]
-        if self._other_joints or len(pins) != len(self._batches) or tp is None:
+        joints = self.joint_tables()
+        if joints is None or tp is None:
             return ()
-        torques = []
-        for f, data in self._forces:
-            if not isinstance(f, Torque) or not data[1].is_constant or data[0] < 0 or self._bphi[data[0]] < 0:
-                return ()
-            torques.append((int(self._bphi[data[0]]), data[1].value))
+        jf, ji = joints
         sf, si = self.model_tables()
         ns, nt = len(self.slots), self._tbody.size
         size, isize = _kernels.assembly_layout(self.n, ns, nt, self.m)
-        jf, ji = _kernels.pack_joints(self.m, pins[0] if pins else None, torques)
         return (sf, si, tp[0], tp[1], np.ascontiguousarray(self._tF, dtype=float).reshape(nt, 2),
                 np.zeros(isize, np.int64), size, self.n, ns, jf, ji, self.m)
+
+    def joint_tables(self):
+        """``(jf, ji)``: the joints and forces of the state as the compiled calls read them (:func:`_kernels.pack_joints`:
+        the pins' arguments of :func:`_kernels.revolute_rows`, made by ``Revolute.batch``, and the constant torques'
+        angle columns and values), made once per model (never written: the
+        kernels take them as they take every table, writable); None where a joint is not a pin, a row is
+        not position-level, or a force of the state is not a constant torque on a rigid body (then they are
+        evaluated in Python: :meth:`python_parts`)."""
+        if self._joint_packed is None:
+            self._joint_packed = (self._pack_joints(),)
+        return self._joint_packed[0]
+
+    def _pack_joints(self):
+        pins = [args for kernel, args in self._batches if kernel is _kernels.revolute_rows]
+        if self._other_joints or len(pins) != len(self._batches) or not self.holonomic.all():
+            return None
+        torques = []
+        for f, data in self._forces:
+            if not isinstance(f, Torque) or not data[1].is_constant or data[0] < 0 or self._bphi[data[0]] < 0:
+                return None
+            torques.append((int(self._bphi[data[0]]), data[1].value))
+        jf, ji = _kernels.pack_joints(self.m, pins[0] if pins else None, torques)
+        return jf, ji
 
     def model_tables(self):
         """``(sf, si)``: the static tables of :func:`_kernels.pack_model` with the mass diagonal last (what
@@ -500,7 +519,9 @@ class AbsoluteModel:
         return rows
 
     def python_parts(self, q, qd, t, stab, time_forces=True):
-        """What the compiled mode solve (:func:`_kernels.general_mode`) takes from Python.
+        """What the compiled mode solve (:func:`_kernels.general_mode`) takes from Python (for a model whose
+        :meth:`joint_tables` are None: pins and constant torques alone are evaluated with the solve,
+        :func:`_kernels.joint_mode`).
 
         Returns ``((g, J, w, gd), bI, F, Qx, Px)``: the joint rows and their
         acceleration bias with the Baumgarte terms of ``stab``, the values of the
