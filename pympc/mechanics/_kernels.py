@@ -441,15 +441,25 @@ def general_assembly(q, qd, t, sf, si, prog, consts, tF0, iw, buf, jf, ji):
         Pa += tau * qd[c]
     P += Pa
     if m:
-        for r in range(m):
-            g[r] = 0.0
-            w[r] = 0.0
-            gd[r] = 0.0
-            for c in range(n):
-                J[r, c] = 0.0
+        pin_rows(q, qd, bx, bphi, jf, ji, g, J, w, gd)
+    return -1, dV, P
+
+
+@njit(**_PLAIN)
+def pin_rows(q, qd, bx, bphi, jf, ji, g, J, w, gd):
+    """The rows ``g``, ``J``, ``ŵ``, ``ġ`` of the pins of :func:`pack_joints`' tables ``jf``, ``ji`` (not empty),
+    zeroed, then filled by :func:`revolute_rows`."""
+    n = J.shape[1]
+    for r in range(g.shape[0]):
+        g[r] = 0.0
+        w[r] = 0.0
+        gd[r] = 0.0
+        for c in range(n):
+            J[r, c] = 0.0
+    nj = ji[1]
+    if nj:
         revolute_rows(q, qd, bx, bphi, _span(ji, 3, nj), _span(ji, 3 + nj, nj), _rows(_span(jf, 0, 2 * nj), 2),
                       _span(ji, 3 + 2 * nj, nj), _rows(_span(jf, 2 * nj, 2 * nj), 2), g, J, w, gd)
-    return -1, dV, P
 
 
 def assembly_layout(n, ns, nt, m=0):
@@ -762,17 +772,9 @@ def joint_mode(t, q, qd, tF, jw, alpha, beta, sf, si, pf, pi, fb, ib, work, out,
     Qx = _span(jw, o + m, n)
     if prog[0] and not run_time_program(t, prog, consts, tF):
         return False, -2, 0.0, 0.0, 0.0
-    for r in range(m):
-        g[r] = 0.0
-        w[r] = 0.0
-        gd[r] = 0.0
-        for c in range(n):
-            J[r, c] = 0.0
-    if nj:
+    if m:
         nb = si[4]
-        revolute_rows(q, qd, _span(si, 5, nb), _span(si, 5 + nb, nb), _span(ji, 3, nj), _span(ji, 3 + nj, nj),
-                      _rows(_span(jf, 0, 2 * nj), 2), _span(ji, 3 + 2 * nj, nj), _rows(_span(jf, 2 * nj, 2 * nj), 2),
-                      g, J, w, gd)
+        pin_rows(q, qd, _span(si, 5, nb), _span(si, 5 + nb, nb), jf, ji, g, J, w, gd)
     for r in range(m):
         bI[r] = w[r] + 2.0 * alpha * gd[r] + beta * beta * g[r]
     R, nst = pi[0], pi[3]
