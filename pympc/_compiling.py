@@ -215,7 +215,7 @@ def cache_by_content(namespace):
 
 
 _kernels = []
-FULL_COMPILE_SECONDS = 55.0
+FULL_COMPILE_SECONDS = 85.0
 """CPU seconds to compile the kernels of a simulation with an empty cache (``benchmarks/cold_start.py`` on the
 2-core machine of the README's table): the scale of the estimate in the command line's notice."""
 
