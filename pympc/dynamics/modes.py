@@ -92,7 +92,8 @@ class Mode:
     @cached_property
     def _friction_sign(self):
         """s_k σ_k of the slipping slots (0 for sticking ones), as an array."""
-        return np.asarray(self.motions, float) * np.asarray(self.walls, float)
+        walls, motions = self._arrays
+        return motions * walls
 
     @cached_property
     def _arrays(self):

@@ -128,9 +128,7 @@ class Transition:
         probe = None
         if degenerate:
             mode, probe = self._probe(t, q, qd, a, evp, x, y, dirs, before, mode, degenerate, kind, slot)
-        sticking = mode.sticking
-        stick = np.array(sticking, dtype=np.int64) if sticking else _NO_STICK
-        q, qd, a = self._project(t, q, qd, stick, a)     # a: the assembly at this (q, q̇); then at the projected
+        q, qd, a = self._project(t, q, qd, mode._stick, a)     # a: the assembly at this (q, q̇); then at the projected
         verified, why = self.verify(t, q, qd, mode, evp._cand, a)      # (q, q̇), or None
         event = Event(t, kind, slot, before, mode, evp.kept(), evp.candidates, np.asarray(x), np.asarray(y),
                       classification, npoints, solver, probe, verified)
